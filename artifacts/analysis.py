@@ -1,0 +1,81 @@
+"""Text analysis shared by the indexer (writing) and the query side (reading).
+
+Whoosh pickles the schema, analyzers included, into the index; the classes used here must stay
+importable under these names.  Any change to tokenisation is a change of
+:data:`artifacts.config.ANALYZER_VERSION`.
+
+Two analyzers:
+
+* ``folding``: NFC text -> word tokens -> lowercase -> diacritics folded (``práca`` -> ``praca``,
+  ``Łódź`` -> ``lodz``), so a query typed without diacritics matches
+  Slovak, Czech, Polish and German text.
+* ``exact``: the same tokens lowercased but with diacritics kept, indexed in ``*_exact`` fields so
+  that a query typed with the right diacritics scores higher than a near-homograph.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from whoosh.analysis import CharsetFilter, LowercaseFilter, RegexTokenizer
+from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
+from whoosh.support.charset import accent_map
+
+TOKEN_PATTERN = r"\w+(?:[.'’-]\w+)*"
+"""Regex of one token: a run of word characters, joined by inner dots, apostrophes or hyphens."""
+
+
+def folding_analyzer():  # type: ignore[no-untyped-def]
+    """Return the diacritics-folding analyzer (tokens lowercased, accents removed)."""
+    return RegexTokenizer(TOKEN_PATTERN) | LowercaseFilter() | CharsetFilter(accent_map)
+
+
+def exact_analyzer():  # type: ignore[no-untyped-def]
+    """Return the exact analyzer (tokens lowercased, accents kept)."""
+    return RegexTokenizer(TOKEN_PATTERN) | LowercaseFilter()
+
+
+def normalize_text(text: str) -> str:
+    """Return ``text`` in Unicode NFC, the form every indexed and queried string is in."""
+    return unicodedata.normalize("NFC", text)
+
+
+def fold(text: str) -> str:
+    """Return lowercase ``text`` with diacritics removed, as the folding analyzer would."""
+    return " ".join(t.text for t in folding_analyzer()(normalize_text(text)))
+
+
+FIELD_BOOSTS = {
+    "title": 3.0,
+    "title_exact": 3.0,
+    "headings": 1.5,
+    "meta": 1.5,
+    "body": 1.0,
+    "body_exact": 1.0,
+}
+"""Query-time weight of each searchable field (BM25F field weights)."""
+
+FOLDED_FIELDS = ("title", "headings", "meta", "body")
+EXACT_FIELDS = ("title_exact", "body_exact")
+
+
+def text_schema() -> Schema:
+    """Return the Whoosh schema of a bundle's ``text/`` index (one Whoosh document per chunk).
+
+    ``meta`` holds tags, categories and authors; ``published`` is 1 or 0; ``year`` may be absent.
+    """
+    folding = folding_analyzer()
+    exact = exact_analyzer()
+    return Schema(
+        chunk_id=ID(stored=True, unique=True),
+        path=ID(stored=True),
+        ordinal=STORED(),
+        published=NUMERIC(int, bits=8, stored=False),
+        year=NUMERIC(int, bits=32, stored=False),
+        title=TEXT(analyzer=folding, phrase=True),
+        title_exact=TEXT(analyzer=exact, phrase=False),
+        headings=TEXT(analyzer=folding, phrase=False),
+        meta=TEXT(analyzer=folding, phrase=False),
+        body=TEXT(analyzer=folding, phrase=True),
+        body_exact=TEXT(analyzer=exact, phrase=False),
+    )

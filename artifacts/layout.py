@@ -1,0 +1,18 @@
+"""Names and fixed parameters of the files inside a bundle (shared by writer and reader)."""
+
+from __future__ import annotations
+
+DOCS_FILE = "docs.jsonl"
+CHUNKS_FILE = "chunks.jsonl"
+TEXT_DIR = "text"
+VECTORS_DIR = "vectors"
+VECTORS_FILE = "vectors/vectors.npy"
+IDS_FILE = "vectors/ids.json"
+HNSW_FILE = "vectors/index.hnsw"
+GRAPH_DIR = "graph"
+
+HNSW_SPACE = "ip"
+"""Inner product on L2-normalised vectors = cosine similarity."""
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 200
+HNSW_SEED = 100

@@ -1,0 +1,116 @@
+"""The bundle manifest: ``manifest.json`` at the root of every bundle.
+
+Format history (bump ``FORMAT_VERSION`` for incompatible changes, ``FEATURE_VERSION`` for additive
+ones; readers reject another ``format_version`` and ignore unknown fields):
+
+* format 1, feature 1 — first release: Whoosh ``text/``, hnswlib ``vectors/``, ladybug ``graph/``,
+  ``docs.jsonl``, ``chunks.jsonl``.
+
+Nothing hashed into ``content_digest`` depends on wall-clock time; ``built_at`` and ``timings`` are
+informational only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .config import BuildConfig
+from .errors import BundleIntegrityError, FormatVersionError
+from .records import SkippedFile
+
+FORMAT_VERSION = 1
+FEATURE_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+
+
+class FileEntry(BaseModel):
+    """One file of the bundle: path relative to the bundle root (``/`` separators), sha256 hex, size in bytes."""
+
+    path: str
+    sha256: str
+    size: int
+
+
+class SourceInfo(BaseModel):
+    """Where the indexed commit came from: repository path or URL as given, and branch/ref if known."""
+
+    repo: str
+    ref: str | None = None
+
+
+class Counts(BaseModel):
+    """Counts of the bundle's content."""
+
+    documents: int = 0
+    chunks: int = 0
+    vectors: int = 0
+    nodes: dict[str, int] = Field(default_factory=dict)
+    relationships: dict[str, int] = Field(default_factory=dict)
+    skipped: int = 0
+
+
+class BuildStats(BaseModel):
+    """Informational build statistics (not hashed): seconds per stage, embeddings computed vs reused."""
+
+    timings: dict[str, float] = Field(default_factory=dict, description="seconds per stage")
+    embeddings_computed: int = 0
+    embeddings_reused: int = 0
+    peak_rss_mb: float | None = None
+
+
+class Manifest(BaseModel):
+    """Model of ``manifest.json``; unknown fields are kept (additive features)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format_version: int = FORMAT_VERSION
+    feature_version: int = FEATURE_VERSION
+    bundle_id: str
+    commit: str
+    tree: str
+    parent_commits: list[str] = Field(default_factory=list)
+    commit_time: int = Field(description="committer time, seconds since the Unix epoch")
+    commit_summary: str = ""
+    source: SourceInfo
+    config: BuildConfig
+    config_fingerprint: str
+    built_from: str | None = Field(None, description="bundle id this one was derived from, or null")
+    files: list[FileEntry] = Field(default_factory=list)
+    counts: Counts = Field(default_factory=Counts)
+    skipped: list[SkippedFile] = Field(default_factory=list)
+    content_digest: str = ""
+    digests: dict[str, str] = Field(default_factory=dict, description="per-part logical digests")
+    graph_engine: dict[str, str] = Field(default_factory=dict)
+    tool_version: str = ""
+    built_at: str | None = Field(None, description="ISO time of the build; informational, not hashed")
+    stats: BuildStats = Field(default_factory=BuildStats)
+
+    def to_json(self) -> str:
+        """Return the manifest as JSON text with sorted keys and a trailing newline."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def read_manifest(bundle_dir: Path) -> Manifest:
+    """Read and validate ``manifest.json`` of a bundle directory.
+
+    Raises :class:`FormatVersionError` for another format version and
+    :class:`BundleIntegrityError` when the file is missing or not a valid manifest.
+    """
+    path = Path(bundle_dir) / MANIFEST_NAME
+    try:
+        raw: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise BundleIntegrityError("bundle has no manifest.json", [MANIFEST_NAME + ": missing"]) from exc
+    except (OSError, ValueError) as exc:
+        raise BundleIntegrityError("manifest.json is unreadable", [MANIFEST_NAME + ": unreadable"]) from exc
+    version = raw.get("format_version")
+    if version != FORMAT_VERSION:
+        raise FormatVersionError(f"bundle format_version {version!r} is not {FORMAT_VERSION}")
+    try:
+        return Manifest.model_validate(raw)
+    except ValueError as exc:
+        raise BundleIntegrityError("manifest.json does not validate", [MANIFEST_NAME + ": invalid"]) from exc

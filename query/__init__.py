@@ -1,0 +1,1 @@
+"""gitrag query side: open bundles, hybrid retrieval, the aiohttp server."""

@@ -1,0 +1,106 @@
+"""An opened, immutable bundle: Whoosh searcher, hnswlib index, documents and chunks in memory."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import hnswlib
+from whoosh import index as whoosh_index
+
+from artifacts.embedding import Embedder, load_embedder
+from artifacts.errors import EmbedderError
+from artifacts.layout import CHUNKS_FILE, DOCS_FILE, HNSW_FILE, HNSW_SPACE, IDS_FILE, TEXT_DIR
+from artifacts.manifest import Manifest, read_manifest
+from artifacts.records import Chunk, Document
+from artifacts.store import verify_bundle
+
+from .contract import IndexVersion
+from .errors import RetrievalUnavailableError
+
+
+@dataclass
+class OpenedBundle:
+    """A published bundle opened for reading.  Never mutated after :func:`open_bundle` returns.
+
+    ``chunks`` is in vector-label order (label ``i`` is ``chunks[i]``); ``chunk_index`` maps
+    chunk id to that position; ``docs`` maps document path to :class:`Document`.
+    ``text_lock`` serialises use of the Whoosh searcher, which is not thread-safe.
+    """
+
+    path: Path
+    manifest: Manifest
+    docs: dict[str, Document]
+    chunks: list[Chunk]
+    chunk_index: dict[str, int]
+    searcher: object
+    hnsw: hnswlib.Index
+    embedder: Embedder | None
+    text_lock: threading.Lock
+
+    @property
+    def bundle_id(self) -> str:
+        return self.manifest.bundle_id
+
+    @property
+    def index_version(self) -> IndexVersion:
+        m = self.manifest
+        return IndexVersion(commit=m.commit, bundle_id=m.bundle_id, content_digest=m.content_digest)
+
+    def close(self) -> None:
+        """Release the Whoosh searcher (the rest is garbage-collected)."""
+        try:
+            self.searcher.close()  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass
+
+
+def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = True,
+                embedder: Embedder | None = None) -> OpenedBundle:
+    """Open (and by default verify) the bundle in ``bundle_dir``.
+
+    ``embedder`` overrides the model named in the manifest (tests); otherwise the manifest's model is
+    loaded when ``load_model`` is true and its fingerprint must equal the manifest's.
+    Raises :class:`~artifacts.errors.BundleIntegrityError`, :class:`~artifacts.errors.FormatVersionError`
+    or :class:`RetrievalUnavailableError` when an engine cannot be opened.
+    """
+    bundle_dir = Path(bundle_dir)
+    manifest = verify_bundle(bundle_dir) if verify else read_manifest(bundle_dir)
+    try:
+        docs = {d.path: d for d in _read_jsonl(bundle_dir / DOCS_FILE, Document)}
+        chunks = list(_read_jsonl(bundle_dir / CHUNKS_FILE, Chunk))
+        ids = json.loads((bundle_dir / IDS_FILE).read_text(encoding="utf-8"))
+        by_id = {c.chunk_id: c for c in chunks}
+        chunks = [by_id[i] for i in ids]  # vector label order
+        ix = whoosh_index.open_dir(str(bundle_dir / TEXT_DIR), readonly=True)
+        searcher = ix.searcher()
+        spec = manifest.config.embedder
+        hnsw = hnswlib.Index(space=HNSW_SPACE, dim=spec.dim)
+        hnsw.load_index(str(bundle_dir / HNSW_FILE), max_elements=max(len(chunks), 1))
+        hnsw.set_num_threads(1)
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise RetrievalUnavailableError("bundle engines failed to open") from exc
+    model = embedder
+    if model is None and load_model:
+        model = load_embedder(spec.model_id)
+    if model is not None and model.spec.fingerprint != spec.fingerprint:
+        raise EmbedderError(
+            f"embedder {spec.model_id!r} here differs from the one bundle {manifest.bundle_id} was built with"
+        )
+    return OpenedBundle(
+        path=bundle_dir, manifest=manifest, docs=docs, chunks=chunks,
+        chunk_index={c.chunk_id: i for i, c in enumerate(chunks)}, searcher=searcher, hnsw=hnsw,
+        embedder=model, text_lock=threading.Lock(),
+    )
+
+
+def _read_jsonl(path: Path, model):  # type: ignore[no-untyped-def]
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield model.model_validate_json(line)
+
+
+__all__ = ["OpenedBundle", "open_bundle"]

@@ -1,0 +1,72 @@
+"""``gitrag search`` and ``gitrag serve``: thin click layers over :mod:`query.hybrid` and :mod:`query.server`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from artifacts.errors import ArtifactError
+
+from .contract import error_body
+from .errors import QueryError
+
+
+@click.command("search")
+@click.argument("query")
+@click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory.")
+@click.option("--limit", default=10, show_default=True, help="Number of results.")
+@click.option("--max-per-document", default=3, show_default=True, help="Results per document.")
+@click.option("--all", "include_unpublished", is_flag=True, help="Include documents with published: false.")
+@click.option("--base-url", default=None, envvar="GITRAG_BASE_URL", help="Base URL for source_url (document path appended).")
+@click.option("--debug", is_flag=True, help="Show per-arm ranks and scores.")
+@click.option("--json", "as_json", is_flag=True, help="Print the same JSON as POST /search.")
+def search_command(query: str, store_dir: str, limit: int, max_per_document: int, include_unpublished: bool,
+                   base_url: str | None, debug: bool, as_json: bool) -> None:
+    """Search the CURRENT bundle of a store with hybrid retrieval (BM25 + vectors, RRF)."""
+    from artifacts.store import Store
+
+    from .bundle import open_bundle
+    from .hybrid import SearchOptions, parse_search_request, search
+
+    try:
+        request = parse_search_request({"query": query, "limit": limit, "max_per_document": max_per_document,
+                                        "published_only": not include_unpublished, "debug": debug})
+        bundle = open_bundle(Store(store_dir).current_path(), verify=False)
+        body = search(bundle, request, SearchOptions(base_url=base_url))
+    except (QueryError, ArtifactError) as exc:
+        reason = exc.reason if isinstance(exc, QueryError) else "retrieval_unavailable"
+        if as_json:
+            click.echo(json.dumps(error_body(reason), ensure_ascii=False, indent=2))
+            sys.exit(1)
+        raise click.ClickException(f"{reason}: {exc}") from exc
+    if as_json:
+        click.echo(json.dumps(body, ensure_ascii=False, indent=2))
+        return
+    if not body["results"]:
+        click.echo("no results")
+        return
+    for result in body["results"]:
+        heading = " > ".join(result["heading_path"])
+        click.echo(f"{result['rank']:>2}. {result['document_path']}  [{result['title']}]"
+                   + (f"  § {heading}" if heading else "") + f"  score={result['score']:.4f}")
+        snippet = " ".join(result["text"].split())[:160]
+        click.echo(f"    {snippet}")
+
+
+@click.command("serve")
+@click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback only without API keys).")
+@click.option("--port", default=8080, show_default=True, help="TCP port.")
+@click.option("--base-url", default=None, envvar="GITRAG_BASE_URL", help="Base URL for source_url (document path appended).")
+def serve_command(store_dir: str, host: str, port: int, base_url: str | None) -> None:
+    """Serve GET /health and POST /search over the store's CURRENT bundle, swapping when it changes."""
+    from .hybrid import SearchOptions
+    from .server import run_server
+
+    try:
+        click.echo(f"gitrag serving {store_dir} on http://{host}:{port}", err=True)
+        run_server(store_dir, host=host, port=port, options=SearchOptions(base_url=base_url))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc

@@ -1,0 +1,67 @@
+"""The response contract shared by every retrieval endpoint (see DESIGN.md, "Response contract").
+
+Every response, success or error, is one JSON object with ``status``, ``reason``, ``sources``,
+``index_version``, ``complete``, ``truncated`` and ``truncation_reasons``; endpoints add their own
+fields (``results`` for search).  Errors never echo submitted values, exception text, secrets or
+filesystem paths: ``message`` is chosen from a fixed table by ``reason``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+ERROR_MESSAGES = {
+    "invalid_query": "The query is empty, too long or not a string.",
+    "invalid_request": "The request body is not a valid JSON object for this endpoint.",
+    "payload_too_large": "The request body is larger than the server accepts.",
+    "bundle_not_found": "No bundle matches the request.",
+    "not_found": "No such endpoint.",
+    "method_not_allowed": "This method is not allowed on this endpoint.",
+    "retrieval_unavailable": "No index is available to answer right now.",
+    "unauthorized": "A valid API key is required.",
+    "internal_error": "The server failed to handle the request.",
+}
+
+STATUSES = ("ok", "no_answer", "ambiguous", "error")
+TRUNCATION_REASONS = (
+    "candidate_limit", "per_document_limit", "result_limit", "entity_limit", "fact_limit",
+    "path_limit", "evidence_limit", "llm_context_budget",
+)
+
+
+class IndexVersion(BaseModel):
+    """The bundle that answered: commit sha, bundle id and logical content digest."""
+
+    commit: str
+    bundle_id: str
+    content_digest: str
+
+
+class Source(BaseModel):
+    """A cited document: ``source_id`` is ``S1``, ``S2``...; url and title may be null, never invented."""
+
+    source_id: str
+    document_path: str
+    source_url: str | None = None
+    title: str | None = None
+
+
+class Envelope(BaseModel):
+    """Fields every retrieval response carries."""
+
+    status: str = "ok"
+    reason: str | None = None
+    sources: list[Source] = Field(default_factory=list)
+    index_version: IndexVersion | None = None
+    complete: bool | None = None
+    truncated: bool = False
+    truncation_reasons: list[str] = Field(default_factory=list)
+
+
+def error_body(reason: str) -> dict[str, Any]:
+    """Return the contract's error envelope for a stable ``reason`` (message from a fixed table)."""
+    body = Envelope(status="error", reason=reason).model_dump(mode="json")
+    body["message"] = ERROR_MESSAGES.get(reason, ERROR_MESSAGES["internal_error"])
+    return body
