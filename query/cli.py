@@ -15,11 +15,13 @@ from .errors import QueryError
 
 @click.command("search")
 @click.argument("query")
-@click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory.")
+@click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False),
+              help="Bundle store directory.")
 @click.option("--limit", default=10, show_default=True, help="Number of results.")
 @click.option("--max-per-document", default=3, show_default=True, help="Results per document.")
 @click.option("--all", "include_unpublished", is_flag=True, help="Include documents with published: false.")
-@click.option("--base-url", default=None, envvar="GITRAG_BASE_URL", help="Base URL for source_url (document path appended).")
+@click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
+              help="Base URL for source_url (document path appended).")
 @click.option("--debug", is_flag=True, help="Show per-arm ranks and scores.")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON as POST /search.")
 def search_command(query: str, store_dir: str, limit: int, max_per_document: int, include_unpublished: bool,
@@ -56,10 +58,13 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
 
 
 @click.command("serve")
-@click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback only without API keys).")
+@click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False),
+              help="Bundle store directory.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind (loopback only without API keys).")
 @click.option("--port", default=8080, show_default=True, help="TCP port.")
-@click.option("--base-url", default=None, envvar="GITRAG_BASE_URL", help="Base URL for source_url (document path appended).")
+@click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
+              help="Base URL for source_url (document path appended).")
 def serve_command(store_dir: str, host: str, port: int, base_url: str | None) -> None:
     """Serve GET /health and POST /search over the store's CURRENT bundle, swapping when it changes."""
     from .hybrid import SearchOptions

@@ -7,9 +7,15 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from whoosh import query as wq
-from whoosh.scoring import BM25F
 
-from artifacts.analysis import EXACT_FIELDS, FIELD_BOOSTS, FOLDED_FIELDS, exact_analyzer, folding_analyzer, normalize_text
+from artifacts.analysis import (
+    EXACT_FIELDS,
+    FIELD_BOOSTS,
+    FOLDED_FIELDS,
+    exact_analyzer,
+    folding_analyzer,
+    normalize_text,
+)
 
 from .bundle import OpenedBundle
 from .contract import Envelope, Source

@@ -96,6 +96,13 @@ class BundleHolder:
         return True
 
 
+HOLDER = web.AppKey("holder", BundleHolder)
+OPTIONS = web.AppKey("options", SearchOptions)
+POLL_INTERVAL = web.AppKey("poll_interval", float)
+AUTH_MODE = web.AppKey("auth_mode", str)
+WATCHER = web.AppKey("watcher", asyncio.Task)
+
+
 @web.middleware
 async def envelope_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     """Turn every error into the contract's envelope with a stable reason and no echoed input."""
@@ -131,13 +138,13 @@ async def _read_json(request: web.Request) -> Any:
 
 
 async def handle_health(request: web.Request) -> web.Response:
-    holder: BundleHolder = request.app["holder"]
+    holder: BundleHolder = request.app[HOLDER]
     bundle = holder.bundle
     body: dict[str, Any] = {
         "status": "ok" if bundle is not None else "error",
         "ready": bundle is not None,
         "reason": None if bundle is not None else "retrieval_unavailable",
-        "auth": request.app["auth_mode"],
+        "auth": request.app[AUTH_MODE],
         "last_reload_error": holder.last_error,
         "bundle": None,
     }
@@ -157,8 +164,8 @@ async def handle_health(request: web.Request) -> web.Response:
 async def handle_search(request: web.Request) -> web.Response:
     payload = await _read_json(request)
     search_request = parse_search_request(payload)
-    holder: BundleHolder = request.app["holder"]
-    options: SearchOptions = request.app["options"]
+    holder: BundleHolder = request.app[HOLDER]
+    options: SearchOptions = request.app[OPTIONS]
 
     def run() -> dict[str, Any]:
         with holder.lease() as bundle:
@@ -168,8 +175,8 @@ async def handle_search(request: web.Request) -> web.Response:
 
 
 async def _watch(app: web.Application) -> None:
-    holder: BundleHolder = app["holder"]
-    interval: float = app["poll_interval"]
+    holder: BundleHolder = app[HOLDER]
+    interval: float = app[POLL_INTERVAL]
     while True:
         await asyncio.sleep(interval)
         try:
@@ -186,23 +193,23 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     The bundle is opened at start-up; with none, ``/health`` answers 503 until one appears.
     """
     app = web.Application(middlewares=[envelope_middleware], client_max_size=MAX_BODY_BYTES)
-    app["holder"] = BundleHolder(Store(store_dir), embedder=embedder)
-    app["options"] = options or SearchOptions()
-    app["poll_interval"] = poll_interval
-    app["auth_mode"] = "none (no API keys configured; bind to loopback only)"
+    app[HOLDER] = BundleHolder(Store(store_dir), embedder=embedder)
+    app[OPTIONS] = options or SearchOptions()
+    app[POLL_INTERVAL] = poll_interval
+    app[AUTH_MODE] = "none (no API keys configured; bind to loopback only)"
     app.router.add_get("/health", handle_health)
     app.router.add_post("/search", handle_search)
 
     async def on_startup(app: web.Application) -> None:
-        await asyncio.to_thread(app["holder"].load_current)
-        app["watcher"] = asyncio.create_task(_watch(app))
+        await asyncio.to_thread(app[HOLDER].load_current)
+        app[WATCHER] = asyncio.create_task(_watch(app))
 
     async def on_cleanup(app: web.Application) -> None:
-        app["watcher"].cancel()
+        app[WATCHER].cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await app["watcher"]
-        if app["holder"].bundle is not None:
-            app["holder"].bundle.close()
+            await app[WATCHER]
+        if app[HOLDER].bundle is not None:
+            app[HOLDER].bundle.close()
 
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)

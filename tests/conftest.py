@@ -1,0 +1,75 @@
+"""Shared fixtures: tiny real Git repositories built in tmp_path, and the offline model settings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+"""The read-only shared folder beside the work tree (corpora and benchmarks)."""
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` with a fixed identity and dates; return stdout."""
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.org",
+        "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.org",
+        "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
+    }
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+
+
+class RepoBuilder:
+    """Writes files into a work tree and commits them with real git."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        git(path, "init", "-q", "-b", "main")
+
+    def write(self, rel: str, content: str | bytes) -> None:
+        target = self.path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
+
+    def remove(self, rel: str) -> None:
+        git(self.path, "rm", "-q", rel)
+
+    def commit(self, message: str = "change") -> str:
+        git(self.path, "add", "-A")
+        git(self.path, "commit", "-q", "--allow-empty", "-m", message)
+        return git(self.path, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> RepoBuilder:
+    """An empty Git repository with branch ``main``."""
+    return RepoBuilder(tmp_path / "repo")
+
+
+@pytest.fixture(scope="session")
+def hash_embedder():  # type: ignore[no-untyped-def]
+    """The deterministic feature-hashing embedder (fast, for unit tests)."""
+    from artifacts.embedding import load_embedder
+
+    return load_embedder("hash-64")
+
+
+def require_shared(name: str) -> Path:
+    """Return a file of ../shared, skipping the test when the shared folder is absent."""
+    path = SHARED / name
+    if not path.exists():
+        pytest.skip(f"{name} not available")
+    return path
