@@ -21,11 +21,13 @@ Schema (version :data:`artifacts.config.GRAPH_SCHEMA_VERSION`; any change below 
 
 Property notes:
 
-* Strings are stored exactly as parsed (NFC).  ``date``, ``year``, ``heading`` and ``alias`` are
-  NULL when absent; every other property is never NULL.
+* Strings are stored exactly as parsed (NFC); person, tag and category names are also stripped
+  of surrounding whitespace, and empty names are dropped.  ``date``, ``year``, ``heading`` and
+  ``alias`` are NULL when absent (``""`` stays ``""``); every other property is never NULL.
 * ``key`` is the lookup form of a name: lowercased, diacritics folded, punctuation dropped,
   words joined by one space (:func:`name_key`, the same folding as the text index), so
-  ``"Ján Novák"`` and ``"jan  novak"`` share the key ``"jan novak"``.  Keys are not unique.
+  ``"Ján Novák"`` and ``"jan  novak"`` share the key ``"jan novak"``.  Keys are not unique,
+  and change with :data:`artifacts.config.ANALYZER_VERSION` as well as with the schema version.
 * ``chunk_ids`` is a JSON array (string) of the document's chunk ids in ordinal order,
   ``chunk_count`` its length.  It is JSON rather than ``STRING[]`` because the CSV list syntax
   cannot carry elements containing ``,``, ``[`` or ``"`` (paths may contain them).
@@ -67,7 +69,7 @@ class NodeTable:
 
 @dataclass(frozen=True)
 class RelTable:
-    """A relationship table from ``source`` to ``target`` node table with ``(property, type)`` pairs."""
+    """A relationship table from ``source`` to ``target`` with ``(property, type)`` pairs."""
 
     name: str
     source: str
@@ -128,7 +130,7 @@ def _rel_ddl(table: RelTable) -> str:
 
 
 SCHEMA_DDL: list[str] = [_node_ddl(t) for t in NODE_TABLES] + [_rel_ddl(t) for t in REL_TABLES]
-"""``CREATE NODE TABLE`` / ``CREATE REL TABLE`` statements, to be run in order on an empty database."""
+"""``CREATE NODE TABLE`` / ``CREATE REL TABLE`` statements, run in order on an empty database."""
 
 
 def name_key(name: str) -> str:
@@ -211,8 +213,11 @@ def count_graph(conn: ladybug.Connection) -> tuple[dict[str, int], dict[str, int
     return nodes, rels
 
 
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
 def _canonical(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return _CANONICAL.encode(value)
 
 
 def graph_digest(conn: ladybug.Connection) -> str:

@@ -1,0 +1,276 @@
+"""Write a bundle's ``graph/`` database from parsed documents.
+
+The schema and its provenance rules are described in :mod:`artifacts.graphschema`.  Loading is
+bulk only: every table is written to a CSV file and loaded with one ``COPY ... FROM`` (row by row
+Cypher inserts are two orders of magnitude slower).  Rows are de-duplicated and sorted before they
+are written, so the same documents in any order give the same logical graph
+(:func:`artifacts.graphschema.graph_digest`), even though database files never compare equal
+byte for byte.
+
+CSV dialect, as ladybug 0.22 reads it (pinned by ``tests/indexer/test_graph.py``):
+
+* ``AUTO_DETECT`` (on by default) sniffs delimiter, quote and escape from the file's content.
+  On a one-column file of quoted strings it chose "no quote character" and silently stored the
+  fields verbatim, quotes included; a NUL byte in a field made the load fail.  It is switched
+  off and every option is given explicitly.
+* Quoted newlines (``\\n``, ``\\r\\n``, ``\\r``) are rejected by the parallel reader:
+  ``PARALLEL=false``.
+* ``ESCAPE='"'`` (RFC 4180 doubling, as Python's csv writes) is ladybug's default, unlike the
+  ``\\`` that Kùzu's documentation names; it is set explicitly.  Backslashes are then literal.
+* With those options a quoted field round-trips ``,``, ``"``, newlines, backslashes, tabs,
+  control characters, NUL, leading/trailing spaces, ``NULL``, ``\\N`` and any UTF-8 text.
+* An *unquoted* empty field is NULL; a quoted empty field ``""`` is the empty string in a
+  ``STRING`` column (but NULL in ``INT64``).  See :class:`_Null` for how NULL is written.
+* ``STRING[]`` columns parse ``[a,b]`` and keep quotes inside elements (``["x,y"]`` ->
+  ``'"x,y"'``), so lists are stored as JSON strings instead.
+* A relationship CSV's first two columns are the FROM and TO primary keys, then properties.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import tempfile
+import time
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ladybug
+
+from artifacts.graphschema import (
+    GRAPH_DB_FILENAME,
+    NODE_TABLES,
+    REL_TABLES,
+    SCHEMA_DDL,
+    count_graph,
+    graph_digest,
+    name_key,
+    open_graph,
+)
+from artifacts.records import Document
+
+COPY_OPTIONS = "HEADER=true, DELIM=',', QUOTE='\"', ESCAPE='\"', PARALLEL=false, AUTO_DETECT=false"
+"""Options of every ``COPY ... FROM`` CSV load; they must match :func:`_write_csv`."""
+
+
+class GraphWriteError(RuntimeError):
+    """The graph database was written but does not hold what was loaded into it.
+
+    Raised when a ``.wal`` or other extra file remains after checkpoint and close, or when the
+    row counts read back differ from the rows written.
+    """
+
+
+@dataclass
+class GraphStats:
+    """What :func:`write_graph` wrote.
+
+    ``nodes`` and ``relationships`` map every table of the schema (empty ones included) to its
+    row count, read back from the closed and re-opened database; ``digest`` is its
+    :func:`~artifacts.graphschema.graph_digest` (sha256 hex); ``seconds`` the wall-clock time of
+    the whole call.
+    """
+
+    nodes: dict[str, int]
+    relationships: dict[str, int]
+    digest: str
+    seconds: float
+
+
+class _Null(int):
+    """CSV NULL marker: written by ``csv.writer`` as an unquoted empty field.
+
+    With ``QUOTE_NONNUMERIC`` the csv module quotes every field that is not a number, ``None``
+    included (written as ``""``, which ladybug reads as the empty string).  Python 3.11 has no
+    ``QUOTE_NOTNULL``; a number whose text is empty is the one value it writes bare and empty.
+    """
+
+    def __str__(self) -> str:
+        return ""
+
+
+_NULL = _Null()
+
+Row = tuple[Any, ...]
+
+
+def _nfc_name(value: str) -> str:
+    return unicodedata.normalize("NFC", value).strip()
+
+
+def _or_null(value: Any) -> Any:
+    return _NULL if value is None else value
+
+
+def _collect_rows(
+    docs: Sequence[Document], chunk_ids: dict[str, list[str]]
+) -> dict[str, list[Row]]:
+    """Return the de-duplicated, sorted CSV rows of every table, keyed by table name.
+
+    Node rows hold the properties in schema order; relationship rows start with the FROM and TO
+    primary keys.  ``None`` becomes ``_NULL``, booleans ``"true"``/``"false"``.
+
+    :raises ValueError: two documents share a path.
+    """
+    counts = Counter(doc.path for doc in docs)
+    duplicates = sorted(path for path, n in counts.items() if n > 1)
+    if duplicates:
+        raise ValueError(f"duplicate document paths: {duplicates[:5]}")
+    known = set(counts)
+
+    documents: list[Row] = []
+    named: dict[str, set[str]] = {"Person": set(), "Tag": set(), "Category": set()}
+    edges: dict[str, set[Row]] = {t.name: set() for t in REL_TABLES}
+    years: set[int] = set()
+    for doc in sorted(docs, key=lambda d: d.path):
+        ids = list(chunk_ids.get(doc.path, []))
+        documents.append(
+            (
+                doc.path,
+                doc.title,
+                doc.title_source,
+                doc.blob_id,
+                "true" if doc.published else "false",
+                _or_null(doc.date),
+                _or_null(doc.year),
+                json.dumps(ids, ensure_ascii=False),
+                len(ids),
+            )
+        )
+        for table, rel, values in (
+            ("Person", "AUTHORED_BY", doc.authors),
+            ("Tag", "TAGGED", doc.tags),
+            ("Category", "IN_CATEGORY", doc.categories),
+        ):
+            for name in filter(None, map(_nfc_name, values)):
+                named[table].add(name)
+                edges[rel].add((doc.path, name))
+        if doc.year is not None:
+            years.add(doc.year)
+            edges["IN_YEAR"].add((doc.path, doc.year))
+        for link in doc.links:
+            if link.resolved is None or link.resolved not in known:
+                continue  # unresolved, or resolved to a file that is not an indexed document
+            edges["LINKS_TO"].add((doc.path, link.resolved, link.kind, link.heading, link.alias))
+
+    rows: dict[str, list[Row]] = {"Document": documents, "Year": [(y,) for y in sorted(years)]}
+    for table, names in named.items():
+        rows[table] = [(name, name_key(name)) for name in sorted(names)]
+    for rel, found in edges.items():
+        if rel == "LINKS_TO":  # heading/alias may be None, which does not compare with str
+            ordered = sorted(found, key=_link_order)
+            rows[rel] = [tuple(_or_null(v) for v in row) for row in ordered]
+        else:
+            rows[rel] = sorted(found)
+    return rows
+
+
+def _link_order(row: Row) -> tuple[Any, ...]:
+    """Sort key of a LINKS_TO row: NULL heading/alias before any string, ``""`` included."""
+    source, target, kind, heading, alias = row
+    return (
+        source,
+        target,
+        kind,
+        heading is not None,
+        heading or "",
+        alias is not None,
+        alias or "",
+    )
+
+
+def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Row]) -> None:
+    """Write ``rows`` under ``header`` as UTF-8 CSV: strings quoted, numbers and NULL bare."""
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def _cypher_string(text: str) -> str:
+    """Return ``text`` as a single-quoted Cypher string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def write_graph(
+    docs: list[Document], chunk_ids: dict[str, list[str]], graph_dir: Path, *, work_dir: Path
+) -> GraphStats:
+    """Build the graph database ``graph_dir/graph.lbug`` from ``docs``.
+
+    Creates the schema, bulk-loads every non-empty table from CSV files written to a temporary
+    directory under ``work_dir`` (removed afterwards), checkpoints and closes the database, checks
+    that only ``graph.lbug`` remains in ``graph_dir`` (no ``.wal``), then re-opens it read-only to
+    count rows and compute the digest.  An empty ``docs`` list gives a valid, empty graph.  On
+    error the partial database is left in ``graph_dir``; callers build inside a staging
+    directory that is discarded.
+
+    :param docs: the commit's documents, any order; paths must be unique.
+    :param chunk_ids: document path -> its chunk ids in ordinal order (a missing path means no
+        chunks); stored as ``Document.chunk_ids``.
+    :param graph_dir: the bundle's ``graph/`` directory; created if missing, must be empty.
+    :param work_dir: scratch directory for the CSV files (created if missing).
+    :returns: row counts per table, logical digest and seconds taken.
+    :raises ValueError: two documents share a path.
+    :raises FileExistsError: ``graph_dir`` exists and is not empty.
+    :raises GraphWriteError: files other than ``graph.lbug`` remain, or counts read back differ.
+    :raises RuntimeError: ladybug failed a statement (schema or COPY).
+    """
+    started = time.perf_counter()
+    graph_dir = Path(graph_dir)
+    if graph_dir.exists() and any(graph_dir.iterdir()):
+        raise FileExistsError(f"graph directory is not empty: {graph_dir}")
+    rows = _collect_rows(docs, chunk_ids)
+
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    csv_dir = Path(tempfile.mkdtemp(prefix="graph-csv-", dir=work_dir))
+    try:
+        db, conn = open_graph(graph_dir, read_only=False)
+        try:
+            for statement in SCHEMA_DDL:
+                conn.execute(statement)
+            for node in NODE_TABLES:
+                header = [name for name, _ in node.properties]
+                _load(conn, node.name, header, rows[node.name], csv_dir)
+            for rel in REL_TABLES:
+                header = ["from", "to"] + [name for name, _ in rel.properties]
+                _load(conn, rel.name, header, rows[rel.name], csv_dir)
+            conn.execute("CHECKPOINT;")
+        finally:
+            conn.close()
+            db.close()
+    finally:
+        shutil.rmtree(csv_dir, ignore_errors=True)
+
+    leftovers = sorted(p.name for p in graph_dir.iterdir() if p.name != GRAPH_DB_FILENAME)
+    if leftovers:
+        raise GraphWriteError(f"files left next to the graph database: {leftovers}")
+
+    db, conn = open_graph(graph_dir, read_only=True)
+    try:
+        nodes, relationships = count_graph(conn)
+        digest = graph_digest(conn)
+    finally:
+        conn.close()
+        db.close()
+    expected = {name: len(table_rows) for name, table_rows in rows.items()}
+    found = {**nodes, **relationships}
+    if found != expected:
+        raise GraphWriteError(f"row counts read back {found} differ from rows written {expected}")
+    return GraphStats(nodes, relationships, digest, time.perf_counter() - started)
+
+
+def _load(
+    conn: ladybug.Connection, table: str, header: list[str], rows: list[Row], csv_dir: Path
+) -> None:
+    """Write ``rows`` to ``csv_dir/<table>.csv`` and ``COPY`` them into ``table``; skip if empty."""
+    if not rows:
+        return  # COPY of a header-only file is not needed, and an empty table is valid
+    path = csv_dir / f"{table}.csv"
+    _write_csv(path, header, rows)
+    conn.execute(f"COPY {table} FROM {_cypher_string(str(path))} ({COPY_OPTIONS})")
