@@ -4,7 +4,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 DEMO_STORE ?= .gitrag-store
 DEMO_EMBEDDER ?= sentence-transformers/all-MiniLM-L6-v2
-DEMO_QUERY ?= diplomová práca Ján Holp
+DEMO_QUERY ?= diplomová práca o vyhľadávaní v slovenských textoch
 
 .PHONY: install demo test test-all lint bench
 
