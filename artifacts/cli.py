@@ -16,8 +16,9 @@ from typing import Any
 import click
 
 from . import __version__
+from .compare import diff_bundles
 from .errors import ArtifactError, BundleIntegrityError
-from .store import Store, verify_bundle
+from .store import Store, gc_bundles, pin, resolve_bundle_ref, unpin, verify_bundle
 
 ENTRY_POINT_GROUP = "gitrag.commands"
 
@@ -57,7 +58,7 @@ def verify_command(store_dir: str, bundle: str | None, as_json: bool) -> None:
     store = Store(store_dir)
     report: dict[str, Any]
     try:
-        path = store.bundle_path(bundle) if bundle else store.current_path()
+        path = resolve_bundle_ref(store, bundle).path if bundle else store.current_path()
         manifest = verify_bundle(path)
         report = {"ok": True, "bundle_id": manifest.bundle_id, "files": len(manifest.files), "problems": []}
     except BundleIntegrityError as exc:
@@ -72,3 +73,134 @@ def verify_command(store_dir: str, bundle: str | None, as_json: bool) -> None:
         for problem in report["problems"]:
             click.echo(problem, err=True)
     sys.exit(0 if report["ok"] else 1)
+
+
+STORE_OPTION = click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False),
+                            help="Bundle store directory.")
+REPO_OPTION = click.option("--repo", "repo", default=None, type=click.Path(exists=True, file_okay=False),
+                           help="Source repository to resolve branches and tags (default: the one recorded "
+                                "in the CURRENT bundle's manifest).")
+
+
+def _source_repo(store: Store, repo: str | None) -> str | None:
+    if repo:
+        return repo
+    try:
+        from .manifest import read_manifest
+
+        return read_manifest(store.current_path()).source.repo
+    except ArtifactError:
+        return None
+
+
+def _fail(message: str) -> None:
+    raise click.ClickException(message)
+
+
+@main.command("bundles")
+@STORE_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+def bundles_command(store_dir: str, as_json: bool) -> None:
+    """List the store's bundles, newest commit first, marking the current and pinned ones."""
+    store = Store(store_dir)
+    current = store.current_id()
+    pinned = store.is_pinned()
+    rows = []
+    for info in store.list_bundles():
+        m = info.manifest
+        size = sum(f.size for f in m.files)
+        rows.append({
+            "commit": m.commit, "bundle_id": info.bundle_id, "bundle_path": str(info.path),
+            "summary": m.commit_summary, "commit_time": m.commit_time, "size_bytes": size,
+            "documents": m.counts.documents, "built_from": m.built_from,
+            "current": info.bundle_id == current, "pinned": pinned and info.bundle_id == current,
+        })
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    import datetime as dt
+
+    for row in rows:
+        mark = ("*" if row["current"] else " ") + ("P" if row["pinned"] else " ")
+        when = dt.datetime.fromtimestamp(int(row["commit_time"]), dt.UTC).strftime("%Y-%m-%d %H:%M")
+        click.echo(f"{mark} {row['commit'][:12]} {when} {row['size_bytes'] / 1e6:7.1f} MB  "
+                   f"{row['bundle_id']}  {row['summary'][:60]}")
+
+
+@main.command("use")
+@click.argument("ref")
+@STORE_OPTION
+@REPO_OPTION
+def use_command(ref: str, store_dir: str, repo: str | None) -> None:
+    """Point CURRENT at the bundle of REF (bundle id, commit, branch or tag): rollback and roll-forward."""
+    store = Store(store_dir)
+    try:
+        info = resolve_bundle_ref(store, ref, _source_repo(store, repo))
+        with store.writer_lock(wait=True, timeout=60):
+            store.set_current(info.bundle_id)
+    except ArtifactError as exc:
+        _fail(str(exc))
+    note = " (store is pinned: new builds will not move it)" if store.is_pinned() else ""
+    click.echo(f"CURRENT -> {info.bundle_id}{note}")
+
+
+@main.command("pin")
+@STORE_OPTION
+def pin_command(store_dir: str) -> None:
+    """Pin CURRENT: new builds are published but do not move CURRENT until `gitrag unpin`."""
+    store = Store(store_dir)
+    pin(store)
+    click.echo(f"pinned at {store.current_id()}")
+
+
+@main.command("unpin")
+@STORE_OPTION
+def unpin_command(store_dir: str) -> None:
+    """Remove the pin: the next build moves CURRENT again."""
+    unpin(Store(store_dir))
+    click.echo("unpinned")
+
+
+@main.command("gc")
+@STORE_OPTION
+@click.option("--keep", required=True, type=click.IntRange(min=0), help="Number of newest bundles to keep.")
+def gc_command(store_dir: str, keep: int) -> None:
+    """Delete old bundles and stale staging directories; never the current or pinned bundle."""
+    store = Store(store_dir)
+    try:
+        with store.writer_lock(wait=True, timeout=60):
+            removed = gc_bundles(store, keep)
+    except ArtifactError as exc:
+        _fail(str(exc))
+    for bundle_id in removed:
+        click.echo(f"deleted {bundle_id}")
+    click.echo(f"{len(removed)} bundle(s) deleted")
+
+
+@main.command("diff")
+@click.argument("old")
+@click.argument("new")
+@STORE_OPTION
+@REPO_OPTION
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def diff_command(old: str, new: str, store_dir: str, repo: str | None, as_json: bool) -> None:
+    """Report documents added, removed, renamed and changed between bundles OLD and NEW."""
+    store = Store(store_dir)
+    try:
+        source = _source_repo(store, repo)
+        a = resolve_bundle_ref(store, old, source)
+        b = resolve_bundle_ref(store, new, source)
+    except ArtifactError as exc:
+        _fail(str(exc))
+    report = {"old": a.bundle_id, "new": b.bundle_id, **diff_bundles(a.path, b.path)}
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        return
+    for path in report["added"]:
+        click.echo(f"A {path}")
+    for path in report["removed"]:
+        click.echo(f"D {path}")
+    for item in report["renamed"]:
+        click.echo(f"R {item['from']} -> {item['to']}")
+    for item in report["changed"]:
+        click.echo(f"M {item['path']} ({item['chunks_changed']} of {item['chunks_after']} chunks changed)")

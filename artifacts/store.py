@@ -21,11 +21,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import secrets
 import shutil
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,14 +116,15 @@ class Store:
         path.mkdir()
         return path
 
-    def publish(self, staging: Path, manifest: Manifest) -> Path:
+    def publish(self, staging: Path, manifest: Manifest, before_rename: Callable[[], None] | None = None) -> Path:
         """Seal a staging directory as the bundle ``manifest.bundle_id`` and return its final path.
 
         Hashes every file into ``manifest.files``, writes ``manifest.json``, fsyncs, re-verifies,
         renames into ``bundles/`` and makes the tree read-only.  If a bundle with that id already
         exists (same commit and config), the staging directory is discarded and the existing
-        bundle is returned: bundles are immutable.  Raises :class:`BundleIntegrityError` when the
-        written files fail verification.
+        bundle is returned: bundles are immutable.  ``before_rename`` is called after verification,
+        just before the rename (crash tests).  Raises :class:`BundleIntegrityError` when the written
+        files fail verification.
         """
         final = self.bundles_dir / manifest.bundle_id
         if final.exists():
@@ -133,6 +135,8 @@ class Store:
         (staging / MANIFEST_NAME).write_text(manifest.to_json(), encoding="utf-8")
         _fsync_tree(staging)
         verify_bundle(staging)
+        if before_rename is not None:
+            before_rename()
         os.rename(staging, final)
         _fsync_dir(self.bundles_dir)
         _make_read_only(final)
@@ -265,3 +269,84 @@ def _make_writable(root: Path) -> None:
             os.chmod(os.path.join(dirpath, name), stat.S_IRWXU)
         for name in files:
             os.chmod(os.path.join(dirpath, name), stat.S_IRUSR | stat.S_IWUSR)
+
+
+def pin(store: Store) -> None:
+    """Create ``PINNED``: new builds then do not move ``CURRENT`` (rollback holds)."""
+    store.ensure()
+    _atomic_write(store.root / PINNED, (store.current_id() or "") + "\n")
+
+
+def unpin(store: Store) -> None:
+    """Remove ``PINNED`` (idempotent)."""
+    try:
+        (store.root / PINNED).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def resolve_bundle_ref(store: Store, ref: str, repo_path: Path | str | None = None) -> BundleInfo:
+    """Resolve a bundle id, a commit sha or prefix, or (with a source repository) a branch/tag/rev.
+
+    When several bundles of one commit exist (different configurations), the one sharing the
+    ``CURRENT`` bundle's configuration wins, else the newest by id.  Raises
+    :class:`BundleNotFoundError` when nothing matches or a prefix is ambiguous between commits.
+    """
+    bundles = store.list_bundles()
+    for info in bundles:
+        if info.bundle_id == ref:
+            return info
+    commit = None
+    if re.fullmatch(r"[0-9a-fA-F]{4,40}", ref):
+        commits = {b.manifest.commit for b in bundles if b.manifest.commit.startswith(ref.lower())}
+        if len(commits) > 1:
+            raise BundleNotFoundError(f"commit prefix {ref} is ambiguous")
+        commit = next(iter(commits), None)
+    if commit is None and repo_path is not None:
+        commit = resolve_revision(repo_path, ref)
+    if commit is None:
+        raise BundleNotFoundError(f"no bundle for {ref}")
+    matches = [b for b in bundles if b.manifest.commit == commit]
+    if not matches:
+        raise BundleNotFoundError(f"no bundle for commit {commit[:12]}")
+    current = store.current_id()
+    suffix = current.rsplit(".", 1)[-1] if current else None
+    matches.sort(key=lambda b: (b.bundle_id.rsplit(".", 1)[-1] != suffix, b.bundle_id))
+    return matches[0]
+
+
+def resolve_revision(repo_path: Path | str, rev: str) -> str | None:
+    """Return the full commit sha ``rev`` names in the Git repository at ``repo_path``, or ``None``.
+
+    Accepts shas, short shas, branches, tags and expressions like ``main~2``; never treats
+    ``rev`` as a filesystem path.
+    """
+    import pygit2
+
+    if not rev or rev.startswith("-") or "\x00" in rev:
+        return None
+    try:
+        repo = pygit2.Repository(str(repo_path))
+        return str(repo.revparse_single(rev).peel(pygit2.Commit).id)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        return None
+
+
+def gc_bundles(store: Store, keep: int) -> list[str]:
+    """Delete all but the ``keep`` newest bundles (by commit time), never ``CURRENT`` or ``PINNED``.
+
+    Also removes stale staging directories.  Call while holding the writer lock.
+    Returns the deleted bundle ids.
+    """
+    protected = {store.current_id()}
+    try:
+        protected.add((store.root / PINNED).read_text(encoding="utf-8").strip() or None)
+    except FileNotFoundError:
+        pass
+    bundles = store.list_bundles()
+    doomed = [b for b in bundles[max(keep, 0):] if b.bundle_id not in protected]
+    for info in doomed:
+        _make_writable(info.path)
+        shutil.rmtree(info.path)
+    store.clean_staging()
+    return [b.bundle_id for b in doomed]

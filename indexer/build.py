@@ -1,12 +1,21 @@
-"""Build one commit-addressed bundle: Git tree -> documents -> chunks -> embeddings -> indexes -> publish."""
+"""Build one commit-addressed bundle: Git tree -> documents -> chunks -> embeddings -> indexes -> publish.
+
+A build is incremental when an ancestor commit already has a bundle with the same configuration
+(see :mod:`indexer.incremental`): unchanged documents and their chunks are taken from it, vectors
+of unchanged embedding inputs are copied, and the Whoosh index is updated on a copy.  The result
+is always a complete, self-contained bundle whose ``content_digest`` equals that of a scratch
+build of the same commit.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
 import json
+import os
 import resource
 import shutil
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,20 +28,24 @@ from artifacts.config import BuildConfig, ChunkConfig
 from artifacts.embedding import Embedder, load_embedder
 from artifacts.hashing import combine_digests
 from artifacts.layout import CHUNKS_FILE, DOCS_FILE, GRAPH_DIR, TEXT_DIR, VECTORS_DIR
-from artifacts.manifest import BuildStats, Counts, Manifest, SourceInfo
+from artifacts.manifest import BuildStats, Counts, Manifest, SourceInfo, read_manifest
 from artifacts.records import Chunk, Document, SkippedFile, make_chunk_id
 from artifacts.store import Store, make_bundle_id
 
 from .chunking import chunk_document, count_tokens
 from .errors import BuildError, SkipFile
-from .gitsource import iter_markdown, open_repo, resolve_commit
+from .gitsource import CommitInfo, SourceFile, iter_markdown, open_repo, resolve_commit
 from .graph import write_graph
+from .incremental import BaseBundle, embedding_key, find_base_bundle, load_base_bundle
 from .markdown import parse_markdown, resolve_links
-from .textindex import write_text_index
+from .textindex import update_text_index, write_text_index
 from .vectors import write_vectors
 
 Progress = Callable[[str, int, int], None]
 """Progress callback: (stage name, items done, items total)."""
+
+CRASH_ENV = "GITRAG_CRASH_AT"
+"""Test hook: when set to a stage name, the build kills its own process with SIGKILL at that point."""
 
 
 @dataclass
@@ -53,10 +66,14 @@ class BuildResult:
             "bundle_id": self.bundle_id,
             "bundle_path": str(self.bundle_path),
             "commit": m.commit,
+            "built_from": m.built_from,
             "documents": m.counts.documents,
             "chunks": m.counts.chunks,
             "vectors": m.counts.vectors,
             "skipped": [s.model_dump() for s in m.skipped],
+            "changes": m.model_extra.get("changes") if m.model_extra else None,
+            "embeddings_computed": m.stats.embeddings_computed,
+            "embeddings_reused": m.stats.embeddings_reused,
             "timings": m.stats.timings,
             "peak_rss_mb": m.stats.peak_rss_mb,
             "content_digest": m.content_digest,
@@ -73,6 +90,12 @@ def embedding_text(chunk: Chunk) -> str:
     return f"{head}\n\n{chunk.text}"
 
 
+def crash_point(stage: str) -> None:
+    """Kill this process with SIGKILL if ``$GITRAG_CRASH_AT`` names ``stage`` (crash-safety tests only)."""
+    if os.environ.get(CRASH_ENV) == stage:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def build_bundle(
     repo_path: Path | str,
     store_dir: Path | str,
@@ -84,17 +107,43 @@ def build_bundle(
     branch: str | None = None,
     progress: Progress | None = None,
     wait_for_lock: bool = False,
+    scratch: bool = False,
+    update_current: bool = True,
 ) -> BuildResult:
     """Build (or find) the bundle of commit ``rev`` and point ``CURRENT`` at it unless pinned.
 
-    Reads the commit's tree through pygit2, parses every ``*.md`` (bad files are skipped with a
-    recorded reason), chunks, embeds, writes Whoosh, hnswlib and graph indexes in a staging
-    directory and publishes it atomically.  Raises :class:`~indexer.errors.SourceError` for a bad
-    repository or revision, :class:`~artifacts.errors.EmbedderError` when the model cannot load,
+    Derives the bundle from the nearest ancestor bundle with the same configuration unless
+    ``scratch`` is true or there is none.  Bad files are skipped with a recorded reason.
+    With ``update_current`` false, ``CURRENT`` is left alone (backfills move it once at the end).
+    Raises :class:`~indexer.errors.SourceError` for a bad repository or revision,
+    :class:`~artifacts.errors.EmbedderError` when the model cannot load,
     :class:`~artifacts.errors.StoreLockedError` when another build holds the store, and
-    :class:`BuildError` when writing fails; in every error case ``CURRENT`` is unchanged.
+    :class:`BuildError` when writing fails; in every error case ``CURRENT`` is unchanged and no
+    partial bundle is visible.
     """
+    repo = open_repo(repo_path)
+    info = resolve_commit(repo, rev)
+    model = embedder if embedder is not None and not isinstance(embedder, str) else load_embedder(embedder)
+    config = BuildConfig(embedder=model.spec, chunking=chunking or ChunkConfig())
+    if max_file_bytes is not None:
+        config.max_file_bytes = max_file_bytes
+    store = Store(store_dir).ensure()
+    with store.writer_lock(wait=wait_for_lock):
+        store.clean_staging()
+        return _build_locked(store, repo, info, model, config, branch, progress, scratch, update_current)
+
+
+def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildConfig, branch: str | None,  # type: ignore[no-untyped-def]
+                  progress: Progress | None, scratch: bool, update_current: bool) -> BuildResult:
     report = progress or (lambda stage, done, total: None)
+    fingerprint = config.fingerprint()
+    bundle_id = make_bundle_id(info.commit, fingerprint)
+    existing = store.bundles_dir / bundle_id
+    if existing.exists():
+        manifest = read_manifest(existing)
+        current = _maybe_set_current(store, bundle_id) if update_current else False
+        return BuildResult(bundle_id, existing, manifest, reused=True, current=current)
+
     timings: dict[str, float] = {}
     clock = time.perf_counter()
 
@@ -103,90 +152,86 @@ def build_bundle(
         now = time.perf_counter()
         timings[stage] = round(timings.get(stage, 0.0) + now - clock, 3)
         clock = now
+        crash_point(stage)
 
-    repo = open_repo(repo_path)
-    info = resolve_commit(repo, rev)
-    model = embedder if embedder is not None and not isinstance(embedder, str) else load_embedder(embedder)
-    config = BuildConfig(embedder=model.spec, chunking=chunking or ChunkConfig())
-    if max_file_bytes is not None:
-        config.max_file_bytes = max_file_bytes
-    fingerprint = config.fingerprint()
-    bundle_id = make_bundle_id(info.commit, fingerprint)
-    lap("load_model")
-
-    store = Store(store_dir).ensure()
-    with store.writer_lock(wait=wait_for_lock):
-        store.clean_staging()
-        existing = store.bundles_dir / bundle_id
-        if existing.exists():
-            from artifacts.manifest import read_manifest
-
-            manifest = read_manifest(existing)
-            current = _maybe_set_current(store, bundle_id)
-            return BuildResult(bundle_id, existing, manifest, reused=True, current=current)
-
-        staging = store.new_staging()
-        try:
-            docs, skipped = _parse_tree(repo, info.tree, config.max_file_bytes, report)
-            lap("parse")
-            chunks = _chunk_all(docs, config.chunking)
-            lap("chunk")
-            vectors = _embed(model, chunks, report)
-            lap("embed")
-            _write_records(staging, docs, chunks)
-            write_text_index(chunks, {d.path: d for d in docs}, staging / TEXT_DIR)
-            lap("text_index")
-            write_vectors(vectors, [c.chunk_id for c in chunks], staging / VECTORS_DIR)
-            lap("vector_index")
-            chunk_ids: dict[str, list[str]] = {}
-            for chunk in chunks:
-                chunk_ids.setdefault(chunk.path, []).append(chunk.chunk_id)
-            work = staging / "_work"
-            work.mkdir()
-            graph = write_graph(docs, chunk_ids, staging / GRAPH_DIR, work_dir=work)
-            shutil.rmtree(work)
-            lap("graph")
-            digests = {
-                "documents": _digest_lines(f"{d.path}\t{d.blob_id}" for d in docs),
-                "chunks": _digest_lines(f"{c.chunk_id}\t{c.sha256}" for c in chunks),
-                "vectors": _vector_digest(vectors),
-                "graph": graph.digest,
-            }
-            manifest = Manifest(
-                bundle_id=bundle_id,
-                commit=info.commit,
-                tree=info.tree,
-                parent_commits=info.parents,
-                commit_time=info.time,
-                commit_summary=info.summary,
-                source=SourceInfo(repo=str(Path(repo.path).resolve()), ref=branch),
-                config=config,
-                config_fingerprint=fingerprint,
-                built_from=None,
-                counts=Counts(
-                    documents=len(docs), chunks=len(chunks), vectors=int(vectors.shape[0]),
-                    nodes=graph.nodes, relationships=graph.relationships, skipped=len(skipped),
-                ),
-                skipped=skipped,
-                content_digest=combine_digests(digests),
-                digests=digests,
-                graph_engine=_graph_engine(),
-                tool_version=__version__,
-                built_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                stats=BuildStats(embeddings_computed=len(chunks), embeddings_reused=0),
-            )
-            lap("digest")
-            manifest.stats.timings = timings
-            manifest.stats.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-            final = store.publish(staging, manifest)
-            lap("publish")
-        except BaseException as exc:
-            shutil.rmtree(staging, ignore_errors=True)
-            if isinstance(exc, Exception) and not isinstance(exc, BuildError):
-                raise BuildError(f"building {info.commit[:12]} failed: {type(exc).__name__}") from exc
-            raise
-        current = _maybe_set_current(store, bundle_id)
-        return BuildResult(bundle_id, final, manifest, current=current, timings=timings)
+    staging = store.new_staging()
+    try:
+        base: BaseBundle | None = None
+        if not scratch:
+            base_id = find_base_bundle(store, repo, info.commit, fingerprint)
+            if base_id is not None:
+                base = load_base_bundle(store, base_id, embedding_text)
+        lap("find_base")
+        files = list(iter_markdown(repo, info.tree))
+        docs, skipped, parsed_paths = _parse_tree(files, base, config.max_file_bytes, report)
+        lap("parse")
+        chunks = _chunk_all(docs, parsed_paths, base, config.chunking)
+        lap("chunk")
+        vectors, computed = _embed(model, chunks, base, report)
+        lap("embed")
+        docs_by_path = {d.path: d for d in docs}
+        _write_records(staging, docs, chunks)
+        changed = _changed_paths(base, docs_by_path, parsed_paths)
+        text_mode = "rebuilt"
+        if base is not None and _prefer_update(changed, len(docs)):
+            update_text_index(base.path / TEXT_DIR, staging / TEXT_DIR, chunks, docs_by_path, changed)
+            text_mode = "updated"
+        else:
+            write_text_index(chunks, docs_by_path, staging / TEXT_DIR)
+        lap("text_index")
+        write_vectors(vectors, [c.chunk_id for c in chunks], staging / VECTORS_DIR)
+        lap("vector_index")
+        chunk_ids: dict[str, list[str]] = {}
+        for chunk in chunks:
+            chunk_ids.setdefault(chunk.path, []).append(chunk.chunk_id)
+        work = staging / "_work"
+        work.mkdir()
+        graph = write_graph(docs, chunk_ids, staging / GRAPH_DIR, work_dir=work)
+        shutil.rmtree(work)
+        lap("graph")
+        digests = {
+            "documents": _digest_lines(f"{d.path}\t{d.blob_id}" for d in docs),
+            "chunks": _digest_lines(f"{c.chunk_id}\t{c.sha256}" for c in chunks),
+            "vectors": _digest_lines(f"{c.chunk_id}\t{embedding_key(embedding_text(c))}" for c in chunks),
+            "graph": graph.digest,
+        }
+        manifest = Manifest(
+            bundle_id=bundle_id,
+            commit=info.commit,
+            tree=info.tree,
+            parent_commits=info.parents,
+            commit_time=info.time,
+            commit_summary=info.summary,
+            source=SourceInfo(repo=str(Path(repo.path).resolve()), ref=branch),
+            config=config,
+            config_fingerprint=fingerprint,
+            built_from=base.bundle_id if base else None,
+            counts=Counts(
+                documents=len(docs), chunks=len(chunks), vectors=int(vectors.shape[0]),
+                nodes=graph.nodes, relationships=graph.relationships, skipped=len(skipped),
+            ),
+            skipped=skipped,
+            content_digest=combine_digests(digests),
+            digests=digests,
+            graph_engine=_graph_engine(),
+            tool_version=__version__,
+            built_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            stats=BuildStats(embeddings_computed=computed, embeddings_reused=len(chunks) - computed),
+            changes=_change_summary(base, docs_by_path, changed, text_mode),
+        )
+        lap("digest")
+        manifest.stats.timings = timings
+        manifest.stats.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        final = store.publish(staging, manifest, before_rename=lambda: crash_point("before_rename"))
+        lap("publish")
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, Exception) and not isinstance(exc, BuildError):
+            raise BuildError(f"building {info.commit[:12]} failed: {type(exc).__name__}: {exc}") from exc
+        raise
+    current = _maybe_set_current(store, bundle_id) if update_current else False
+    crash_point("after_current")
+    return BuildResult(bundle_id, final, manifest, current=current, timings=timings)
 
 
 def _maybe_set_current(store: Store, bundle_id: str) -> bool:
@@ -196,11 +241,18 @@ def _maybe_set_current(store: Store, bundle_id: str) -> bool:
     return True
 
 
-def _parse_tree(repo, tree: str, max_bytes: int, report: Progress) -> tuple[list[Document], list[SkippedFile]]:  # type: ignore[no-untyped-def]
-    files = list(iter_markdown(repo, tree))
+def _parse_tree(files: list[SourceFile], base: BaseBundle | None, max_bytes: int,
+                report: Progress) -> tuple[list[Document], list[SkippedFile], set[str]]:
+    """Return (documents, skipped files, paths parsed in this build rather than reused)."""
     docs: list[Document] = []
     skipped: list[SkippedFile] = []
+    parsed: set[str] = set()
     for i, source in enumerate(files):
+        old = base.docs.get(source.path) if base else None
+        if old is not None and old.blob_id == source.blob_id:
+            docs.append(old.model_copy(deep=True))
+            continue
+        parsed.add(source.path)
         try:
             if source.size > max_bytes:
                 raise SkipFile("too_large", f"{source.size} bytes > limit {max_bytes}")
@@ -210,7 +262,7 @@ def _parse_tree(repo, tree: str, max_bytes: int, report: Progress) -> tuple[list
         except Exception as exc:  # noqa: BLE001 - a bad file never aborts the build
             skipped.append(SkippedFile(path=source.path, reason="parse_error", detail=type(exc).__name__))
         report("parse", i + 1, len(files))
-    # Two files may normalise to the same NFC path; keep the first, record the other.
+    # Two raw names may normalise to the same NFC path; keep the first, record the other.
     seen: set[str] = set()
     unique = []
     for doc in docs:
@@ -221,12 +273,15 @@ def _parse_tree(repo, tree: str, max_bytes: int, report: Progress) -> tuple[list
         unique.append(doc)
     resolve_links(unique)
     skipped.sort(key=lambda s: (s.path, s.reason))
-    return unique, skipped
+    return unique, skipped, parsed
 
 
-def _chunk_all(docs: list[Document], config: ChunkConfig) -> list[Chunk]:
+def _chunk_all(docs: list[Document], parsed: set[str], base: BaseBundle | None, config: ChunkConfig) -> list[Chunk]:
     chunks: list[Chunk] = []
     for doc in docs:
+        if base is not None and doc.path not in parsed:
+            chunks.extend(base.chunks_by_path[doc.path])
+            continue
         pieces = chunk_document(doc, config)
         if not pieces:
             # A document with no body text (front matter only) stays findable by its title.
@@ -240,16 +295,53 @@ def _chunk_all(docs: list[Document], config: ChunkConfig) -> list[Chunk]:
     return chunks
 
 
-def _embed(model: Embedder, chunks: list[Chunk], report: Progress, batch: int = 64) -> np.ndarray:
-    parts = []
-    total = len(chunks)
-    for start in range(0, total, batch):
-        texts = [embedding_text(c) for c in chunks[start : start + batch]]
-        parts.append(model.embed_passages(texts))
-        report("embed", min(start + batch, total), total)
-    if not parts:
-        return np.zeros((0, model.spec.dim), dtype=np.float32)
-    return np.concatenate(parts).astype(np.float32, copy=False)
+def _embed(model: Embedder, chunks: list[Chunk], base: BaseBundle | None, report: Progress,
+           batch: int = 64) -> tuple[np.ndarray, int]:
+    """Return (float32 (n, dim) vectors in chunk order, number of embeddings computed)."""
+    dim = model.spec.dim
+    vectors = np.zeros((len(chunks), dim), dtype=np.float32)
+    todo: dict[str, list[int]] = {}
+    for i, chunk in enumerate(chunks):
+        text = embedding_text(chunk)
+        key = embedding_key(text)
+        reused = base.vector_for(key) if base is not None else None
+        if reused is not None:
+            vectors[i] = reused
+        else:
+            todo.setdefault(text, []).append(i)
+    texts = list(todo)
+    for start in range(0, len(texts), batch):
+        part = texts[start : start + batch]
+        embedded = model.embed_passages(part)
+        for text, vector in zip(part, embedded, strict=True):
+            vectors[todo[text]] = vector
+        report("embed", min(start + batch, len(texts)), len(texts))
+    return vectors, sum(len(rows) for rows in todo.values())
+
+
+def _changed_paths(base: BaseBundle | None, docs: dict[str, Document], parsed: set[str]) -> set[str]:
+    """Paths whose chunks differ from the base bundle's: parsed this time, or gone since."""
+    if base is None:
+        return set(docs)
+    return parsed | (set(base.docs) - set(docs))
+
+
+def _prefer_update(changed: set[str], total: int) -> bool:
+    """Update a copy of the base Whoosh index when under a quarter of the documents changed."""
+    return len(changed) * 4 < max(total, 1)
+
+
+def _change_summary(base: BaseBundle | None, docs: dict[str, Document], changed: set[str],
+                    text_mode: str) -> dict[str, object]:
+    if base is None:
+        return {"added": len(docs), "modified": 0, "deleted": 0, "renamed": 0, "text_index": text_mode}
+    added = {p for p in docs if p not in base.docs}
+    deleted = {p for p in base.docs if p not in docs}
+    modified = {p for p in changed if p in docs and p in base.docs and docs[p].blob_id != base.docs[p].blob_id}
+    deleted_blobs = {base.docs[p].blob_id for p in deleted}
+    renamed = sum(1 for p in added if docs[p].blob_id in deleted_blobs)
+    return {"added": len(added), "modified": len(modified), "deleted": len(deleted), "renamed": renamed,
+            "text_index": text_mode}
 
 
 def _write_records(staging: Path, docs: list[Document], chunks: list[Chunk]) -> None:
@@ -266,12 +358,6 @@ def _digest_lines(lines) -> str:  # type: ignore[no-untyped-def]
     for line in sorted(lines):
         digest.update(line.encode("utf-8") + b"\n")
     return digest.hexdigest()
-
-
-def _vector_digest(vectors: np.ndarray) -> str:
-    """sha256 over vectors rounded to 4 decimals (float noise between batchings must not count)."""
-    rounded = np.round(vectors.astype(np.float64), 4) + 0.0  # + 0.0 turns -0.0 into 0.0
-    return hashlib.sha256(np.ascontiguousarray(rounded).tobytes()).hexdigest()
 
 
 def _graph_engine() -> dict[str, str]:

@@ -50,23 +50,36 @@ def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
 @click.option("--max-file-bytes", default=2 * 1024 * 1024, show_default=True,
               help="Skip Markdown files larger than this (bytes).")
 @click.option("--wait", is_flag=True, help="Wait for another build holding the store lock instead of exiting.")
+@click.option("--scratch", is_flag=True, help="Build from scratch instead of from the nearest ancestor bundle.")
+@click.option("--range", "rev_range", default=None, metavar="A..B",
+              help="Backfill: build every commit of A..B, oldest first, each from its parent's bundle.")
+@click.option("--all", "all_history", is_flag=True, help="Backfill every commit of the history of --rev.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max_tokens: int, overlap: int,
-                  min_tokens: int, max_file_bytes: int, wait: bool, as_json: bool) -> None:
-    """Build the bundle of commit REV of a Git repository of Markdown and make it CURRENT."""
+                  min_tokens: int, max_file_bytes: int, wait: bool, scratch: bool, rev_range: str | None,
+                  all_history: bool, as_json: bool) -> None:
+    """Build the bundle of commit REV of a Git repository of Markdown and make it CURRENT.
+
+    The bundle is derived from the nearest ancestor commit's bundle with the same configuration
+    (only changed files are re-parsed and only changed chunks embedded) unless --scratch is given.
+    """
     from .build import build_bundle
 
-    report, close = _progress_printer(sys.stderr.isatty() and not as_json)
+    interactive = sys.stderr.isatty() and not as_json
     try:
         chunking = ChunkConfig(max_tokens=max_tokens, overlap_tokens=overlap, min_tokens=min_tokens)
+    except ValueError as exc:
+        _report_error(exc, as_json)
+    if rev_range or all_history:
+        _backfill(repo, store_dir, rev_range, rev, embedder, chunking, max_file_bytes, interactive, as_json)
+        return
+    report, close = _progress_printer(interactive)
+    try:
         result = build_bundle(repo, store_dir, rev, embedder=embedder, chunking=chunking,
-                              max_file_bytes=max_file_bytes, progress=report, wait_for_lock=wait)
+                              max_file_bytes=max_file_bytes, progress=report, wait_for_lock=wait, scratch=scratch)
     except (IndexerError, ArtifactError, ValueError) as exc:
         close()
-        if as_json:
-            click.echo(json.dumps({"status": "error", "reason": type(exc).__name__, "message": str(exc)}))
-            sys.exit(1)
-        raise click.ClickException(str(exc)) from exc
+        _report_error(exc, as_json)
     close()
     summary = result.summary()
     if as_json:
@@ -79,3 +92,48 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
         click.echo(f"  skipped {skip['path']}: {skip['reason']}")
     where = " (CURRENT)" if result.current else " (not current: store is pinned)"
     click.echo(f"bundle: {summary['bundle_path']}{where}")
+
+
+def _backfill(repo: str, store_dir: str, rev_range: str | None, tip: str, embedder: str | None,
+              chunking: ChunkConfig, max_file_bytes: int, interactive: bool, as_json: bool) -> None:
+    from .backfill import backfill
+
+    bar = None
+    if interactive:
+        from tqdm import tqdm
+
+        bar = tqdm(desc="commits", unit="commit", file=sys.stderr)
+
+    def on_commit(done: int, total: int, result) -> None:  # type: ignore[no-untyped-def]
+        if bar is not None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+    try:
+        results = backfill(repo, store_dir, rev_range, tip=tip, embedder=embedder, chunking=chunking,
+                           max_file_bytes=max_file_bytes, on_commit=on_commit)
+    except (IndexerError, ArtifactError, ValueError) as exc:
+        _report_error(exc, as_json)
+    finally:
+        if bar is not None:
+            bar.close()
+    rows = [{"commit": r.manifest.commit, "bundle_id": r.bundle_id, "built_from": r.manifest.built_from,
+             "reused": r.reused, "embeddings_computed": r.manifest.stats.embeddings_computed,
+             "embeddings_reused": r.manifest.stats.embeddings_reused} for r in results]
+    if as_json:
+        click.echo(json.dumps({"commits": len(rows), "built": sum(not r["reused"] for r in rows), "bundles": rows},
+                              indent=2))
+        return
+    built = sum(not r["reused"] for r in rows)
+    click.echo(f"{len(rows)} commits: {built} built, {len(rows) - built} already had a bundle")
+    if results:
+        click.echo(f"CURRENT -> {results[-1].bundle_id}" if results[-1].current else "store is pinned")
+
+
+def _report_error(exc: Exception, as_json: bool) -> None:
+    """Print a build error (JSON envelope with --json) and exit 1."""
+    if as_json:
+        click.echo(json.dumps({"status": "error", "reason": type(exc).__name__, "message": str(exc)}))
+        sys.exit(1)
+    raise click.ClickException(str(exc)) from exc

@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 from whoosh import index as whoosh_index
 
 from artifacts.analysis import text_schema
 from artifacts.records import Chunk, Document
+
+
+def _fields(chunk: Chunk, doc: Document) -> dict[str, object]:
+    """Return the Whoosh fields of one chunk (see :func:`artifacts.analysis.text_schema`)."""
+    fields: dict[str, object] = {
+        "chunk_id": chunk.chunk_id,
+        "path": chunk.path,
+        "ordinal": chunk.ordinal,
+        "published": 1 if chunk.published else 0,
+        "title": chunk.title,
+        "title_exact": chunk.title,
+        "headings": " / ".join(chunk.heading_path),
+        "meta": " , ".join([*doc.tags, *doc.categories, *doc.authors]),
+        "body": chunk.text,
+        "body_exact": chunk.text,
+    }
+    if doc.year is not None:
+        fields["year"] = doc.year
+    return fields
 
 
 def write_text_index(chunks: list[Chunk], docs: dict[str, Document], text_dir: Path) -> int:
@@ -22,25 +43,39 @@ def write_text_index(chunks: list[Chunk], docs: dict[str, Document], text_dir: P
     writer = ix.writer(limitmb=256)
     try:
         for chunk in chunks:
-            doc = docs[chunk.path]
-            fields = {
-                "chunk_id": chunk.chunk_id,
-                "path": chunk.path,
-                "ordinal": chunk.ordinal,
-                "published": 1 if chunk.published else 0,
-                "title": chunk.title,
-                "title_exact": chunk.title,
-                "headings": " / ".join(chunk.heading_path),
-                "meta": " , ".join([*doc.tags, *doc.categories, *doc.authors]),
-                "body": chunk.text,
-                "body_exact": chunk.text,
-            }
-            if doc.year is not None:
-                fields["year"] = doc.year
-            writer.add_document(**fields)
+            writer.add_document(**_fields(chunk, docs[chunk.path]))
     except BaseException:
         writer.cancel()
         raise
     writer.commit()
     ix.close()
     return len(chunks)
+
+
+def update_text_index(base_dir: Path, text_dir: Path, chunks: list[Chunk], docs: dict[str, Document],
+                      changed_paths: set[str]) -> None:
+    """Write ``text_dir`` as a copy of the ancestor's index ``base_dir`` with ``changed_paths`` replaced.
+
+    Deletes every Whoosh document of a changed path, adds the current chunks of those paths, and
+    optimises to one segment so that BM25 statistics (document counts, field lengths) equal those of
+    a scratch build: deleted documents would otherwise still count until a merge.
+    The ancestor's directory is only read.
+    """
+    shutil.copytree(base_dir, text_dir, copy_function=shutil.copyfile)
+    for dirpath, _dirs, files in os.walk(text_dir):
+        os.chmod(dirpath, 0o755)
+        for name in files:
+            os.chmod(os.path.join(dirpath, name), 0o644)
+    ix = whoosh_index.open_dir(str(text_dir))
+    writer = ix.writer(limitmb=256)
+    try:
+        for path in sorted(changed_paths):
+            writer.delete_by_term("path", path)
+        for chunk in chunks:
+            if chunk.path in changed_paths:
+                writer.add_document(**_fields(chunk, docs[chunk.path]))
+    except BaseException:
+        writer.cancel()
+        raise
+    writer.commit(optimize=True)
+    ix.close()

@@ -1,0 +1,120 @@
+"""Event-sourced builds: find the nearest ancestor bundle and plan what can be reused from it.
+
+The Git history is the event log.  A bundle for commit C is derived from the bundle of C's nearest
+ancestor built with the same configuration: documents whose blob is unchanged are taken from the
+ancestor's ``docs.jsonl`` with their chunks, and every chunk whose embedding input (title, heading
+path and text) hashes the same reuses the ancestor's vector.  Reuse is keyed by path + blob id for
+documents and by content hash for vectors, so a rename re-parses the file but reuses its vectors;
+correctness never depends on rename detection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pygit2
+
+from artifacts.layout import CHUNKS_FILE, DOCS_FILE, IDS_FILE, VECTORS_FILE
+from artifacts.manifest import Manifest, read_manifest
+from artifacts.records import Chunk, Document
+from artifacts.store import Store, make_bundle_id
+
+MAX_ANCESTOR_WALK = 100_000
+"""Commits visited at most while looking for an ancestor bundle."""
+
+
+def embedding_key(text: str) -> str:
+    """Return the sha256 (hex) of an embedding input text (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def find_base_bundle(store: Store, repo: pygit2.Repository, commit: str, config_fingerprint: str) -> str | None:
+    """Return the bundle id of the nearest ancestor of ``commit`` built with this configuration.
+
+    Walks the first-parent chain first (the branch's own history), then every ancestor in
+    topological order (newest first).  ``None`` when no ancestor has a bundle.
+    """
+    if not store.bundles_dir.exists():
+        return None
+    available = {name for name in _listdir(store.bundles_dir) if name.endswith("." + config_fingerprint[:8])}
+    if not available:
+        return None
+    start = repo[commit]
+    seen = 0
+    node = start
+    while node.parents and seen < MAX_ANCESTOR_WALK:
+        node = node.parents[0]
+        seen += 1
+        candidate = make_bundle_id(str(node.id), config_fingerprint)
+        if candidate in available:
+            return candidate
+    walker = repo.walk(start.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME)
+    for i, ancestor in enumerate(walker):
+        if i == 0:
+            continue  # the commit itself
+        if i > MAX_ANCESTOR_WALK:
+            break
+        candidate = make_bundle_id(str(ancestor.id), config_fingerprint)
+        if candidate in available:
+            return candidate
+    return None
+
+
+def _listdir(path: Path) -> list[str]:
+    try:
+        return [p.name for p in path.iterdir()]
+    except FileNotFoundError:
+        return []
+
+
+@dataclass
+class BaseBundle:
+    """What an ancestor bundle offers for reuse (read into memory; the bundle itself is never touched)."""
+
+    bundle_id: str
+    path: Path
+    manifest: Manifest
+    docs: dict[str, Document]
+    chunks_by_path: dict[str, list[Chunk]]
+    vectors: np.ndarray
+    row_by_key: dict[str, int] = field(default_factory=dict)
+
+    def vector_for(self, key: str) -> np.ndarray | None:
+        """Return the ancestor's vector for an embedding-input hash, or ``None``."""
+        row = self.row_by_key.get(key)
+        return None if row is None else self.vectors[row]
+
+
+def load_base_bundle(store: Store, bundle_id: str, embedding_text) -> BaseBundle:  # type: ignore[no-untyped-def]
+    """Read an ancestor bundle's documents, chunks and vectors for reuse.
+
+    ``embedding_text`` is the function mapping a chunk to its embedding input; vectors are keyed by
+    :func:`embedding_key` of that text.  Raises :class:`~artifacts.errors.ArtifactError` subclasses
+    when the bundle cannot be read.
+    """
+    path = store.bundle_path(bundle_id)
+    manifest = read_manifest(path)
+    docs = {d.path: d for d in _read_jsonl(path / DOCS_FILE, Document)}
+    chunks = list(_read_jsonl(path / CHUNKS_FILE, Chunk))
+    by_path: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_path.setdefault(chunk.path, []).append(chunk)
+    vectors = np.load(path / VECTORS_FILE, mmap_mode="r")
+    ids = json.loads((path / IDS_FILE).read_text(encoding="utf-8"))
+    by_id = {c.chunk_id: c for c in chunks}
+    row_by_key = {}
+    for row, chunk_id in enumerate(ids):
+        row_by_key.setdefault(embedding_key(embedding_text(by_id[chunk_id])), row)
+    return BaseBundle(bundle_id, path, manifest, docs, by_path, vectors, row_by_key)
+
+
+def _read_jsonl(path: Path, model) -> Iterable:  # type: ignore[no-untyped-def]
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield model.model_validate_json(line)
