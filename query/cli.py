@@ -65,13 +65,21 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
 @click.option("--port", default=8080, show_default=True, help="TCP port.")
 @click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
               help="Base URL for source_url (document path appended).")
-def serve_command(store_dir: str, host: str, port: int, base_url: str | None) -> None:
-    """Serve GET /health and POST /search over the store's CURRENT bundle, swapping when it changes."""
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), envvar="GITRAG_SERVER_CONFIG",
+              help="TOML server config (keys, CORS, limits, webhook); GITRAG_*_KEY variables override it.")
+@click.option("--poll-interval", default=None, type=float, help="Seconds between CURRENT checks (default 2).")
+def serve_command(store_dir: str, host: str, port: int, base_url: str | None, config_file: str | None,
+                  poll_interval: float | None) -> None:
+    """Serve the HTTP API (see /openapi.json) over the store's CURRENT bundle, swapping when it changes."""
+    from .config import load_config
     from .hybrid import SearchOptions
     from .server import run_server
 
     try:
+        config = load_config(config_file)
+        config.check(host)
         click.echo(f"gitrag serving {store_dir} on http://{host}:{port}", err=True)
-        run_server(store_dir, host=host, port=port, options=SearchOptions(base_url=base_url))
+        run_server(store_dir, host=host, port=port, options=SearchOptions(base_url=base_url), config=config,
+                   poll_interval=poll_interval)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc

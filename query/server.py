@@ -1,182 +1,480 @@
-"""The aiohttp query server: ``GET /health``, ``POST /search``, with hot swap to a new ``CURRENT``.
+"""The aiohttp query server: retrieval with time travel, hot swap, admin, sync and webhooks.
 
-Swap protocol: a background task polls the store's ``CURRENT`` pointer.  When it names another
-bundle, the new bundle is opened, verified and warmed (model loaded, one query run) in a worker
-thread *before* one reference is replaced.  Each request takes a lease on the bundle it started
-with, so requests in flight finish on the old bundle, which is closed when its last lease ends.
-If the new bundle fails to open or verify, the old one keeps serving and ``/health`` reports
-the failure.
+Swap protocol: the served bundle is one reference in :class:`BundleHolder`.  A reload (polling of
+``CURRENT`` every ``poll_interval`` seconds, ``SIGHUP``, ``POST /admin/reload`` or ``POST
+/admin/use``) opens, verifies and warms the new bundle (model loaded, one query embedded) in a
+worker thread, *then* replaces that reference under a lock.  Each request takes a lease on the
+bundle it started with, so requests in flight finish on the old bundle, which is closed when its
+last lease ends.  If the new bundle fails to open or verify, the old one keeps serving, ``/health``
+reports the failure, and polling does not retry that same bundle until a forced reload.
+
+Retrieval endpoints are rows of :data:`RETRIEVAL_ROUTES`: a path and a function
+``(OpenedBundle, payload) -> dict``.  They all accept ``at`` (see :mod:`query.timetravel`), which
+selects a historical bundle from a small LRU instead of the served one.  Adding ``/graph`` is one
+row.  Every route, with its role and models, is listed in :func:`route_table`, which also feeds
+``/openapi.json``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import json
 import logging
+import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from pydantic import BaseModel
 
 from artifacts.embedding import Embedder
 from artifacts.errors import ArtifactError
+from artifacts.jobs import JobQueue, spawn_worker
 from artifacts.store import Store
 
+from . import openapi
 from .bundle import OpenedBundle, open_bundle
-from .contract import error_body
+from .config import ConfigError, ServerConfig, is_loopback
 from .errors import InvalidRequestError, PayloadTooLargeError, QueryError, RetrievalUnavailableError
 from .hybrid import SearchOptions, parse_search_request, search
+from .security import (
+    CONFIG,
+    LIMITER,
+    ROLES,
+    PlainNotFoundError,
+    RateLimiter,
+    ServiceNotConfiguredError,
+    UnauthorizedError,
+    auth_middleware,
+    envelope_middleware,
+    headers_middleware,
+)
+from .timetravel import BundleCache, BundleIndex, Leases, check_at, resolve_at
 
 log = logging.getLogger("gitrag.server")
 MAX_BODY_BYTES = 64 * 1024
+ZERO = "0" * 40
 
 
 class BundleHolder:
-    """Holds the served bundle and hands out leases; see the module docstring for the protocol."""
+    """Holds the served bundle and the LRU of historical ones and hands out leases.
 
-    def __init__(self, store: Store, embedder: Embedder | None = None) -> None:
+    See the module docstring for the swap protocol.  Thread-safe: leases are taken from the
+    event loop's worker threads; reloads are serialised by ``_reload_lock``.
+    """
+
+    def __init__(self, store: Store, embedder: Embedder | None = None, cache_bundles: int = 4,
+                 cache_bytes: int = 1024 * 1024 * 1024) -> None:
         self.store = store
         self.embedder = embedder
         self.bundle: OpenedBundle | None = None
         self.last_error: str | None = None
-        self._leases: dict[int, int] = {}
-        self._retired: dict[int, OpenedBundle] = {}
-        self._lock = threading.Lock()
+        self.failed_bundle: str | None = None
+        self.swaps = 0
+        self.leases = Leases()
+        self.cache = BundleCache(self.leases, cache_bundles, cache_bytes)
+        self.index = BundleIndex(store)
+        self._reload_lock = threading.Lock()
+
+    def _open(self, bundle_id: str) -> OpenedBundle:
+        fresh = open_bundle(self.store.bundle_path(bundle_id), verify=True, embedder=self.embedder)
+        if fresh.embedder is not None:
+            fresh.embedder.embed_query("warm-up")  # load weights before serving
+        return fresh
 
     @contextlib.contextmanager
-    def lease(self) -> Iterator[OpenedBundle]:
-        """Yield the current bundle, keeping it open until the ``with`` block ends.
+    def lease(self, bundle_id: str | None = None) -> Iterator[OpenedBundle]:
+        """Yield the served bundle (or bundle ``bundle_id``), open until the ``with`` block ends.
 
-        Raises :class:`RetrievalUnavailableError` when no bundle is open.
+        Raises :class:`RetrievalUnavailableError` when no bundle is open or ``bundle_id`` fails to open.
         """
-        with self._lock:
-            bundle = self.bundle
-            if bundle is None:
-                raise RetrievalUnavailableError("no bundle is open")
-            self._leases[id(bundle)] = self._leases.get(id(bundle), 0) + 1
+        opening = None
+        with self.leases.lock:
+            current = self.bundle
+            if bundle_id is None or (current is not None and current.bundle_id == bundle_id):
+                if current is None:
+                    raise RetrievalUnavailableError("no bundle is open")
+                self.leases.acquire(current)
+                bundle: OpenedBundle | None = current
+            else:
+                bundle = self.cache.lease_cached(bundle_id)
+                if bundle is None:
+                    opening = self.cache.opening_lock(bundle_id)
+        if bundle is None:
+            assert opening is not None and bundle_id is not None
+            with opening:  # one thread opens; the others wait and then find it cached
+                with self.leases.lock:
+                    bundle = self.cache.lease_cached(bundle_id)
+                if bundle is None:
+                    try:
+                        fresh = self._open(bundle_id)
+                    except (ArtifactError, QueryError, OSError) as exc:
+                        raise RetrievalUnavailableError("historical bundle failed to open") from exc
+                    with self.leases.lock:
+                        self.cache.insert_and_lease(fresh)
+                    bundle = fresh
         try:
             yield bundle
         finally:
-            with self._lock:
-                self._leases[id(bundle)] -= 1
-                if self._leases[id(bundle)] == 0:
-                    del self._leases[id(bundle)]
-                    retired = self._retired.pop(id(bundle), None)
-                    if retired is not None:
-                        retired.close()
+            self.leases.release(bundle)
 
-    def load_current(self) -> bool:
+    def load_current(self, force: bool = False) -> bool:
         """Open the ``CURRENT`` bundle if it differs from the served one; return True on a swap.
 
-        Runs in a worker thread.  On failure the served bundle stays and ``last_error`` is set.
+        Runs in a worker thread.  On failure the served bundle stays, ``last_error`` is set and
+        (unless ``force``) the same bundle is not tried again by polling.
         """
-        wanted = self.store.current_id()
-        if wanted is None or (self.bundle is not None and self.bundle.bundle_id == wanted):
-            return False
-        try:
-            fresh = open_bundle(self.store.bundle_path(wanted), verify=True, embedder=self.embedder)
-            if fresh.embedder is not None:
-                fresh.embedder.embed_query("warm-up")  # load weights before serving
-        except (ArtifactError, QueryError, OSError) as exc:
-            self.last_error = f"bundle {wanted} failed to open: {type(exc).__name__}"
-            log.warning("keeping the served bundle: %s", self.last_error)
-            return False
-        with self._lock:
-            old, self.bundle = self.bundle, fresh
-            self.last_error = None
-            if old is not None:
-                if self._leases.get(id(old)):
-                    self._retired[id(old)] = old
-                else:
-                    old.close()
-        log.info("serving bundle %s", fresh.bundle_id)
-        return True
+        with self._reload_lock:
+            wanted = self.store.current_id()
+            if wanted is None or (self.bundle is not None and self.bundle.bundle_id == wanted):
+                if self.bundle is not None and self.bundle.bundle_id == wanted:
+                    self.failed_bundle = None
+                return False
+            if wanted == self.failed_bundle and not force:
+                return False
+            try:
+                fresh = self._open(wanted)
+            except (ArtifactError, QueryError, OSError) as exc:
+                self.failed_bundle = wanted
+                self.last_error = f"bundle {wanted} failed to open: {type(exc).__name__}"
+                log.warning("keeping the served bundle: %s", self.last_error)
+                return False
+            with self.leases.lock:
+                old, self.bundle = self.bundle, fresh
+                self.last_error = None
+                self.failed_bundle = None
+                self.swaps += 1
+                if old is not None:
+                    self.leases.retire(old)
+            log.info("serving bundle %s", fresh.bundle_id)
+            return True
+
+    def resolve(self, at: str) -> str:
+        """Return the bundle id for ``at`` (commit, short commit, branch, tag, or a bundle id)."""
+        bundles = self.index.list()
+        served = self.bundle.manifest if self.bundle is not None else None
+        if "." in at and any(b.bundle_id == at for b in bundles):
+            return at
+        return resolve_at(at, bundles, served)
+
+    def close(self) -> None:
+        with self.leases.lock:
+            self.cache.close_all()
+            if self.bundle is not None:
+                self.leases.retire(self.bundle)
+                self.bundle = None
 
 
 HOLDER = web.AppKey("holder", BundleHolder)
 OPTIONS = web.AppKey("options", SearchOptions)
-POLL_INTERVAL = web.AppKey("poll_interval", float)
-AUTH_MODE = web.AppKey("auth_mode", str)
 WATCHER = web.AppKey("watcher", asyncio.Task)
+STORE_ROOT = web.AppKey("store_root", Path)
+
+Retrieval = Callable[[OpenedBundle, Any], dict[str, Any]]
 
 
-@web.middleware
-async def envelope_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Turn every error into the contract's envelope with a stable reason and no echoed input."""
-    try:
-        return await handler(request)
-    except QueryError as exc:
-        return web.json_response(error_body(exc.reason), status=exc.status)
-    except ArtifactError:
-        return web.json_response(error_body("retrieval_unavailable"), status=503)
-    except web.HTTPRequestEntityTooLarge:
-        return web.json_response(error_body("payload_too_large"), status=413)
-    except web.HTTPNotFound:
-        return web.json_response(error_body("not_found"), status=404)
-    except web.HTTPMethodNotAllowed:
-        return web.json_response(error_body("method_not_allowed"), status=405)
-    except web.HTTPException as exc:
-        return web.json_response(error_body("invalid_request"), status=exc.status)
-    except Exception:  # noqa: BLE001 - logged, never shown to the client
-        log.exception("unhandled error")
-        return web.json_response(error_body("internal_error"), status=500)
+@dataclass(frozen=True)
+class RetrievalRoute:
+    """A retrieval endpoint: ``POST path`` with a JSON object (plus ``at``), answered by ``run``.
+
+    ``parse`` validates the payload (without ``at``) before a bundle is leased; ``run`` gets the
+    parsed value and the bundle; ``options`` routes get the server's :class:`SearchOptions` too.
+    """
+
+    path: str
+    run: Callable[..., dict[str, Any]]
+    summary: str
+    request_model: type[BaseModel] | None = None
+    response_model: type[BaseModel] | None = None
+    parse: Callable[[Any], Any] | None = None
+    wants_options: bool = False
 
 
-async def _read_json(request: web.Request) -> Any:
-    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+def _run_search(bundle: OpenedBundle, request: Any, options: SearchOptions) -> dict[str, Any]:
+    return search(bundle, request, options)
+
+
+RETRIEVAL_ROUTES: list[RetrievalRoute] = [
+    RetrievalRoute("/search", _run_search, "Hybrid search (BM25 + vectors, RRF) over the served or an older bundle",
+                   openapi.SearchBody, openapi.SearchResponse, parse=parse_search_request, wants_options=True),
+    # RetrievalRoute("/graph", answer_graph, "Graph retrieval", openapi.AtBody, openapi.RetrievalResponse),
+]
+
+
+async def _read_body(request: web.Request, limit: int) -> bytes:
+    if request.content_length is not None and request.content_length > limit:
         raise PayloadTooLargeError("body too large")
     raw = await request.read()
-    if len(raw) > MAX_BODY_BYTES:
+    if len(raw) > limit:
         raise PayloadTooLargeError("body too large")
+    return raw
+
+
+class MediaTypeError(QueryError):
+    reason = "unsupported_media_type"
+    status = 415
+
+
+async def _read_json(request: web.Request, *, allow_empty: bool = False) -> Any:
+    raw = await _read_body(request, request.app[CONFIG].max_body_bytes)
+    if not raw.strip() and allow_empty:
+        return {}
+    if request.content_type != "application/json" and raw:
+        # Browsers send text/plain and form posts without a CORS pre-flight: refuse them.
+        raise MediaTypeError("wrong content type")
     try:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidRequestError("body is not JSON") from exc
 
 
+def _retrieval_handler(route: RetrievalRoute) -> Callable[[web.Request], Any]:
+    async def handler(request: web.Request) -> web.Response:
+        payload = await _read_json(request)
+        if not isinstance(payload, dict):
+            raise InvalidRequestError("body must be a JSON object")
+        payload = dict(payload)
+        at = payload.pop("at", None)
+        if at is not None:
+            check_at(at)
+        parsed = route.parse(payload) if route.parse is not None else payload
+        holder: BundleHolder = request.app[HOLDER]
+        options = request.app[OPTIONS]
+
+        def run() -> dict[str, Any]:
+            bundle_id = holder.resolve(at) if at is not None else None
+            with holder.lease(bundle_id) as bundle:
+                if route.wants_options:
+                    return route.run(bundle, parsed, options)
+                return route.run(bundle, parsed)
+
+        return web.json_response(await asyncio.to_thread(run))
+
+    handler.__name__ = "handle_" + route.path.strip("/").replace("/", "_")
+    return handler
+
+
+def _bundle_summary(holder: BundleHolder, bundle: OpenedBundle) -> dict[str, Any]:
+    m = bundle.manifest
+    return {
+        "commit": m.commit, "bundle_id": m.bundle_id, "content_digest": m.content_digest,
+        "commit_summary": m.commit_summary, "counts": m.counts.model_dump(), "embedder": m.config.embedder.model_id,
+    }
+
+
 async def handle_health(request: web.Request) -> web.Response:
     holder: BundleHolder = request.app[HOLDER]
+    config: ServerConfig = request.app[CONFIG]
     bundle = holder.bundle
     body: dict[str, Any] = {
         "status": "ok" if bundle is not None else "error",
         "ready": bundle is not None,
         "reason": None if bundle is not None else "retrieval_unavailable",
-        "auth": request.app[AUTH_MODE],
+        "auth": "api_keys" if config.keys_configured else "none (no API keys configured; loopback only)",
         "last_reload_error": holder.last_error,
-        "bundle": None,
+        "failed_bundle": holder.failed_bundle,
+        "swaps": holder.swaps,
+        "bundle": _bundle_summary(holder, bundle) if bundle is not None else None,
+        "history_cache": holder.cache.info(),
     }
-    if bundle is not None:
-        m = bundle.manifest
-        body["bundle"] = {
-            "commit": m.commit,
-            "bundle_id": m.bundle_id,
-            "content_digest": m.content_digest,
-            "commit_summary": m.commit_summary,
-            "counts": m.counts.model_dump(),
-            "embedder": m.config.embedder.model_id,
-        }
     return web.json_response(body, status=200 if bundle is not None else 503)
 
 
-async def handle_search(request: web.Request) -> web.Response:
-    payload = await _read_json(request)
-    search_request = parse_search_request(payload)
+async def handle_bundles(request: web.Request) -> web.Response:
     holder: BundleHolder = request.app[HOLDER]
-    options: SearchOptions = request.app[OPTIONS]
+    infos = await asyncio.to_thread(holder.index.list)
+    current = holder.store.current_id()
+    served = holder.bundle.bundle_id if holder.bundle is not None else None
+    items = [{
+        "bundle_id": b.bundle_id, "commit": b.manifest.commit, "commit_time": b.manifest.commit_time,
+        "commit_summary": b.manifest.commit_summary, "ref": b.manifest.source.ref,
+        "content_digest": b.manifest.content_digest, "documents": b.manifest.counts.documents,
+        "chunks": b.manifest.counts.chunks, "current": b.bundle_id == current, "served": b.bundle_id == served,
+    } for b in infos]
+    return web.json_response({"status": "ok", "current": current, "served": served, "bundles": items})
 
-    def run() -> dict[str, Any]:
-        with holder.lease() as bundle:
-            return search(bundle, search_request, options)
 
-    return web.json_response(await asyncio.to_thread(run))
-
-
-async def _watch(app: web.Application) -> None:
+async def _reload(app: web.Application, force: bool) -> dict[str, Any]:
     holder: BundleHolder = app[HOLDER]
-    interval: float = app[POLL_INTERVAL]
+    swapped = await asyncio.to_thread(holder.load_current, force)
+    served = holder.bundle.bundle_id if holder.bundle is not None else None
+    return {"status": "ok" if served is not None and holder.last_error is None else "error",
+            "swapped": swapped, "served": served, "current": holder.store.current_id(),
+            "last_reload_error": holder.last_error}
+
+
+async def handle_reload(request: web.Request) -> web.Response:
+    await _read_body(request, request.app[CONFIG].max_body_bytes)
+    return web.json_response(await _reload(request.app, force=True))
+
+
+async def handle_use(request: web.Request) -> web.Response:
+    payload = await _read_json(request)
+    try:
+        target = openapi.UseBody.model_validate(payload)
+    except ValueError as exc:
+        raise InvalidRequestError("invalid use request") from exc
+    holder: BundleHolder = request.app[HOLDER]
+    check_at(target.bundle)
+    bundle_id = await asyncio.to_thread(holder.resolve, target.bundle)
+    await asyncio.to_thread(holder.store.set_current, bundle_id)
+    body = await _reload(request.app, force=True)
+    return web.json_response(body, status=200 if body["served"] == bundle_id else 503)
+
+
+# -- sync and webhooks -------------------------------------------------------------------------
+
+
+def _mirror(app: web.Application) -> str:
+    config: ServerConfig = app[CONFIG]
+    return str(Path(config.webhook.mirror).resolve() if config.webhook.mirror else app[STORE_ROOT] / "mirror.git")
+
+
+def _enqueue_sync(app: web.Application, commit: str | None, delivery_id: str | None) -> dict[str, Any]:
+    config: ServerConfig = app[CONFIG]
+    queue = JobQueue(app[STORE_ROOT])
+    queued = queue.enqueue(kind="sync", repo=_mirror(app), remote=config.webhook.remote,
+                           branch=config.webhook.branch, commit=commit, delivery_id=delivery_id)
+    if config.spawn_worker:
+        try:
+            spawn_worker(app[STORE_ROOT])
+        except OSError:
+            log.exception("could not start a worker")
+    return {"status": "accepted", "job_id": queued.job.id, "status_url": f"/sync/jobs/{queued.job.id}",
+            "coalesced": queued.coalesced, "duplicate": queued.duplicate}
+
+
+async def handle_sync(request: web.Request) -> web.Response:
+    config: ServerConfig = request.app[CONFIG]
+    await _read_body(request, config.max_body_bytes)
+    if not config.webhook.remote:
+        raise ServiceNotConfiguredError("sync off", reason="sync_unavailable")
+    body = await asyncio.to_thread(_enqueue_sync, request.app, None, None)
+    return web.json_response(body, status=202)
+
+
+async def handle_job(request: web.Request) -> web.Response:
+    job = await asyncio.to_thread(JobQueue(request.app[STORE_ROOT]).get, int(request.match_info["job_id"]))
+    if job is None:
+        raise PlainNotFoundError("no job", reason="job_not_found")
+    data = job.public()
+    # A job's error may name local paths: expose only its class name.
+    data["error"] = data["error"].split(":", 1)[0] if data["error"] else None
+    return web.json_response({"status": "ok", "job": data})
+
+
+_SIGNATURE_HEADERS = {"github": ("X-Hub-Signature-256",), "gitea": ("X-Gitea-Signature", "X-Hub-Signature-256")}
+_EVENT_HEADERS = {"github": "X-GitHub-Event", "gitea": "X-Gitea-Event"}
+_DELIVERY_HEADERS = {"github": "X-GitHub-Delivery", "gitea": "X-Gitea-Delivery"}
+
+
+def verify_signature(secret: str, raw: bytes, header: str | None) -> bool:
+    """Check ``header`` (``sha256=<hex>`` or ``<hex>``) against HMAC-SHA256 of ``raw`` in constant time."""
+    if not header:
+        return False
+    given = header.strip()
+    if given.startswith("sha256="):
+        given = given[len("sha256="):]
+    expected = hmac.new(secret.encode("utf-8"), raw, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode(), given.lower().encode("ascii", errors="replace"))
+
+
+def _webhook_handler(provider: str) -> Callable[[web.Request], Any]:
+    async def handler(request: web.Request) -> web.Response:
+        config: ServerConfig = request.app[CONFIG]
+        hook = config.webhook
+        if not (hook.secret and hook.repository and hook.remote):
+            raise ServiceNotConfiguredError("webhooks off", reason="webhook_unavailable")
+        raw = await _read_body(request, hook.max_body_bytes)
+        header = next((request.headers[h] for h in _SIGNATURE_HEADERS[provider] if h in request.headers), None)
+        if not verify_signature(hook.secret, raw, header):
+            raise UnauthorizedError("bad signature", reason="invalid_signature")
+        event = request.headers.get(_EVENT_HEADERS[provider]) or request.headers.get("X-GitHub-Event")
+        if event != "push":
+            return web.json_response({"status": "ok", "accepted": False, "ignored": "event"})
+        try:
+            payload = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise InvalidRequestError("body is not JSON") from exc
+        if not isinstance(payload, dict):
+            raise InvalidRequestError("body must be a JSON object")
+        repository = payload.get("repository") if isinstance(payload.get("repository"), dict) else {}
+        if repository.get("full_name") != hook.repository:
+            return web.json_response({"status": "ok", "accepted": False, "ignored": "repository"})
+        if payload.get("ref") != f"refs/heads/{hook.branch}":
+            return web.json_response({"status": "ok", "accepted": False, "ignored": "branch"})
+        after = payload.get("after")
+        if payload.get("deleted") is True or after == ZERO:
+            return web.json_response({"status": "ok", "accepted": False, "ignored": "deletion"})
+        commit = after if isinstance(after, str) and len(after) == 40 and all(
+            c in "0123456789abcdef" for c in after) else None
+        delivery = request.headers.get(_DELIVERY_HEADERS[provider])
+        delivery_id = f"{provider}:{delivery[:200]}" if delivery else None
+        body = await asyncio.to_thread(_enqueue_sync, request.app, commit, delivery_id)
+        return web.json_response(body, status=202)
+
+    handler.__name__ = f"handle_webhook_{provider}"
+    return handler
+
+
+async def handle_openapi(request: web.Request) -> web.Response:
+    return web.json_response(request.app[OPENAPI_DOC])
+
+
+OPENAPI_DOC = web.AppKey("openapi", dict)
+
+
+@dataclass(frozen=True)
+class Route:
+    """One HTTP route: method, path, handler, role (see :mod:`query.security`) and OpenAPI models."""
+
+    method: str
+    path: str
+    handler: Callable[[web.Request], Any]
+    role: str
+    summary: str
+    request_model: type[BaseModel] | None = None
+    response_model: type[BaseModel] | None = None
+    status: int = 200
+
+
+def route_table() -> list[Route]:
+    """Return every route of the server (the source of ``/openapi.json``)."""
+    routes = [
+        Route("GET", "/health", handle_health, "public", "Readiness, served bundle and last reload failure",
+              None, openapi.HealthResponse),
+        Route("GET", "/openapi.json", handle_openapi, "public", "This OpenAPI 3 document"),
+    ]
+    routes += [Route("POST", r.path, _retrieval_handler(r), "search", r.summary, r.request_model, r.response_model)
+               for r in RETRIEVAL_ROUTES]
+    routes += [
+        Route("GET", "/bundles", handle_bundles, "search", "List published bundles (newest commit first)",
+              None, openapi.BundlesResponse),
+        Route("POST", "/admin/reload", handle_reload, "admin", "Re-read CURRENT now and swap if it changed",
+              None, openapi.ReloadResponse),
+        Route("POST", "/admin/use", handle_use, "admin", "Point CURRENT at a bundle (rollback) and serve it",
+              openapi.UseBody, openapi.ReloadResponse),
+        Route("POST", "/sync", handle_sync, "sync", "Fetch the configured remote into the mirror and build",
+              None, openapi.JobAccepted, 202),
+        Route("GET", "/sync/jobs/{job_id:\\d+}", handle_job, "sync", "Status of a build job",
+              None, openapi.JobResponse),
+        Route("POST", "/webhook/github", _webhook_handler("github"), "webhook",
+              "GitHub push webhook (HMAC-SHA256 in X-Hub-Signature-256)", None, openapi.JobAccepted, 202),
+        Route("POST", "/webhook/gitea", _webhook_handler("gitea"), "webhook",
+              "Gitea push webhook (HMAC-SHA256 in X-Gitea-Signature)", None, openapi.JobAccepted, 202),
+    ]
+    return routes
+
+
+async def _watch(app: web.Application, interval: float) -> None:
+    holder: BundleHolder = app[HOLDER]
     while True:
         await asyncio.sleep(interval)
         try:
@@ -186,45 +484,72 @@ async def _watch(app: web.Application) -> None:
 
 
 def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
-               embedder: Embedder | None = None, poll_interval: float = 2.0) -> web.Application:
+               embedder: Embedder | None = None, poll_interval: float | None = None,
+               config: ServerConfig | None = None) -> web.Application:
     """Return the aiohttp application serving the store's ``CURRENT`` bundle.
 
-    ``embedder`` overrides the manifest's model (tests only); ``poll_interval`` is in seconds.
-    The bundle is opened at start-up; with none, ``/health`` answers 503 until one appears.
+    ``embedder`` overrides the manifest's model (tests); ``poll_interval`` (seconds) overrides the
+    config's.  The bundle is opened at start-up; with none, ``/health`` answers 503 until one
+    appears.  Raises :class:`~query.config.ConfigError` for invalid keys.
     """
-    app = web.Application(middlewares=[envelope_middleware], client_max_size=MAX_BODY_BYTES)
-    app[HOLDER] = BundleHolder(Store(store_dir), embedder=embedder)
+    config = config or ServerConfig()
+    config.check()
+    interval = poll_interval if poll_interval is not None else config.poll_interval
+    body_limit = max(config.max_body_bytes, config.webhook.max_body_bytes)
+    app = web.Application(middlewares=[headers_middleware, envelope_middleware, auth_middleware],
+                          client_max_size=body_limit + 1)
+    store = Store(store_dir)
+    app[STORE_ROOT] = store.root
+    app[CONFIG] = config
+    app[LIMITER] = RateLimiter(config.rate_limit_per_minute, config.rate_limit_burst)
+    app[HOLDER] = BundleHolder(store, embedder=embedder, cache_bundles=config.cache_bundles,
+                               cache_bytes=config.cache_megabytes * 1024 * 1024)
     app[OPTIONS] = options or SearchOptions()
-    app[POLL_INTERVAL] = poll_interval
-    app[AUTH_MODE] = "none (no API keys configured; bind to loopback only)"
-    app.router.add_get("/health", handle_health)
-    app.router.add_post("/search", handle_search)
+    roles: dict[tuple[str, str], str] = {}
+    routes = route_table()
+    for route in routes:
+        resource = app.router.add_route(route.method, route.path, route.handler)
+        roles[(route.method, resource.resource.canonical)] = route.role  # type: ignore[union-attr]
+    app[ROLES] = roles
+    app[OPENAPI_DOC] = openapi.build_document(routes, keys=config.keys_configured)
 
     async def on_startup(app: web.Application) -> None:
         await asyncio.to_thread(app[HOLDER].load_current)
-        app[WATCHER] = asyncio.create_task(_watch(app))
+        app[WATCHER] = asyncio.create_task(_watch(app, interval))
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(_reload(app, force=True)))
 
     async def on_cleanup(app: web.Application) -> None:
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         app[WATCHER].cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await app[WATCHER]
-        if app[HOLDER].bundle is not None:
-            app[HOLDER].bundle.close()
+        app[HOLDER].close()
 
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
     return app
 
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
 def run_server(store_dir: Path | str, host: str = "127.0.0.1", port: int = 8080,
-               options: SearchOptions | None = None) -> None:
-    """Serve until interrupted.  Without API keys (a later feature) only loopback hosts are allowed.
+               options: SearchOptions | None = None, config: ServerConfig | None = None,
+               poll_interval: float | None = None) -> None:
+    """Serve until interrupted.  Without API keys only loopback hosts are allowed.
 
-    Raises :class:`ValueError` for a non-loopback ``host``.
+    Raises :class:`~query.config.ConfigError` (a :class:`ValueError`) for a non-loopback ``host``
+    without keys, or for short or repeated keys.
     """
-    if host not in LOOPBACK and not host.startswith("127."):
-        raise ValueError("without API keys gitrag serves only on a loopback address")
-    web.run_app(create_app(store_dir, options=options), host=host, port=port, print=None)
+    config = config or ServerConfig()
+    config.check(host)
+    if not config.keys_configured and not is_loopback(host):
+        raise ConfigError("without API keys gitrag serves only on a loopback address")
+    started = time.monotonic()
+    app = create_app(store_dir, options=options, config=config, poll_interval=poll_interval)
+    log.debug("app built in %.3f s", time.monotonic() - started)
+    web.run_app(app, host=host, port=port, print=None, handle_signals=True)
+
+
+__all__ = ["BundleHolder", "RETRIEVAL_ROUTES", "RetrievalRoute", "Route", "create_app", "route_table", "run_server",
+           "Retrieval"]

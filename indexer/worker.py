@@ -1,0 +1,196 @@
+"""``gitrag worker`` and ``gitrag jobs``: run the store's build-job queue (see :mod:`artifacts.jobs`).
+
+A job is processed in phases: ``fetch`` (``sync`` jobs only: fetch the branch of the remote into
+the local mirror, fast-forward only), ``resolve`` (decide what to build), ``build``
+(:func:`indexer.build.build_bundle`, incremental where it can be), then ``done``.
+
+``CURRENT`` never moves backwards because of a late job.  At ``resolve`` the job's commit is
+compared with the branch tip in the repository *now*: if the branch has moved on (a newer push
+happened, and its own job is or will be queued), the job ends ``succeeded`` in phase
+``superseded`` without building.  A force-push that rewinds the branch is not "late": its commit
+is the tip, so it is built and made current even though it may be older than the served commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+import pygit2
+
+from artifacts.jobs import MAX_ATTEMPTS, Job, JobQueue, worker_lock
+
+from .errors import IndexerError
+
+
+class DivergedError(IndexerError):
+    """The remote branch is not a descendant of the mirror's branch (a force-push upstream)."""
+
+
+class FetchError(IndexerError):
+    """``git fetch`` into the mirror failed."""
+
+
+def fetch_mirror(mirror: Path, remote: str, branch: str, timeout: float = 300.0) -> str:
+    """Fetch ``branch`` of ``remote`` into the bare ``mirror`` (created if missing), fast-forward only.
+
+    Returns the new tip sha.  Raises :class:`DivergedError` when the fetched tip does not contain
+    the mirror's current tip (the mirror is left unchanged) and :class:`FetchError` when fetching fails.
+    """
+    mirror = Path(mirror)
+    if not (mirror / "HEAD").exists():
+        pygit2.init_repository(str(mirror), bare=True)
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    staging_ref = f"refs/gitrag/fetched/{branch}"
+    try:
+        subprocess.run(["git", "-C", str(mirror), "fetch", "--quiet", "--no-tags", remote,
+                        f"+refs/heads/{branch}:{staging_ref}"], check=True, capture_output=True,
+                       timeout=timeout, env=env)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        raise FetchError(f"fetching branch {branch} failed") from exc
+    repo = pygit2.Repository(str(mirror))
+    fetched = repo.references[staging_ref].target
+    local_ref = repo.references.get(f"refs/heads/{branch}")
+    if local_ref is not None and local_ref.target != fetched:
+        if not repo.descendant_of(fetched, local_ref.target):
+            raise DivergedError(f"branch {branch} diverged from the mirror; not overwritten")
+        local_ref.set_target(fetched, "gitrag: fast-forward")
+    elif local_ref is None:
+        repo.references.create(f"refs/heads/{branch}", fetched)
+    if repo.head_is_unborn:
+        repo.set_head(f"refs/heads/{branch}")
+    return str(fetched)
+
+
+def _current_commit(store_dir: Path) -> str | None:
+    try:
+        bundle_id = (store_dir / "CURRENT").read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    return bundle_id.split(".")[0] or None
+
+
+def process_job(job: Job, store_dir: Path, queue: JobQueue, embedder: object | None = None) -> None:
+    """Run one claimed job to ``succeeded`` (or raise; the caller records the failure)."""
+    from .build import build_bundle
+
+    commit = job.commit
+    if job.kind == "sync":
+        queue.set_phase(job.id, "fetch")
+        commit = fetch_mirror(Path(job.repo), job.remote or "", job.branch)
+    queue.set_phase(job.id, "resolve", commit)
+    repo = pygit2.Repository(job.repo)
+    ref = repo.references.get(f"refs/heads/{job.branch}")
+    tip = str(ref.target) if ref is not None else None
+    if commit is None:
+        commit = tip
+    if commit is None:
+        raise IndexerError(f"branch {job.branch} does not exist")
+    if tip is not None and tip != commit:
+        # The branch moved on since this job was queued: building it now could move CURRENT
+        # backwards.  The newer push has its own job (coalesced or queued after this one).
+        queue.finish(job.id, phase="superseded")
+        return
+    queue.set_phase(job.id, "build", commit)
+    result = build_bundle(job.repo, store_dir, commit, embedder=embedder, branch=job.branch,  # type: ignore[arg-type]
+                          wait_for_lock=True)
+    queue.finish(job.id, bundle_id=result.bundle_id)
+
+
+def _describe(exc: BaseException) -> str:
+    """A short failure description for the job table (class name and message, no traceback)."""
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+def run_worker(store_dir: Path | str, *, embedder: object | None = None, idle_exit: float = 30.0,
+               poll: float = 0.2, max_attempts: int = MAX_ATTEMPTS, retry_delay: float = 2.0,
+               max_jobs: int | None = None) -> int:
+    """Process queued jobs until idle for ``idle_exit`` seconds; return the number of jobs run.
+
+    Returns 0 at once when another worker holds the store's worker lock.  ``poll`` and
+    ``retry_delay`` are seconds; ``max_jobs`` stops after that many jobs (tests).
+    """
+    store = Path(store_dir).resolve()
+    queue = JobQueue(store)
+    done = 0
+    stop = False
+
+    def on_term(signum, frame):  # type: ignore[no-untyped-def]
+        nonlocal stop
+        stop = True
+
+    if hasattr(signal, "SIGTERM") and _main_thread():
+        signal.signal(signal.SIGTERM, on_term)
+    while True:
+        with worker_lock(store) as taken:
+            if not taken:
+                return done
+            queue.requeue_running()
+            idle_since = time.monotonic()
+            while not stop and (max_jobs is None or done < max_jobs):
+                job = queue.claim(os.getpid())
+                if job is None:
+                    if time.monotonic() - idle_since > idle_exit:
+                        break
+                    time.sleep(poll)
+                    continue
+                try:
+                    process_job(job, store, queue, embedder)
+                except DivergedError as exc:
+                    queue.fail(job.id, _describe(exc), retry=False)
+                except Exception as exc:  # noqa: BLE001 - recorded in the job, the worker goes on
+                    queue.fail(job.id, _describe(exc), max_attempts=max_attempts, retry_delay=retry_delay)
+                done += 1
+                idle_since = time.monotonic()
+        # Lock released: look once more so that a job enqueued while we were deciding to stop is
+        # not stranded (its producer saw the lock held and did not spawn a worker).
+        if stop or (max_jobs is not None and done >= max_jobs) or queue.pending() == 0:
+            return done
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+@click.command("worker")
+@click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory.")
+@click.option("--embedder", default=None, envvar="GITRAG_EMBEDDER", help="Embedding model (as for `gitrag build`).")
+@click.option("--idle-exit", default=30.0, show_default=True, help="Exit after this many idle seconds.")
+@click.option("--retry-delay", default=2.0, show_default=True, help="Seconds before a retry, times the attempt.")
+def worker_command(store_dir: str, embedder: str | None, idle_exit: float, retry_delay: float) -> None:
+    """Run queued build jobs of a store (one worker per store; exits when idle)."""
+    done = run_worker(store_dir, embedder=embedder, idle_exit=idle_exit, retry_delay=retry_delay)
+    click.echo(f"gitrag worker: {done} job(s) processed", err=True)
+
+
+@click.command("jobs")
+@click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory.")
+@click.option("--status", type=click.Choice(["queued", "running", "succeeded", "failed"]), default=None,
+              help="Only jobs with this status.")
+@click.option("--limit", default=20, show_default=True, help="Number of jobs (newest first).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def jobs_command(store_dir: str, status: str | None, limit: int, as_json: bool) -> None:
+    """List the build jobs of a store, newest first."""
+    jobs = JobQueue(store_dir).list_jobs(limit=limit, status=status)
+    if as_json:
+        click.echo(json.dumps([j.public() | {"repo": j.repo} for j in jobs], indent=2))
+        return
+    if not jobs:
+        click.echo("no jobs")
+        return
+    for j in jobs:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(j.updated))
+        line = f"{j.id:>5} {j.status:<9} {j.phase:<10} {j.kind:<4} {j.branch} {(j.commit or '-')[:12]} " \
+               f"tries={j.attempts} {when}"
+        if j.error:
+            line += f"  error: {j.error}"
+        click.echo(line)
+    sys.stdout.flush()

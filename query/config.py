@@ -1,0 +1,119 @@
+"""Server configuration: API keys, CORS, limits, time-travel cache and webhook/sync settings.
+
+Sources, later ones winning: defaults, a TOML file (``gitrag serve --config server.toml``), then
+the environment (``GITRAG_SEARCH_KEY``, ``GITRAG_ADMIN_KEY``, ``GITRAG_SYNC_KEY``,
+``GITRAG_WEBHOOK_SECRET``, ``GITRAG_CORS_ORIGINS`` comma-separated).  Example file::
+
+    search_key = "...at least 32 characters..."
+    admin_key = "...another one..."
+    cors_origins = ["https://chat.example.org"]
+    rate_limit_per_minute = 600
+
+    [webhook]
+    secret = "...a third one..."
+    repository = "owner/wiki"        # full name as the forge sends it
+    branch = "main"
+    remote = "https://git.example.org/owner/wiki.git"
+    mirror = "/srv/gitrag/mirror.git"  # default: <store>/mirror.git
+
+Rules (checked by :meth:`ServerConfig.check`, the server refuses to start otherwise): every
+configured key or secret is at least 32 characters and they are pairwise distinct; without any
+key the server binds only to a loopback address.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+MIN_KEY_CHARS = 32
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+class ConfigError(ValueError):
+    """The server configuration is invalid; the message never contains a key."""
+
+
+class WebhookConfig(BaseModel):
+    """Remote pushes: the forge repository and branch accepted, where to fetch from and the local mirror."""
+
+    model_config = {"extra": "forbid"}
+
+    secret: str | None = None
+    repository: str | None = Field(None, description="owner/name as sent in the payload's repository.full_name")
+    branch: str = "main"
+    remote: str | None = Field(None, description="URL or path fetched into the mirror")
+    mirror: str | None = Field(None, description="bare mirror repository; default <store>/mirror.git")
+    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+
+
+class ServerConfig(BaseModel):
+    """Everything ``gitrag serve`` can be told besides the store, host and port."""
+
+    model_config = {"extra": "forbid"}
+
+    search_key: str | None = None
+    admin_key: str | None = None
+    sync_key: str | None = Field(None, description="defaults to the admin key's permission only")
+    cors_origins: list[str] = Field(default_factory=list)
+    max_body_bytes: int = Field(64 * 1024, ge=1024, description="bytes, JSON endpoints")
+    rate_limit_per_minute: int = Field(600, ge=1, description="requests per minute per key (or client address)")
+    rate_limit_burst: int = Field(60, ge=1)
+    poll_interval: float = Field(2.0, gt=0, description="seconds between CURRENT checks")
+    cache_bundles: int = Field(4, ge=1, description="historical bundles kept open (count)")
+    cache_megabytes: int = Field(1024, ge=1, description="historical bundles kept open (approximate size)")
+    spawn_worker: bool = Field(True, description="start `gitrag worker` when a sync job is queued")
+    webhook: WebhookConfig = Field(default_factory=WebhookConfig)
+
+    @property
+    def keys_configured(self) -> bool:
+        return any((self.search_key, self.admin_key, self.sync_key))
+
+    def check(self, host: str | None = None) -> None:
+        """Raise :class:`ConfigError` for short or repeated keys, or no key on a non-loopback host."""
+        named = {"search key": self.search_key, "admin key": self.admin_key, "sync key": self.sync_key,
+                 "webhook secret": self.webhook.secret}
+        present = {name: value for name, value in named.items() if value is not None}
+        for name, value in present.items():
+            if len(value) < MIN_KEY_CHARS:
+                raise ConfigError(f"the {name} must be at least {MIN_KEY_CHARS} characters")
+        values = list(present.values())
+        if len(set(values)) != len(values):
+            raise ConfigError("the search key, admin key, sync key and webhook secret must all differ")
+        if host is not None and not self.keys_configured and not is_loopback(host):
+            raise ConfigError("without API keys gitrag serves only on a loopback address")
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ``::1`` and ``localhost``."""
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def load_config(path: Path | str | None = None, environ: dict[str, str] | None = None) -> ServerConfig:
+    """Read the optional TOML file, apply the environment, validate types and return the config.
+
+    Raises :class:`ConfigError` for an unreadable file or invalid values (keys are not echoed).
+    """
+    env = os.environ if environ is None else environ
+    data: dict = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read the config file ({type(exc).__name__})") from exc
+    for field, var in (("search_key", "GITRAG_SEARCH_KEY"), ("admin_key", "GITRAG_ADMIN_KEY"),
+                       ("sync_key", "GITRAG_SYNC_KEY")):
+        if env.get(var):
+            data[field] = env[var]
+    if env.get("GITRAG_WEBHOOK_SECRET"):
+        data.setdefault("webhook", {})["secret"] = env["GITRAG_WEBHOOK_SECRET"]
+    if env.get("GITRAG_CORS_ORIGINS"):
+        data["cors_origins"] = [o.strip() for o in env["GITRAG_CORS_ORIGINS"].split(",") if o.strip()]
+    try:
+        return ServerConfig.model_validate(data)
+    except ValidationError as exc:
+        fields = sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()})
+        raise ConfigError(f"invalid server configuration: {', '.join(fields)}") from None

@@ -1,0 +1,209 @@
+"""Request/response models of the HTTP API and the OpenAPI 3.1 document served at ``/openapi.json``.
+
+The document is generated from the server's route table (``query.server.route_table``) and the
+pydantic models below, so it cannot drift from the routes.  Each operation has an
+``operationId``, a summary, a JSON request body where there is one, its success model and the
+error envelope, which is what OpenWebUI needs to use the server as a tool server.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from artifacts import __version__
+
+from .contract import Envelope
+from .hybrid import SearchRequest
+
+AT_DESCRIPTION = ("Answer from the bundle of this commit instead of the served one: a full or short commit id, "
+                  "a branch or a tag of the source repository. 404 bundle_not_found when that commit has no bundle.")
+
+
+class SearchBody(SearchRequest):
+    """Body of ``POST /search``."""
+
+    at: str | None = Field(None, max_length=200, description=AT_DESCRIPTION)
+
+
+class SearchResult(BaseModel):
+    """One ranked chunk."""
+
+    rank: int
+    source_id: str
+    chunk_id: str
+    document_path: str
+    title: str
+    heading_path: list[str]
+    text: str
+    source_url: str | None
+    score: float = Field(description="fused reciprocal-rank score")
+    debug: dict[str, Any] | None = None
+
+
+class SearchResponse(Envelope):
+    """The contract's envelope plus ``results``."""
+
+    results: list[SearchResult] = Field(default_factory=list)
+
+
+class ErrorResponse(Envelope):
+    """Every error: ``status`` is ``error``, ``reason`` a stable code, ``message`` a fixed text."""
+
+    message: str
+
+
+class BundleSummary(BaseModel):
+    commit: str
+    bundle_id: str
+    content_digest: str
+    commit_summary: str
+    counts: dict[str, Any]
+    embedder: str
+
+
+class HealthResponse(BaseModel):
+    """Readiness.  ``auth`` says whether API keys are required; ``last_reload_error`` names a bundle that failed."""
+
+    status: str
+    ready: bool
+    reason: str | None
+    auth: str
+    last_reload_error: str | None
+    failed_bundle: str | None
+    swaps: int
+    bundle: BundleSummary | None
+    history_cache: dict[str, Any]
+
+
+class BundleItem(BaseModel):
+    bundle_id: str
+    commit: str
+    commit_time: int = Field(description="seconds since the Unix epoch")
+    commit_summary: str
+    ref: str | None
+    content_digest: str
+    documents: int
+    chunks: int
+    current: bool
+    served: bool
+
+
+class BundlesResponse(BaseModel):
+    status: str
+    current: str | None
+    served: str | None
+    bundles: list[BundleItem]
+
+
+class UseBody(BaseModel):
+    """Body of ``POST /admin/use``."""
+
+    model_config = {"extra": "forbid"}
+
+    bundle: str = Field(max_length=200, description="a bundle id, or a commit id, branch or tag (as for `at`)")
+
+
+class ReloadResponse(BaseModel):
+    status: str
+    swapped: bool
+    served: str | None
+    current: str | None
+    last_reload_error: str | None
+
+
+class JobAccepted(BaseModel):
+    """A build job was queued (or an existing one matched): poll ``status_url``."""
+
+    status: str = "accepted"
+    job_id: int
+    status_url: str
+    coalesced: bool
+    duplicate: bool
+
+
+class JobInfo(BaseModel):
+    id: int
+    kind: str
+    branch: str
+    old_commit: str | None
+    commit: str | None
+    status: str = Field(description="queued, running, succeeded or failed")
+    phase: str
+    attempts: int
+    error: str | None = Field(description="error class of the last failure")
+    bundle_id: str | None
+    created: float
+    updated: float
+
+
+class JobResponse(BaseModel):
+    status: str
+    job: JobInfo
+
+
+_ERRORS = {"400": "Invalid request", "401": "Missing or wrong API key", "403": "Key not allowed here",
+           "404": "Not found (bundle_not_found for an `at` without a bundle)", "413": "Body too large",
+           "415": "Body is not application/json", "429": "Rate limited", "503": "No bundle or feature unavailable"}
+
+
+def _operation_id(method: str, path: str) -> str:
+    words = re.sub(r"\{[^}]*\}", "by_id", path).strip("/").replace(".json", "").replace("/", "_").replace("-", "_")
+    return f"{method.lower()}_{words}" if method != "POST" or path.startswith(("/admin", "/sync", "/webhook")) \
+        else words
+
+
+def build_document(routes: list[Any], keys: bool = True) -> dict[str, Any]:
+    """Return the OpenAPI 3.1 document for ``routes`` (``query.server.Route`` rows)."""
+    schemas: dict[str, Any] = {}
+
+    def ref(model: type[BaseModel]) -> dict[str, str]:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        for name, sub in schema.pop("$defs", {}).items():
+            schemas[name] = sub
+        schemas[model.__name__] = schema
+        return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+    error = {"content": {"application/json": {"schema": ref(ErrorResponse)}}}
+    paths: dict[str, Any] = {}
+    for route in routes:
+        path = re.sub(r"\{(\w+):[^}]*\}", r"{\1}", route.path)
+        op: dict[str, Any] = {
+            "operationId": _operation_id(route.method, path),
+            "summary": route.summary,
+            "description": (route.handler.__doc__ or route.summary).strip(),
+            "tags": [path.strip("/").split("/")[0] or "root"],
+        }
+        if route.request_model is not None:
+            body = {"application/json": {"schema": ref(route.request_model)}}
+            op["requestBody"] = {"required": True, "content": body}
+        success: dict[str, Any] = {"description": "OK"}
+        if route.response_model is not None:
+            success["content"] = {"application/json": {"schema": ref(route.response_model)}}
+        elif path == "/openapi.json":
+            success["content"] = {"application/json": {"schema": {"type": "object"}}}
+        op["responses"] = {str(route.status): success, **{code: {"description": text, **error}
+                                                          for code, text in _ERRORS.items()}}
+        params = re.findall(r"\{(\w+)\}", path)
+        if params:
+            op["parameters"] = [{"name": p, "in": "path", "required": True, "schema": {"type": "integer"}}
+                                for p in params]
+        if route.role in ("search", "sync", "admin") and keys:
+            op["security"] = [{"ApiKey": []}, {"Bearer": []}]
+        if route.role == "webhook":
+            op["description"] += " The body is signed with the configured webhook secret; no API key."
+        paths.setdefault(path, {})[route.method.lower()] = op
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "gitrag", "version": __version__,
+                 "description": "Search a Git-native Markdown knowledge base: hybrid retrieval over immutable, "
+                                "commit-addressed bundles, with time travel (`at`)."},
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+                                "Bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
