@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 ANALYZER_VERSION = 1
 """Version of the Whoosh analyzers in :mod:`artifacts.analysis`; bump on any change."""
 
-GRAPH_SCHEMA_VERSION = 1
-"""Version of the generic graph schema written by the indexer; bump on any change."""
+GRAPH_SCHEMA_VERSION = 2
+"""Version of the graph schema written by the indexer; bump on any change.
+
+1: Document, Person (by name), Tag, Category, Year and their relationships.
+2: adds Section, DocumentAuthor, Work, Topic, Alias and structure / entity relationships;
+   Person is keyed by ``id``; the build records its graph mapping (``graph_mapping``).
+"""
 
 TOKENIZER = "cl100k_base"
 """tiktoken encoding used to count and split chunk tokens."""
@@ -62,6 +68,8 @@ class BuildConfig(BaseModel):
     analyzer_version: int = ANALYZER_VERSION
     graph_schema_version: int = GRAPH_SCHEMA_VERSION
     graph_engine: str = "ladybug"
+    graph_mapping: dict[str, Any] | None = Field(
+        None, description="canonical graph mapping (artifacts.graphmap); None = the generic preset")
     embedder: EmbedderSpec
 
     def fingerprint(self) -> str:

@@ -8,37 +8,65 @@ Schema (version :data:`artifacts.config.GRAPH_SCHEMA_VERSION`; any change below 
 
     Document(path PK, title, title_source, blob_id, published BOOL, date, year INT64,
              chunk_ids, chunk_count INT64)
-    Person(name PK, key)        one per distinct author name (NFC) in ``Document.authors``
+    Section(id PK, path, ordinal INT64, level INT64, heading, heading_path, chunk_ids)
+    Person(id PK, name, key, kind, path, start_year INT64, published BOOL, chunk_ids)
+    DocumentAuthor(name PK, key)
+    Work(id PK, type, type_label, year INT64, title, path, section_id, published BOOL, chunk_ids)
+    Topic(id PK, name, key, path)
+    Alias(name PK, key)
     Tag(name PK, key)           one per distinct tag
     Category(name PK, key)      one per distinct category
-    Year(year INT64 PK)         one per distinct ``Document.year``
+    Year(year INT64 PK)         one per distinct ``Document.year`` or ``Work.year``
 
-    AUTHORED_BY(Document -> Person)
+    AUTHORED_BY(Document -> Person)                 front matter author, mapping ``authors: person``
+    HAS_DOCUMENT_AUTHOR(Document -> DocumentAuthor) front matter author, ``authors: document_author``
     TAGGED(Document -> Tag)
     IN_CATEGORY(Document -> Category)
     IN_YEAR(Document -> Year)
     LINKS_TO(Document -> Document, kind, heading, alias)
+    HAS_SECTION(Document -> Section)                every heading of the body
+    NEXT_SECTION(Section -> Section)                document order
+    SUBSECTION_OF(Section -> Section)               child -> enclosing heading
+    DESCRIBES(Document -> Person, path)             a person page and its person
+    HAS_WORK(Person -> Work, path)
+    WORK_IN_YEAR(Work -> Year, path)
+    DESCRIBED_IN(Work -> Section, path)             the section the work's title was read from
+    HAS_TOPIC(Document -> Topic, via, path)         ``via``: ``page``, ``tag`` or ``link``
+    HAS_ALIAS(Document -> Alias)
+
+Which of these are filled depends on the graph mapping of the build
+(:mod:`artifacts.graphmap`): the ``generic`` preset fills the front-matter tables, sections and
+links; ``thesis-wiki`` adds student ``Person`` nodes (one per person page, so two students with
+the same name are two nodes), their ``Work`` nodes and ``Topic`` nodes, and keeps the front
+matter ``author`` (a supervisor) apart as ``DocumentAuthor``.
 
 Property notes:
 
 * Strings are stored exactly as parsed (NFC); person, tag and category names are also stripped
   of surrounding whitespace, and empty names are dropped.  ``date``, ``year``, ``heading`` and
-  ``alias`` are NULL when absent (``""`` stays ``""``); every other property is never NULL.
+  ``alias`` are NULL when absent (``""`` stays ``""``); so are ``Person.path``,
+  ``Person.start_year``, ``Work.title`` (a work whose section has no title line, or no section),
+  ``Work.section_id`` and ``Topic.path``.
+* ``Person.id`` is the person page's path for ``kind = "page"`` and the name for
+  ``kind = "author"`` (front matter authors of the generic mapping).  ``Work.id`` is
+  ``<path>#<type><year>``; ``Section.id`` is ``<path>#s<ordinal>`` (0-based, document order).
 * ``key`` is the lookup form of a name: lowercased, diacritics folded, punctuation dropped,
   words joined by one space (:func:`name_key`, the same folding as the text index), so
   ``"Ján Novák"`` and ``"jan  novak"`` share the key ``"jan novak"``.  Keys are not unique,
   and change with :data:`artifacts.config.ANALYZER_VERSION` as well as with the schema version.
-* ``chunk_ids`` is a JSON array (string) of the document's chunk ids in ordinal order,
-  ``chunk_count`` its length.  It is JSON rather than ``STRING[]`` because the CSV list syntax
-  cannot carry elements containing ``,``, ``[`` or ``"`` (paths may contain them).
+* ``chunk_ids`` is a JSON array (string) of chunk ids in ordinal order, ``chunk_count`` its
+  length.  It is JSON rather than ``STRING[]`` because the CSV list syntax cannot carry elements
+  containing ``,``, ``[`` or ``"`` (paths may contain them).  ``heading_path`` is JSON too.
 * ``LINKS_TO.kind`` is ``"wikilink"`` or ``"markdown"``; one edge per distinct
   ``(from, to, kind, heading, alias)``.
 
-Provenance: every relationship starts at the ``Document`` it was read from, so a relationship's
-provenance is its FROM node's ``path`` (and that document's ``chunk_ids``).  ``Person``,
-``Tag``, ``Category`` and ``Year`` nodes carry no provenance of their own: each exists only
-because at least one relationship points at it, and the documents it came from are the FROM
-nodes of its incoming relationships.
+Provenance: ``Section``, page ``Person``, ``Work`` and page ``Topic`` nodes carry the ``path``
+of the document they were read from and the ``chunk_ids`` holding their text (a section's
+chunks, a work's section chunks, a person's page chunks).  Relationships between entities carry
+``path``; the other relationships start at the ``Document`` they were read from, so their
+provenance is the FROM node's ``path`` (and that document's ``chunk_ids``).  ``Tag``,
+``Category``, ``Year``, ``Alias`` and ``DocumentAuthor`` nodes exist only because at least one
+relationship points at them; the documents they came from are that relationship's provenance.
 """
 
 from __future__ import annotations
@@ -78,6 +106,7 @@ class RelTable:
 
 
 _NAMED = (("name", "STRING"), ("key", "STRING"))
+_PROV = (("path", "STRING"),)
 
 NODE_TABLES: tuple[NodeTable, ...] = (
     NodeTable(
@@ -95,7 +124,51 @@ NODE_TABLES: tuple[NodeTable, ...] = (
             ("chunk_count", "INT64"),
         ),
     ),
-    NodeTable("Person", "name", _NAMED),
+    NodeTable(
+        "Section",
+        "id",
+        (
+            ("id", "STRING"),
+            ("path", "STRING"),
+            ("ordinal", "INT64"),
+            ("level", "INT64"),
+            ("heading", "STRING"),
+            ("heading_path", "STRING"),
+            ("chunk_ids", "STRING"),
+        ),
+    ),
+    NodeTable(
+        "Person",
+        "id",
+        (
+            ("id", "STRING"),
+            ("name", "STRING"),
+            ("key", "STRING"),
+            ("kind", "STRING"),
+            ("path", "STRING"),
+            ("start_year", "INT64"),
+            ("published", "BOOL"),
+            ("chunk_ids", "STRING"),
+        ),
+    ),
+    NodeTable("DocumentAuthor", "name", _NAMED),
+    NodeTable(
+        "Work",
+        "id",
+        (
+            ("id", "STRING"),
+            ("type", "STRING"),
+            ("type_label", "STRING"),
+            ("year", "INT64"),
+            ("title", "STRING"),
+            ("path", "STRING"),
+            ("section_id", "STRING"),
+            ("published", "BOOL"),
+            ("chunk_ids", "STRING"),
+        ),
+    ),
+    NodeTable("Topic", "id", (("id", "STRING"), ("name", "STRING"), ("key", "STRING"), ("path", "STRING"))),
+    NodeTable("Alias", "name", _NAMED),
     NodeTable("Tag", "name", _NAMED),
     NodeTable("Category", "name", _NAMED),
     NodeTable("Year", "year", (("year", "INT64"),)),
@@ -104,6 +177,7 @@ NODE_TABLES: tuple[NodeTable, ...] = (
 
 REL_TABLES: tuple[RelTable, ...] = (
     RelTable("AUTHORED_BY", "Document", "Person"),
+    RelTable("HAS_DOCUMENT_AUTHOR", "Document", "DocumentAuthor"),
     RelTable("TAGGED", "Document", "Tag"),
     RelTable("IN_CATEGORY", "Document", "Category"),
     RelTable("IN_YEAR", "Document", "Year"),
@@ -113,6 +187,15 @@ REL_TABLES: tuple[RelTable, ...] = (
         "Document",
         (("kind", "STRING"), ("heading", "STRING"), ("alias", "STRING")),
     ),
+    RelTable("HAS_SECTION", "Document", "Section"),
+    RelTable("NEXT_SECTION", "Section", "Section"),
+    RelTable("SUBSECTION_OF", "Section", "Section"),
+    RelTable("DESCRIBES", "Document", "Person", _PROV),
+    RelTable("HAS_WORK", "Person", "Work", _PROV),
+    RelTable("WORK_IN_YEAR", "Work", "Year", _PROV),
+    RelTable("DESCRIBED_IN", "Work", "Section", _PROV),
+    RelTable("HAS_TOPIC", "Document", "Topic", (("via", "STRING"), ("path", "STRING"))),
+    RelTable("HAS_ALIAS", "Document", "Alias"),
 )
 """Relationship tables in creation (and bulk-load) order; all node tables come first."""
 

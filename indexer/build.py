@@ -35,10 +35,10 @@ from artifacts.store import Store, make_bundle_id
 from .chunking import chunk_document, count_tokens
 from .errors import BuildError, SkipFile
 from .gitsource import CommitInfo, SourceFile, iter_markdown, open_repo, resolve_commit
-from .graph import write_graph
+from .graph import select_graph_mapping, write_graph
 from .incremental import BaseBundle, embedding_key, find_base_bundle, load_base_bundle
 from .markdown import parse_markdown, resolve_links
-from .textindex import update_text_index, write_text_index
+from .textindex import write_text_index
 from .vectors import write_vectors
 
 Progress = Callable[[str, int, int], None]
@@ -109,12 +109,15 @@ def build_bundle(
     wait_for_lock: bool = False,
     scratch: bool = False,
     update_current: bool = True,
+    graph_schema: str | None = None,
 ) -> BuildResult:
     """Build (or find) the bundle of commit ``rev`` and point ``CURRENT`` at it unless pinned.
 
     Derives the bundle from the nearest ancestor bundle with the same configuration unless
     ``scratch`` is true or there is none.  Bad files are skipped with a recorded reason.
     With ``update_current`` false, ``CURRENT`` is left alone (backfills move it once at the end).
+    ``graph_schema`` is a graph mapping preset name or YAML path (default: the commit's
+    ``graph-schema.yaml``, else ``generic``; see :mod:`artifacts.graphmap`).
     Raises :class:`~indexer.errors.SourceError` for a bad repository or revision,
     :class:`~artifacts.errors.EmbedderError` when the model cannot load,
     :class:`~artifacts.errors.StoreLockedError` when another build holds the store, and
@@ -124,7 +127,8 @@ def build_bundle(
     repo = open_repo(repo_path)
     info = resolve_commit(repo, rev)
     model = embedder if embedder is not None and not isinstance(embedder, str) else load_embedder(embedder)
-    config = BuildConfig(embedder=model.spec, chunking=chunking or ChunkConfig())
+    config = BuildConfig(embedder=model.spec, chunking=chunking or ChunkConfig(),
+                         graph_mapping=select_graph_mapping(repo, info.tree, graph_schema))
     if max_file_bytes is not None:
         config.max_file_bytes = max_file_bytes
     store = Store(store_dir).ensure()
@@ -172,12 +176,10 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         docs_by_path = {d.path: d for d in docs}
         _write_records(staging, docs, chunks)
         changed = _changed_paths(base, docs_by_path, parsed_paths)
-        text_mode = "rebuilt"
-        if base is not None and _prefer_update(changed, len(docs)):
-            update_text_index(base.path / TEXT_DIR, staging / TEXT_DIR, chunks, docs_by_path, changed)
-            text_mode = "updated"
-        else:
-            write_text_index(chunks, docs_by_path, staging / TEXT_DIR)
+        # The Whoosh index is always rebuilt: an updated copy (delete + add + optimise) scores
+        # differently, because merging re-uses Whoosh's byte-quantised per-document field lengths
+        # while a fresh index sums exact lengths; BM25 must not depend on how a bundle was built.
+        write_text_index(chunks, docs_by_path, staging / TEXT_DIR)
         lap("text_index")
         write_vectors(vectors, [c.chunk_id for c in chunks], staging / VECTORS_DIR)
         lap("vector_index")
@@ -186,7 +188,8 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
             chunk_ids.setdefault(chunk.path, []).append(chunk.chunk_id)
         work = staging / "_work"
         work.mkdir()
-        graph = write_graph(docs, chunk_ids, staging / GRAPH_DIR, work_dir=work)
+        graph = write_graph(docs, chunk_ids, staging / GRAPH_DIR, work_dir=work,
+                            mapping=config.graph_mapping, chunks=chunks)
         shutil.rmtree(work)
         lap("graph")
         digests = {
@@ -217,7 +220,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
             tool_version=__version__,
             built_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             stats=BuildStats(embeddings_computed=computed, embeddings_reused=len(chunks) - computed),
-            changes=_change_summary(base, docs_by_path, changed, text_mode),
+            changes=_change_summary(base, docs_by_path, changed),
         )
         lap("digest")
         manifest.stats.timings = timings
@@ -326,22 +329,16 @@ def _changed_paths(base: BaseBundle | None, docs: dict[str, Document], parsed: s
     return parsed | (set(base.docs) - set(docs))
 
 
-def _prefer_update(changed: set[str], total: int) -> bool:
-    """Update a copy of the base Whoosh index when under a quarter of the documents changed."""
-    return len(changed) * 4 < max(total, 1)
-
-
-def _change_summary(base: BaseBundle | None, docs: dict[str, Document], changed: set[str],
-                    text_mode: str) -> dict[str, object]:
+def _change_summary(base: BaseBundle | None, docs: dict[str, Document], changed: set[str]) -> dict[str, int]:
+    """Documents added, modified, deleted and renamed (same blob, new path) since the base bundle."""
     if base is None:
-        return {"added": len(docs), "modified": 0, "deleted": 0, "renamed": 0, "text_index": text_mode}
+        return {"added": len(docs), "modified": 0, "deleted": 0, "renamed": 0}
     added = {p for p in docs if p not in base.docs}
     deleted = {p for p in base.docs if p not in docs}
     modified = {p for p in changed if p in docs and p in base.docs and docs[p].blob_id != base.docs[p].blob_id}
     deleted_blobs = {base.docs[p].blob_id for p in deleted}
     renamed = sum(1 for p in added if docs[p].blob_id in deleted_blobs)
-    return {"added": len(added), "modified": len(modified), "deleted": len(deleted), "renamed": renamed,
-            "text_index": text_mode}
+    return {"added": len(added), "modified": len(modified), "deleted": len(deleted), "renamed": renamed}
 
 
 def _write_records(staging: Path, docs: list[Document], chunks: list[Chunk]) -> None:

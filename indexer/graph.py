@@ -41,7 +41,15 @@ from pathlib import Path
 from typing import Any
 
 import ladybug
+import pygit2
 
+from artifacts.graphmap import (
+    REPO_MAPPING_FILE,
+    GraphMapping,
+    GraphMappingError,
+    mapping_from_config,
+    select_mapping,
+)
 from artifacts.graphschema import (
     GRAPH_DB_FILENAME,
     NODE_TABLES,
@@ -52,7 +60,9 @@ from artifacts.graphschema import (
     name_key,
     open_graph,
 )
-from artifacts.records import Document
+from artifacts.records import Chunk, Document
+
+from .graph_extract import Extraction, extract
 
 COPY_OPTIONS = "HEADER=true, DELIM=',', QUOTE='\"', ESCAPE='\"', PARALLEL=false, AUTO_DETECT=false"
 """Options of every ``COPY ... FROM`` CSV load; they must match :func:`_write_csv`."""
@@ -108,7 +118,10 @@ def _or_null(value: Any) -> Any:
 
 
 def _collect_rows(
-    docs: Sequence[Document], chunk_ids: dict[str, list[str]]
+    docs: Sequence[Document],
+    chunk_ids: dict[str, list[str]],
+    mapping: GraphMapping,
+    heading_paths: dict[str, tuple[str, ...]],
 ) -> dict[str, list[Row]]:
     """Return the de-duplicated, sorted CSV rows of every table, keyed by table name.
 
@@ -123,65 +136,45 @@ def _collect_rows(
         raise ValueError(f"duplicate document paths: {duplicates[:5]}")
     known = set(counts)
 
-    documents: list[Row] = []
-    named: dict[str, set[str]] = {"Person": set(), "Tag": set(), "Category": set()}
-    edges: dict[str, set[Row]] = {t.name: set() for t in REL_TABLES}
-    years: set[int] = set()
-    for doc in sorted(docs, key=lambda d: d.path):
+    out = Extraction([t.name for t in NODE_TABLES] + [t.name for t in REL_TABLES])
+    ordered = sorted(docs, key=lambda d: d.path)
+    for doc in ordered:
         ids = list(chunk_ids.get(doc.path, []))
-        documents.append(
+        out.add(
+            "Document",
             (
                 doc.path,
                 doc.title,
                 doc.title_source,
                 doc.blob_id,
                 "true" if doc.published else "false",
-                _or_null(doc.date),
-                _or_null(doc.year),
+                doc.date,
+                doc.year,
                 json.dumps(ids, ensure_ascii=False),
                 len(ids),
-            )
+            ),
         )
-        for table, rel, values in (
-            ("Person", "AUTHORED_BY", doc.authors),
-            ("Tag", "TAGGED", doc.tags),
-            ("Category", "IN_CATEGORY", doc.categories),
-        ):
+        for table, rel, values in (("Tag", "TAGGED", doc.tags), ("Category", "IN_CATEGORY", doc.categories)):
             for name in filter(None, map(_nfc_name, values)):
-                named[table].add(name)
-                edges[rel].add((doc.path, name))
+                out.add(table, (name, name_key(name)))
+                out.add(rel, (doc.path, name))
         if doc.year is not None:
-            years.add(doc.year)
-            edges["IN_YEAR"].add((doc.path, doc.year))
+            out.add("Year", (doc.year,))
+            out.add("IN_YEAR", (doc.path, doc.year))
         for link in doc.links:
             if link.resolved is None or link.resolved not in known:
                 continue  # unresolved, or resolved to a file that is not an indexed document
-            edges["LINKS_TO"].add((doc.path, link.resolved, link.kind, link.heading, link.alias))
-
-    rows: dict[str, list[Row]] = {"Document": documents, "Year": [(y,) for y in sorted(years)]}
-    for table, names in named.items():
-        rows[table] = [(name, name_key(name)) for name in sorted(names)]
-    for rel, found in edges.items():
-        if rel == "LINKS_TO":  # heading/alias may be None, which does not compare with str
-            ordered = sorted(found, key=_link_order)
-            rows[rel] = [tuple(_or_null(v) for v in row) for row in ordered]
-        else:
-            rows[rel] = sorted(found)
-    return rows
+            out.add("LINKS_TO", (doc.path, link.resolved, link.kind, link.heading, link.alias))
+    extract(ordered, chunk_ids, heading_paths, mapping, out)
+    return {
+        table: [tuple(_or_null(v) for v in row) for row in sorted(found, key=_row_order)]
+        for table, found in out.rows.items()
+    }
 
 
-def _link_order(row: Row) -> tuple[Any, ...]:
-    """Sort key of a LINKS_TO row: NULL heading/alias before any string, ``""`` included."""
-    source, target, kind, heading, alias = row
-    return (
-        source,
-        target,
-        kind,
-        heading is not None,
-        heading or "",
-        alias is not None,
-        alias or "",
-    )
+def _row_order(row: Row) -> tuple[Any, ...]:
+    """Sort key of a row whose columns may be NULL: NULL before any value, ``""`` included."""
+    return tuple(item for value in row for item in (value is not None, value if value is not None else ""))
 
 
 def _write_csv(path: Path, header: Sequence[str], rows: Iterable[Row]) -> None:
@@ -198,7 +191,13 @@ def _cypher_string(text: str) -> str:
 
 
 def write_graph(
-    docs: list[Document], chunk_ids: dict[str, list[str]], graph_dir: Path, *, work_dir: Path
+    docs: list[Document],
+    chunk_ids: dict[str, list[str]],
+    graph_dir: Path,
+    *,
+    work_dir: Path,
+    mapping: GraphMapping | dict[str, Any] | None = None,
+    chunks: Sequence[Chunk] | None = None,
 ) -> GraphStats:
     """Build the graph database ``graph_dir/graph.lbug`` from ``docs``.
 
@@ -214,6 +213,10 @@ def write_graph(
         chunks); stored as ``Document.chunk_ids``.
     :param graph_dir: the bundle's ``graph/`` directory; created if missing, must be empty.
     :param work_dir: scratch directory for the CSV files (created if missing).
+    :param mapping: the graph mapping (:mod:`artifacts.graphmap`), or its canonical form as
+        recorded in ``BuildConfig.graph_mapping``; default (``None``) the ``generic`` preset.
+    :param chunks: the documents' chunks; their heading paths give sections their chunk ids
+        (without them a section cites no chunk).
     :returns: row counts per table, logical digest and seconds taken.
     :raises ValueError: two documents share a path.
     :raises FileExistsError: ``graph_dir`` exists and is not empty.
@@ -224,7 +227,10 @@ def write_graph(
     graph_dir = Path(graph_dir)
     if graph_dir.exists() and any(graph_dir.iterdir()):
         raise FileExistsError(f"graph directory is not empty: {graph_dir}")
-    rows = _collect_rows(docs, chunk_ids)
+    heading_paths = {c.chunk_id: tuple(c.heading_path) for c in chunks or ()}
+    if not isinstance(mapping, GraphMapping):
+        mapping = mapping_from_config(mapping)
+    rows = _collect_rows(docs, chunk_ids, mapping, heading_paths)
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -274,3 +280,26 @@ def _load(
     path = csv_dir / f"{table}.csv"
     _write_csv(path, header, rows)
     conn.execute(f"COPY {table} FROM {_cypher_string(str(path))} ({COPY_OPTIONS})")
+
+
+def select_graph_mapping(repo: pygit2.Repository, tree: str, option: str | None) -> dict[str, Any]:
+    """Return the canonical graph mapping of a build (recorded as ``BuildConfig.graph_mapping``).
+
+    :param repo: the indexed repository.
+    :param tree: sha (hex) of the indexed commit's tree; its root ``graph-schema.yaml`` is used
+        when ``option`` is ``None``.
+    :param option: ``--graph-schema``: a preset name or a YAML file path, or ``None``.
+    :returns: :meth:`artifacts.graphmap.GraphMapping.canonical` of the chosen mapping.
+    :raises artifacts.graphmap.GraphMappingError: unknown preset, missing file, invalid mapping.
+    """
+    text = None
+    if option is None:
+        root = repo[tree]
+        if REPO_MAPPING_FILE in root:  # type: ignore[operator]
+            entry = root[REPO_MAPPING_FILE]  # type: ignore[index]
+            if entry.type_str == "blob":
+                try:
+                    text = repo[entry.id].data.decode("utf-8")  # type: ignore[union-attr]
+                except UnicodeDecodeError:
+                    raise GraphMappingError(f"{REPO_MAPPING_FILE} is not UTF-8") from None
+    return select_mapping(option, text).canonical()

@@ -1,0 +1,268 @@
+"""Extract graph rows (sections, persons, works, topics, aliases) from parsed documents.
+
+Pure functions over :class:`~artifacts.records.Document` records, the chunks' heading paths and
+a :class:`~artifacts.graphmap.GraphMapping`; :mod:`indexer.graph` turns the rows into CSV and
+loads them.  Rows follow the property order of :mod:`artifacts.graphschema`; ``None`` is NULL.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from artifacts.graphmap import GraphMapping, path_matches
+from artifacts.graphschema import name_key
+from artifacts.records import Document
+
+from .markdown import _mask_fences  # the same fence rule as titles and links
+
+Row = tuple[Any, ...]
+
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*")
+_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_YEAR = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
+
+
+@dataclass(frozen=True)
+class Heading:
+    """An ATX heading of a body: 0-based ``ordinal``, ``level`` 1-6, text, 0-based line index and the
+    enclosing headings' texts (outermost first, this one last)."""
+
+    ordinal: int
+    level: int
+    text: str
+    line: int
+    path: tuple[str, ...]
+
+
+def parse_headings(body: str) -> list[Heading]:
+    """Return the ATX headings of ``body`` outside fenced code, in document order."""
+    headings: list[Heading] = []
+    stack: list[tuple[int, str]] = []
+    for index, line in enumerate(_mask_fences(body).split("\n")):
+        match = _ATX.fullmatch(line)
+        if not match:
+            continue
+        level = len(match.group(1))
+        text = _CLOSING_HASHES.sub("", match.group(2) or "").strip()
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, text))
+        headings.append(Heading(len(headings), level, text, index, tuple(t for _, t in stack)))
+    return headings
+
+
+def _section_end(headings: list[Heading], k: int, n_lines: int) -> int:
+    """Line index where section ``k`` (with its subsections) ends (exclusive)."""
+    level = headings[k].level
+    return next((h.line for h in headings[k + 1 :] if h.level <= level), n_lines)
+
+
+def _ids(values: Sequence[str]) -> str:
+    return json.dumps(list(values), ensure_ascii=False)
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text).strip()
+
+
+class Extraction:
+    """Collects the de-duplicated rows of every table; :attr:`rows` maps table name -> set of rows."""
+
+    def __init__(self, table_names: Sequence[str]) -> None:
+        self.rows: dict[str, set[Row]] = {name: set() for name in table_names}
+
+    def add(self, table: str, row: Row) -> None:
+        self.rows[table].add(row)
+
+
+def extract(
+    docs: Sequence[Document],
+    chunk_ids: dict[str, list[str]],
+    heading_paths: dict[str, tuple[str, ...]],
+    mapping: GraphMapping,
+    out: Extraction,
+) -> None:
+    """Add the mapping-driven rows of ``docs`` to ``out``.
+
+    :param docs: the commit's documents (unique paths), links already resolved.
+    :param chunk_ids: document path -> chunk ids in ordinal order.
+    :param heading_paths: chunk id -> the chunk's heading path (for section provenance); may be empty.
+    :param mapping: the build's graph mapping.
+    """
+    topic_pages = _topic_pages(docs, mapping)
+    for doc in docs:
+        ids = chunk_ids.get(doc.path, [])
+        headings = parse_headings(doc.body)
+        section_chunks = _sections(doc, headings, ids, heading_paths, out)
+        _authors(doc, mapping, out)
+        for field in mapping.aliases:
+            value = doc.front_matter.get(field)
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str | int | float) and not isinstance(item, bool) and (name := _nfc(str(item))):
+                    out.add("Alias", (name, name_key(name)))
+                    out.add("HAS_ALIAS", (doc.path, name))
+        if mapping.person_pages and _is_person_page(doc, mapping):
+            _person_page(doc, headings, ids, section_chunks, mapping, out)
+        if mapping.topics:
+            _topics(doc, topic_pages, mapping, out)
+
+
+def _sections(
+    doc: Document,
+    headings: list[Heading],
+    ids: list[str],
+    heading_paths: dict[str, tuple[str, ...]],
+    out: Extraction,
+) -> dict[int, list[str]]:
+    """Add Section rows and structure edges of ``doc``; return section ordinal -> chunk ids."""
+    chunk_paths = [(cid, heading_paths.get(cid, ())) for cid in ids]
+    result: dict[int, list[str]] = {}
+    parents: list[Heading] = []
+    previous: str | None = None
+    for heading in headings:
+        sid = f"{doc.path}#s{heading.ordinal}"
+        own = [cid for cid, hp in chunk_paths if hp[: len(heading.path)] == heading.path]
+        if not own:  # merged into a chunk of an enclosing heading: cite the deepest such chunk
+            best = max((len(hp) for _, hp in chunk_paths if heading.path[: len(hp)] == hp), default=-1)
+            own = [cid for cid, hp in chunk_paths if len(hp) == best and heading.path[: len(hp)] == hp]
+        result[heading.ordinal] = own
+        out.add(
+            "Section",
+            (sid, doc.path, heading.ordinal, heading.level, heading.text, _ids(heading.path), _ids(own)),
+        )
+        out.add("HAS_SECTION", (doc.path, sid))
+        if previous is not None:
+            out.add("NEXT_SECTION", (previous, sid))
+        previous = sid
+        while parents and parents[-1].level >= heading.level:
+            parents.pop()
+        if parents:
+            out.add("SUBSECTION_OF", (sid, f"{doc.path}#s{parents[-1].ordinal}"))
+        parents.append(heading)
+    return result
+
+
+def _authors(doc: Document, mapping: GraphMapping, out: Extraction) -> None:
+    for name in filter(None, map(_nfc, doc.authors)):
+        if mapping.authors == "person":
+            out.add("Person", (name, name, name_key(name), "author", None, None, "true", "[]"))
+            out.add("AUTHORED_BY", (doc.path, name))
+        else:
+            out.add("DocumentAuthor", (name, name_key(name)))
+            out.add("HAS_DOCUMENT_AUTHOR", (doc.path, name))
+
+
+def _is_person_page(doc: Document, mapping: GraphMapping) -> bool:
+    pages = mapping.person_pages
+    assert pages is not None
+    if not path_matches(doc.path, pages.paths):
+        return False
+    return bool(doc.title.strip()) and (doc.title_source == "front_matter" or not pages.require_front_matter_title)
+
+
+def _person_page(
+    doc: Document,
+    headings: list[Heading],
+    ids: list[str],
+    section_chunks: dict[int, list[str]],
+    mapping: GraphMapping,
+    out: Extraction,
+) -> None:
+    pages = mapping.person_pages
+    assert pages is not None
+    name = _nfc(doc.title)
+    start_year = None
+    if pages.start_year_category:
+        pattern = re.compile(pages.start_year_category)
+        start_year = next((int(m.group("year")) for c in doc.categories if (m := pattern.search(c.strip()))), None)
+    published = "true" if doc.published else "false"
+    out.add("Person", (doc.path, name, name_key(name), "page", doc.path, start_year, published, _ids(ids)))
+    out.add("DESCRIBES", (doc.path, doc.path, doc.path))
+    if mapping.works is None:
+        return
+    works = mapping.works
+    lines = doc.body.split("\n")
+    category = re.compile(works.category)
+    title_line = re.compile(works.title_line) if works.title_line else None
+    used: set[int] = set()
+    seen: set[str] = set()
+    for raw in doc.categories:
+        match = category.search(raw.strip())
+        if not match or match.group("type") not in works.types:
+            continue
+        kind, year = match.group("type"), int(match.group("year"))
+        work_id = f"{doc.path}#{kind}{year}"
+        if work_id in seen:
+            continue
+        seen.add(work_id)
+        section = _work_section(headings, works.section_level, works.types[kind].heading, year, used)
+        title = None
+        section_id = None
+        evidence: list[str] = []
+        if section is not None:
+            used.add(section.ordinal)
+            section_id = f"{doc.path}#s{section.ordinal}"
+            evidence = section_chunks.get(section.ordinal, [])
+            if title_line is not None:
+                end = _section_end(headings, section.ordinal, len(lines))
+                for line in lines[section.line + 1 : end]:
+                    if found := title_line.match(line):
+                        title = _nfc(found.group("title")) or None
+                        break
+        out.add(
+            "Work",
+            (work_id, kind, works.types[kind].label, year, title, doc.path, section_id, published, _ids(evidence)),
+        )
+        out.add("HAS_WORK", (doc.path, work_id, doc.path))
+        out.add("WORK_IN_YEAR", (work_id, year, doc.path))
+        out.add("Year", (year,))
+        if section_id is not None:
+            out.add("DESCRIBED_IN", (work_id, section_id, doc.path))
+
+
+def _work_section(
+    headings: list[Heading], level: int, heading_re: str, year: int, used: set[int]
+) -> Heading | None:
+    """The section of a work: a heading of ``level`` matching the type, with the work's year in the
+    heading if there is one, else the first one without a year; never one already used."""
+    pattern = re.compile(heading_re, re.IGNORECASE)
+    candidates = [h for h in headings if h.level == level and pattern.search(h.text) and h.ordinal not in used]
+    same_year = [h for h in candidates if (m := _YEAR.search(h.text)) and int(m.group(0)) == year]
+    no_year = [h for h in candidates if not _YEAR.search(h.text)]
+    return (same_year or no_year or [None])[0]
+
+
+def _topic_pages(docs: Sequence[Document], mapping: GraphMapping) -> dict[str, str]:
+    """Topic page path -> topic id (the page's folder name)."""
+    if mapping.topics is None:
+        return {}
+    return {
+        doc.path: posixpath.basename(posixpath.dirname(doc.path)) or doc.path
+        for doc in docs
+        if path_matches(doc.path, mapping.topics.pages)
+    }
+
+
+def _topics(doc: Document, topic_pages: dict[str, str], mapping: GraphMapping, out: Extraction) -> None:
+    topics = mapping.topics
+    assert topics is not None
+    if doc.path in topic_pages:
+        topic = topic_pages[doc.path]
+        title = _nfc(doc.title)
+        out.add("Topic", (topic, title, name_key(title), doc.path))
+        out.add("HAS_TOPIC", (doc.path, topic, "page", doc.path))
+    by_key = {name_key(t): t for t in topic_pages.values()}
+    if topics.from_tags:
+        for tag in doc.tags:
+            if (topic := by_key.get(name_key(tag))) is not None:
+                out.add("HAS_TOPIC", (doc.path, topic, "tag", doc.path))
+    if topics.from_links:
+        for link in doc.links:
+            if link.resolved in topic_pages and link.resolved != doc.path:
+                out.add("HAS_TOPIC", (doc.path, topic_pages[link.resolved], "link", doc.path))
