@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import hnswlib
 from whoosh import index as whoosh_index
@@ -28,6 +29,8 @@ class OpenedBundle:
     ``chunks`` is in vector-label order (label ``i`` is ``chunks[i]``); ``chunk_index`` maps
     chunk id to that position; ``docs`` maps document path to :class:`Document`.
     ``text_lock`` serialises use of the Whoosh searcher, which is not thread-safe.
+    ``graph_lock`` serialises the lazily opened read-only graph connection (:meth:`graph_connection`);
+    ``graph_cache`` holds what :mod:`query.graph` derives from it once per bundle.
     """
 
     path: Path
@@ -39,6 +42,8 @@ class OpenedBundle:
     hnsw: hnswlib.Index
     embedder: Embedder | None
     text_lock: threading.Lock
+    graph_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    graph_cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def bundle_id(self) -> str:
@@ -49,12 +54,34 @@ class OpenedBundle:
         m = self.manifest
         return IndexVersion(commit=m.commit, bundle_id=m.bundle_id, content_digest=m.content_digest)
 
+    def graph_connection(self) -> Any:
+        """Return the read-only ladybug connection to ``graph/``, opened on first use.
+
+        Hold :attr:`graph_lock` while using it.  Raises
+        :class:`~artifacts.errors.BundleIntegrityError` when the database cannot be opened.
+        """
+        with self.graph_lock:
+            if "connection" not in self.graph_cache:
+                from artifacts.graphschema import open_graph
+                from artifacts.layout import GRAPH_DIR
+
+                self.graph_cache["database"], self.graph_cache["connection"] = open_graph(self.path / GRAPH_DIR)
+            return self.graph_cache["connection"]
+
     def close(self) -> None:
-        """Release the Whoosh searcher (the rest is garbage-collected)."""
+        """Release the Whoosh searcher and the graph connection (the rest is garbage-collected)."""
         try:
             self.searcher.close()  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001 - closing is best effort
             pass
+        with self.graph_lock:
+            for name in ("connection", "database"):
+                handle = self.graph_cache.pop(name, None)
+                try:
+                    if handle is not None:
+                        handle.close()
+                except Exception:  # noqa: BLE001 - closing is best effort
+                    pass
 
 
 def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = True,
