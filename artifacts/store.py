@@ -192,7 +192,8 @@ class Store:
                     infos.append(BundleInfo(child.name, child, read_manifest(child)))
                 except Exception:  # noqa: BLE001 - a broken bundle is listed by verify, not here
                     continue
-        infos.sort(key=lambda b: (-b.manifest.commit_time, b.bundle_id))
+        # Newest commit first; bundles of commits with equal times by publish time, newest first.
+        infos.sort(key=lambda b: (-b.manifest.commit_time, -b.path.stat().st_mtime_ns, b.bundle_id))
         return infos
 
     def find_bundles_for_commit(self, commit: str) -> list[BundleInfo]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 from whoosh import index as whoosh_index
@@ -51,31 +49,3 @@ def write_text_index(chunks: list[Chunk], docs: dict[str, Document], text_dir: P
     ix.close()
     return len(chunks)
 
-
-def update_text_index(base_dir: Path, text_dir: Path, chunks: list[Chunk], docs: dict[str, Document],
-                      changed_paths: set[str]) -> None:
-    """Write ``text_dir`` as a copy of the ancestor's index ``base_dir`` with ``changed_paths`` replaced.
-
-    Deletes every Whoosh document of a changed path, adds the current chunks of those paths, and
-    optimises to one segment so that BM25 statistics (document counts, field lengths) equal those of
-    a scratch build: deleted documents would otherwise still count until a merge.
-    The ancestor's directory is only read.
-    """
-    shutil.copytree(base_dir, text_dir, copy_function=shutil.copyfile)
-    for dirpath, _dirs, files in os.walk(text_dir):
-        os.chmod(dirpath, 0o755)
-        for name in files:
-            os.chmod(os.path.join(dirpath, name), 0o644)
-    ix = whoosh_index.open_dir(str(text_dir))
-    writer = ix.writer(limitmb=256)
-    try:
-        for path in sorted(changed_paths):
-            writer.delete_by_term("path", path)
-        for chunk in chunks:
-            if chunk.path in changed_paths:
-                writer.add_document(**_fields(chunk, docs[chunk.path]))
-    except BaseException:
-        writer.cancel()
-        raise
-    writer.commit(optimize=True)
-    ix.close()

@@ -17,13 +17,13 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
-def git(repo: Path, *args: str) -> str:
-    """Run git in ``repo`` with a fixed identity and dates; return stdout."""
+def git(repo: Path, *args: str, date: str = "2024-01-01T00:00:00Z") -> str:
+    """Run git in ``repo`` with a fixed identity and the given author/committer date; return stdout."""
     env = {
         **os.environ,
         "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.org",
         "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.org",
-        "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
+        "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,
     }
     return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
 
@@ -33,6 +33,7 @@ class RepoBuilder:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.commits = 0
         path.mkdir(parents=True, exist_ok=True)
         git(path, "init", "-q", "-b", "main")
 
@@ -44,12 +45,19 @@ class RepoBuilder:
         else:
             target.write_text(content, encoding="utf-8")
 
+    def move(self, src: str, dst: str) -> None:
+        (self.path / dst).parent.mkdir(parents=True, exist_ok=True)
+        git(self.path, "mv", src, dst)
+
     def remove(self, rel: str) -> None:
         git(self.path, "rm", "-q", rel)
 
     def commit(self, message: str = "change") -> str:
+        """Commit everything; each commit is one minute later than the previous one."""
+        self.commits += 1
+        date = f"2024-01-01T{self.commits // 60:02d}:{self.commits % 60:02d}:00Z"
         git(self.path, "add", "-A")
-        git(self.path, "commit", "-q", "--allow-empty", "-m", message)
+        git(self.path, "commit", "-q", "--allow-empty", "-m", message, date=date)
         return git(self.path, "rev-parse", "HEAD").strip()
 
 
