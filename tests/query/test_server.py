@@ -124,3 +124,27 @@ def test_health_without_any_bundle_is_503(tmp_path: Path, hash_embedder) -> None
             await server.close()
 
     asyncio.run(scenario())
+
+
+# -- helpers shared by the other test_server_* modules ----------------------------------------------
+
+SEARCH_KEY = "s" * 16 + "search-key-0123456789"
+ADMIN_KEY = "a" * 16 + "admin-key-0123456789ab"
+SYNC_KEY = "y" * 16 + "sync-key-0123456789abcd"
+WEBHOOK_SECRET = "w" * 16 + "webhook-secret-0123456789"
+
+
+def with_server(store: Path, embedder, scenario, *, config=None, poll: float = 0.2):  # type: ignore[no-untyped-def]
+    """Run ``await scenario(base_url, http_session, app)`` against a loopback TestServer."""
+
+    async def main() -> None:
+        app = create_app(store, embedder=embedder, poll_interval=poll, config=config)
+        server = TestServer(app, host="127.0.0.1")
+        await server.start_server()
+        try:
+            async with aiohttp.ClientSession() as http:
+                await scenario(f"http://127.0.0.1:{server.port}", http, app)
+        finally:
+            await server.close()
+
+    asyncio.run(main())
