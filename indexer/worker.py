@@ -163,7 +163,8 @@ def _main_thread() -> bool:
 @click.command("worker")
 @click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory.")
 @click.option("--embedder", default=None, envvar="GITRAG_EMBEDDER", help="Embedding model (as for `gitrag build`).")
-@click.option("--idle-exit", default=30.0, show_default=True, help="Exit after this many idle seconds.")
+@click.option("--idle-exit", default=30.0, show_default=True, envvar="GITRAG_WORKER_IDLE_EXIT",
+              help="Exit after this many idle seconds.")
 @click.option("--retry-delay", default=2.0, show_default=True, help="Seconds before a retry, times the attempt.")
 def worker_command(store_dir: str, embedder: str | None, idle_exit: float, retry_delay: float) -> None:
     """Run queued build jobs of a store (one worker per store; exits when idle)."""
