@@ -56,3 +56,34 @@ def test_thesis_wiki_hybrid_search_with_the_real_model(thesis_wiki: Path, tmp_pa
     assert bundle.manifest.config.embedder.model_id == MINILM
     assert _top_paths(bundle, "diplomová práca Ján Holp")[0] == HOLP
     assert _top_paths(bundle, "diplomova praca Jan Holp")[0] == HOLP
+
+
+@pytest.mark.slow
+def test_thesis_wiki_backfill_all_commits_and_scratch_digests_agree(thesis_wiki: Path, tmp_path: Path,
+                                                                    hash_embedder) -> None:  # type: ignore[no-untyped-def]
+    """`build --all` over the 400 commits, then 20 random commits rebuilt from scratch: digests agree."""
+    import random
+    import time
+
+    from indexer.backfill import backfill
+
+    start = time.perf_counter()
+    results = backfill(thesis_wiki, tmp_path / "store", None, embedder=hash_embedder)
+    backfill_seconds = time.perf_counter() - start
+    commits = subprocess.run(["git", "rev-list", "HEAD"], cwd=thesis_wiki, check=True, capture_output=True,
+                             text=True).stdout.split()
+    assert len(results) == len(commits) == 400
+    assert sum(r.manifest.built_from is None for r in results) == 1
+    sample = random.Random(2026).sample(results, 20)
+    scratch_seconds = 0.0
+    for result in sample:
+        start = time.perf_counter()
+        scratch = build_bundle(thesis_wiki, tmp_path / "scratch", result.manifest.commit, embedder=hash_embedder,
+                               scratch=True, update_current=False)
+        scratch_seconds += time.perf_counter() - start
+        assert scratch.manifest.content_digest == result.manifest.content_digest, result.manifest.commit
+    computed = sum(r.manifest.stats.embeddings_computed for r in results)
+    reused = sum(r.manifest.stats.embeddings_reused for r in results)
+    print(f"\nbackfill 400 commits: {backfill_seconds:.1f} s ({backfill_seconds / 400:.2f} s/commit), "
+          f"embeddings computed {computed}, reused {reused}; 20 scratch builds {scratch_seconds:.1f} s "
+          f"({scratch_seconds / 20:.2f} s each); 20/20 content digests equal")
