@@ -159,8 +159,8 @@ works:
   title_line: "^\\s*\\**\\s*Názov(?:\\s+práce)?\\s*\\**\\s*:\\s*\\**\\s*(?P<title>.*?)\\s*\\**\\s*$"
   types:
     bp: {label: Bakalárska práca, heading: "^Bakalárska\\s+práca", words: [bakalar]}
-    dp: {label: Diplomová práca, heading: "^Diplomová\\s+práca", words: [diplom, dilpom, diplmo]}
-    dr: {label: Dizertačná práca, heading: "^Dizertačná\\s+práca", words: [dizertac, disertac, doktorand, dizertak]}
+    dp: {label: Diplomová práca, heading: "^Diplomová\\s+práca", words: [diplom]}
+    dr: {label: Dizertačná práca, heading: "^Dizertačná\\s+práca", words: [dizertac, disertac, doktorand]}
     vp: {label: Výskumný projekt, heading: "^Výskumný\\s+projekt", words: [vyskumn]}
     tp: {label: Tímový projekt, heading: "^Tímový\\s+projekt", words: [timov]}
 topics:
