@@ -54,10 +54,13 @@ def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
 @click.option("--range", "rev_range", default=None, metavar="A..B",
               help="Backfill: build every commit of A..B, oldest first, each from its parent's bundle.")
 @click.option("--all", "all_history", is_flag=True, help="Backfill every commit of the history of --rev.")
+@click.option("--graph-schema", default=None, metavar="PRESET|FILE",
+              help="Graph mapping: generic, obsidian, thesis-wiki or a YAML file "
+                   "(default: graph-schema.yaml of the commit, else generic).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max_tokens: int, overlap: int,
                   min_tokens: int, max_file_bytes: int, wait: bool, scratch: bool, rev_range: str | None,
-                  all_history: bool, as_json: bool) -> None:
+                  all_history: bool, graph_schema: str | None, as_json: bool) -> None:
     """Build the bundle of commit REV of a Git repository of Markdown and make it CURRENT.
 
     The bundle is derived from the nearest ancestor commit's bundle with the same configuration
@@ -76,7 +79,8 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
     report, close = _progress_printer(interactive)
     try:
         result = build_bundle(repo, store_dir, rev, embedder=embedder, chunking=chunking,
-                              max_file_bytes=max_file_bytes, progress=report, wait_for_lock=wait, scratch=scratch)
+                              max_file_bytes=max_file_bytes, progress=report, wait_for_lock=wait, scratch=scratch,
+                              graph_schema=graph_schema)
     except (IndexerError, ArtifactError, ValueError) as exc:
         close()
         _report_error(exc, as_json)

@@ -422,8 +422,10 @@ def _resolve_persons(out: _Answer, index: GraphIndex, a: Analysis) -> list[_Pers
     """
     needs_all = a.intent in ("common_tags", "common_topics")
     if not a.persons or (needs_all and a.unmatched_names):
-        return out.body("no_answer", "unknown_person",
-                        message="No person of the graph matches the name in the question.")
+        message = "No person of the graph matches the name in the question."
+        if a.document_authors:
+            message += " The name is a document author (for example a supervisor), not a person the pages describe."
+        return out.body("no_answer", "unknown_person", message=message)
     resolved: list[_Person] = []
     for match in a.persons:
         entries = _narrow_by_years(index, match.entries, a.years)
@@ -593,11 +595,11 @@ def _documents_of_person(out: _Answer, index: GraphIndex, persons: list[_Person]
     answer = []
     for person in persons:
         count = int(fetch_rows(conn, "MATCH (d:Document)-[:AUTHORED_BY]->(p:Person {id: $id}) "
-                                     "WHERE d.published OR NOT $all RETURN count(d)",
-                               {"id": person.id, "all": out.request.published_only})[0][0])
+                                     "WHERE d.published OR NOT $published_only RETURN count(d)",
+                               {"id": person.id, "published_only": out.request.published_only})[0][0])
         rows = fetch_rows(conn, "MATCH (d:Document)-[:AUTHORED_BY]->(p:Person {id: $id}) "
-                                "WHERE d.published OR NOT $all RETURN d.path, d.title ORDER BY d.path LIMIT $n",
-                          {"id": person.id, "all": out.request.published_only, "n": out.request.limit + 1})
+                                "WHERE d.published OR NOT $published_only RETURN d.path, d.title ORDER BY d.path LIMIT $n",
+                          {"id": person.id, "published_only": out.request.published_only, "n": out.request.limit + 1})
         if len(rows) > out.request.limit:
             out.truncation.append("result_limit")
             rows = rows[: out.request.limit]
@@ -618,13 +620,13 @@ def _links(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     before = question[: f" {question} ".index(f" {fold(title)} ")].split()
     incoming = bool(before) and before[-1] in ("na", "k", "ku")  # "odkazujú na X"; "na ktoré ... odkazuje X"
     cypher = (
-        "MATCH (a:Document)-[:LINKS_TO]->(b:Document {path: $path}) WHERE a.published OR NOT $all "
+        "MATCH (a:Document)-[:LINKS_TO]->(b:Document {path: $path}) WHERE a.published OR NOT $published_only "
         "RETURN DISTINCT a.path, a.title ORDER BY a.path LIMIT $n"
         if incoming else
-        "MATCH (b:Document {path: $path})-[:LINKS_TO]->(a:Document) WHERE a.published OR NOT $all "
+        "MATCH (b:Document {path: $path})-[:LINKS_TO]->(a:Document) WHERE a.published OR NOT $published_only "
         "RETURN DISTINCT a.path, a.title ORDER BY a.path LIMIT $n"
     )
-    params = {"path": path, "all": out.request.published_only, "n": out.request.limit + 1}
+    params = {"path": path, "published_only": out.request.published_only, "n": out.request.limit + 1}
     rows = fetch_rows(out.bundle.graph_connection(), cypher, params)
     if len(rows) > out.request.limit:
         out.truncation.append("result_limit")
