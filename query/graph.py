@@ -598,7 +598,8 @@ def _documents_of_person(out: _Answer, index: GraphIndex, persons: list[_Person]
                                      "WHERE d.published OR NOT $published_only RETURN count(d)",
                                {"id": person.id, "published_only": out.request.published_only})[0][0])
         rows = fetch_rows(conn, "MATCH (d:Document)-[:AUTHORED_BY]->(p:Person {id: $id}) "
-                                "WHERE d.published OR NOT $published_only RETURN d.path, d.title ORDER BY d.path LIMIT $n",
+                                "WHERE d.published OR NOT $published_only "
+                                "RETURN d.path, d.title ORDER BY d.path LIMIT $n",
                           {"id": person.id, "published_only": out.request.published_only, "n": out.request.limit + 1})
         if len(rows) > out.request.limit:
             out.truncation.append("result_limit")
