@@ -1,0 +1,234 @@
+"""Graph retrieval on real bundles of a tiny thesis wiki (real Git, ladybug; hash embedder)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from artifacts.graphmap import PRESETS
+from indexer.build import build_bundle
+from query.bundle import OpenedBundle, open_bundle
+from query.errors import InvalidQueryError, InvalidRequestError
+from query.graph import answer_graph
+from query.graph_cli import bundle_dir_at, graph_command, graph_export_command
+from query.graph_names import damerau1, name_forms
+from tests.conftest import RepoBuilder
+
+
+def student(name: str, categories: str, sections: str, *, tags: str = "nlp", published: bool = True) -> str:
+    return (
+        f"---\ntitle: {name}\npublished: {'true' if published else 'false'}\ntaxonomy:\n"
+        f"    category: [{categories}]\n    tag: [{tags}]\n    author: Daniel Hládek\n---\n\n"
+        f"# {name}\n\nVedúci práce: Ing. Daniel Hládek, PhD.\n\n{sections}"
+    )
+
+
+HOLP = student("Ján Holp", "dp2021, bp2019, st2016",
+               "## Bakalárska práca 2019\n\nNázov: Prepis súdnych nahrávok\n\n"
+               "## Diplomová práca\n\nZadanie:\n\n1. Vypracujte prehľad.\n", tags="asr, nlp")
+KOVAC_1 = student("Martin Kováč", "bp2018, st2015", "## Bakalárska práca 2018\n\nNázov: Kvantizácia modelov\n")
+KOVAC_2 = student("Martin Kováč", "bp2023, st2020", "## Bakalárska práca 2023\n\nNázov práce: Anotácia korpusu\n")
+VERESOVA = student("Ivana Verešová", "bp2020, st2017", "## Bakalárska práca (2020)\n\n*Názov*: Detekcia prejavov\n",
+                   tags="nlp, bert")
+MALA = student("Eva Malá", "bp2021, st2018", "## Bakalárska práca\n\nNázov: Skrytá práca\n", published=False)
+PEOPLE = "---\ntitle: Ľudia\n---\n\n# Ľudia\n\n- [Ján Holp](../students/2016/jan_holp/README.md)\n"
+
+
+def write_wiki(repo: RepoBuilder) -> None:
+    repo.write("graph-schema.yaml", PRESETS["thesis-wiki"])
+    repo.write("pages/students/2016/jan_holp/README.md", HOLP)
+    repo.write("pages/students/2015/martin_kovac/README.md", KOVAC_1)
+    repo.write("pages/students/2020/martin_kovac/README.md", KOVAC_2)
+    repo.write("pages/students/2017/ivana_veresova/README.md", VERESOVA)
+    repo.write("pages/students/2018/eva_mala/README.md", MALA)
+    repo.write("pages/people/README.md", PEOPLE)
+
+
+@pytest.fixture(scope="module")
+def wiki(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> dict[str, Any]:
+    """Two commits: the wiki, then Verešová's page deleted and Holp's page renamed."""
+    tmp = tmp_path_factory.mktemp("graphwiki")
+    repo = RepoBuilder(tmp / "repo")
+    write_wiki(repo)
+    first = repo.commit("wiki")
+    store = tmp / "store"
+    bundle_1 = build_bundle(repo.path, store, first, embedder=hash_embedder)
+    repo.remove("pages/students/2017/ivana_veresova/README.md")
+    repo.remove("pages/students/2016/jan_holp/README.md")
+    repo.write("pages/students/2016/holp_jan/README.md", HOLP)
+    second = repo.commit("delete and rename")
+    bundle_2 = build_bundle(repo.path, store, second, embedder=hash_embedder)
+    opened = {
+        "first": open_bundle(bundle_1.bundle_path, verify=False, load_model=False),
+        "second": open_bundle(bundle_2.bundle_path, verify=False, load_model=False),
+    }
+    yield {"store": store, "repo": repo, "first_commit": first, "second_commit": second,
+           "results": (bundle_1, bundle_2), **opened}
+    for bundle in opened.values():
+        bundle.close()
+
+
+def ask(bundle: OpenedBundle, question: str, **extra: Any) -> dict[str, Any]:
+    return answer_graph(bundle, {"question": question, **extra})
+
+
+def test_repository_mapping_file_is_used_and_recorded(wiki: dict[str, Any]) -> None:
+    manifest = wiki["results"][0].manifest
+    assert manifest.config.graph_mapping["name"] == "thesis-wiki"
+    assert manifest.counts.nodes["Work"] == 6
+
+
+@pytest.mark.parametrize("question", [
+    "Aký názov má bakalárska práca Jána Holpa?",
+    "Aky nazov ma bakalarska praca Jana Holpa?",
+    "Ako sa volá bakalárka, ktorú robil Holp Ján?",
+    "Aký názov má bakalárska práca, ktorú Jánovi Holpovi schválili?",
+])
+def test_inflected_and_diacritics_free_names(wiki: dict[str, Any], question: str) -> None:
+    body = ask(wiki["first"], question)
+    assert body["status"] == "ok", body
+    assert body["answer"]["person"] == "Ján Holp"
+    assert body["answer"]["titles"] == ["Prepis súdnych nahrávok"]
+    assert body["answer"]["years"] == [2019]
+    assert body["sources"][0]["document_path"] == "pages/students/2016/jan_holp/README.md"
+    assert body["facts"][0]["source_id"] == "S1"
+
+
+def test_feminine_cases_and_a_typo(wiki: dict[str, Any]) -> None:
+    for question in ("Kedy obhájila Ivana Verešová bakalársku prácu?",
+                     "V ktorom roku mala bakalársku prácu Ivany Verešovej?",
+                     "Kedy obhájila Ivana Verešvoá bakalársku prácu?"):
+        body = ask(wiki["first"], question)
+        assert (body["status"], body["answer"]["person"], body["answer"]["years"]) == ("ok", "Ivana Verešová", [2020])
+
+
+def test_supervisor_is_not_the_student(wiki: dict[str, Any]) -> None:
+    body = ask(wiki["first"], "Aké práce má Daniel Hládek a v ktorých rokoch?")
+    assert (body["status"], body["reason"]) == ("no_answer", "unknown_person")
+    assert body["entities"]["document_authors"] == ["Daniel Hládek"]
+    assert body["facts"] == [] and body["sources"] == []
+    holp = ask(wiki["first"], "Aké práce má Ján Holp?")
+    assert {f["subject"] for f in holp["facts"]} == {"Ján Holp"}
+
+
+def test_two_students_with_the_same_name(wiki: dict[str, Any]) -> None:
+    body = ask(wiki["first"], "Aké práce má Martin Kováč a v ktorých rokoch?")
+    assert (body["status"], body["reason"]) == ("ambiguous", "ambiguous_person")
+    assert [(c["path"], c["start_year"], c["works"]) for c in body["candidates"]] == [
+        ("pages/students/2015/martin_kovac/README.md", 2015, [{"type": "bp", "year": 2018,
+                                                              "title": "Kvantizácia modelov"}]),
+        ("pages/students/2020/martin_kovac/README.md", 2020, [{"type": "bp", "year": 2023,
+                                                              "title": "Anotácia korpusu"}]),
+    ]
+    narrowed = ask(wiki["first"], "Aký názov má bakalárska práca Martina Kováča, ktorý začal študovať v roku 2020?")
+    assert narrowed["status"] == "ok" and narrowed["answer"]["titles"] == ["Anotácia korpusu"]
+
+
+def test_work_without_a_title_is_kept(wiki: dict[str, Any]) -> None:
+    body = ask(wiki["first"], "Aké práce má Ján Holp?")
+    assert body["answer"]["works"] == [
+        {"type": "bp", "type_label": "Bakalárska práca", "year": 2019, "title": "Prepis súdnych nahrávok"},
+        {"type": "dp", "type_label": "Diplomová práca", "year": 2021, "title": None},
+    ]
+    assert body["answer"]["titles"] == ["Prepis súdnych nahrávok"]
+    assert body["facts"][1]["object"]["title_missing"] is True
+    title = ask(wiki["first"], "Aký názov má diplomová práca Jána Holpa?")
+    assert title["status"] == "ok"
+    assert (title["answer"]["titles"], title["answer"]["title_missing"], title["answer"]["years"]) == ([], True, [2021])
+
+
+def test_year_with_no_works_is_a_zero_count(wiki: dict[str, Any]) -> None:
+    body = ask(wiki["first"], "Koľko študentov malo nejakú prácu v roku 2012?")
+    assert body["status"] == "ok" and body["complete"] is True
+    assert body["answer"]["count"] == 0 and body["answer"]["persons"] == []
+    assert body["aggregation"] == {"count": 0, "complete": True}
+
+
+def test_truncation_keeps_counts_exact(wiki: dict[str, Any]) -> None:
+    full = ask(wiki["first"], "Kto robil bakalársku prácu?")
+    assert full["answer"]["count"] == 4  # Eva Malá is unpublished
+    assert full["truncated"] is False and full["complete"] is True
+    cut = ask(wiki["first"], "Kto robil bakalársku prácu?", limit=1)
+    assert cut["answer"]["count"] == 4 and len(cut["answer"]["persons"]) == 1
+    assert cut["aggregation"] == {"count": 4, "complete": True}
+    assert (cut["truncated"], cut["truncation_reasons"], cut["complete"]) == (True, ["entity_limit"], False)
+    year = ask(wiki["first"], "Ktorí študenti mali bakalársku prácu v roku 2018?")
+    assert year["answer"]["persons"] == ["Martin Kováč"] and year["answer"]["count"] == 1
+
+
+def test_unpublished_person_exists_only_on_request(wiki: dict[str, Any]) -> None:
+    assert ask(wiki["first"], "Aké práce má Eva Malá?")["reason"] == "unknown_person"
+    body = ask(wiki["first"], "Aké práce má Eva Malá?", published_only=False)
+    assert body["status"] == "ok" and body["answer"]["works"][0]["title"] == "Skrytá práca"
+
+
+def test_common_tags_content_and_unsupported(wiki: dict[str, Any]) -> None:
+    tags = ask(wiki["first"], "Ktoré tagy majú spoločné Ján Holp a Ivana Verešová?")
+    assert tags["status"] == "ok" and tags["answer"]["tags"] == ["nlp"]
+    assert tags["aggregation"] == {"count": 1, "complete": True}
+    unknown = ask(wiki["first"], "Ktoré tagy majú spoločné Ján Holp a Peter Neznámy?")
+    assert unknown["reason"] == "unknown_person"
+    content = ask(wiki["first"], "Aké sú body zadania diplomovej práce Jána Holpa?")
+    assert (content["status"], content["reason"], content["suggested_endpoint"]) == (
+        "no_answer", "unsupported_question", "/search")
+    assert ask(wiki["first"], "Aké je počasie?")["reason"] == "unsupported_question"
+
+
+def test_links_to_a_page(wiki: dict[str, Any]) -> None:
+    body = ask(wiki["first"], "Na ktoré stránky odkazuje Ľudia?")
+    assert body["intent"] == "links_from"
+    assert body["answer"]["documents"] == ["pages/students/2016/jan_holp/README.md"]
+
+
+def test_deleted_and_renamed_pages_disappear(wiki: dict[str, Any], hash_embedder: Any, tmp_path: Path) -> None:
+    assert ask(wiki["second"], "Aké práce má Ivana Verešová?")["reason"] == "unknown_person"
+    holp = ask(wiki["second"], "Aké práce má Ján Holp?")
+    assert holp["answer"]["path"] == "pages/students/2016/holp_jan/README.md"
+    assert {s["document_path"] for s in holp["sources"]} == {"pages/students/2016/holp_jan/README.md"}
+    assert ask(wiki["first"], "Aké práce má Ivana Verešová?")["status"] == "ok"  # the old bundle still knows her
+    scratch = build_bundle(wiki["repo"].path, tmp_path / "scratch", wiki["second_commit"], embedder=hash_embedder)
+    assert scratch.manifest.digests["graph"] == wiki["results"][1].manifest.digests["graph"]
+
+
+def test_request_validation(wiki: dict[str, Any]) -> None:
+    with pytest.raises(InvalidQueryError):
+        answer_graph(wiki["first"], {"question": "  "})
+    with pytest.raises(InvalidRequestError):
+        answer_graph(wiki["first"], {"question": "x", "limit": 0})
+    with pytest.raises(InvalidRequestError):
+        answer_graph(wiki["first"], {"question": "x", "unknown": 1})
+
+
+def test_cli_at_and_export(wiki: dict[str, Any]) -> None:
+    store = str(wiki["store"])
+    assert bundle_dir_at(store, wiki["first_commit"][:10]) == wiki["results"][0].bundle_path
+    assert bundle_dir_at(store, wiki["results"][0].bundle_id) == wiki["results"][0].bundle_path
+    runner = CliRunner()
+    result = runner.invoke(graph_command, ["Aké práce má Ivana Verešová?", "--store", store,
+                                           "--at", wiki["first_commit"][:10], "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["answer"]["person"] == "Ivana Verešová"
+    missing = runner.invoke(graph_command, ["x", "--store", store, "--at", "deadbeef", "--json"])
+    assert missing.exit_code == 1 and json.loads(missing.output)["reason"] == "bundle_not_found"
+    exported = runner.invoke(graph_export_command, ["--store", store, "--format", "json"])
+    graph = json.loads(exported.output)
+    assert "Person:pages/students/2016/holp_jan/README.md" in {n["id"] for n in graph["nodes"]}
+    graphml = runner.invoke(graph_export_command, ["--store", store, "--format", "graphml"])
+    root = ET.fromstring(graphml.output)
+    ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
+    assert len(root.findall(".//g:node", ns)) == len(graph["nodes"])
+    assert len(root.findall(".//g:edge", ns)) == len(graph["edges"])
+
+
+def test_name_forms_and_typos() -> None:
+    assert {"jána", "jánovi"} <= name_forms("Ján")
+    assert {"verešovej", "verešovú", "verešovou"} <= name_forms("Verešová")
+    assert {"marka", "mareka"} <= name_forms("Marek")
+    assert {"lucie", "luciou"} <= name_forms("Lucia")
+    assert {"záhorského", "záhorskému"} <= name_forms("Záhorský")
+    assert damerau1("simkova", "smikova") and damerau1("holp", "holpa") and not damerau1("holp", "hlopa")
