@@ -1,19 +1,37 @@
-"""Hybrid retrieval: BM25 (Whoosh) + dense (hnswlib), fused by weighted Reciprocal Rank Fusion."""
+"""Hybrid retrieval: BM25 (Whoosh) + dense (hnswlib), fused by weighted Reciprocal Rank Fusion.
+
+BM25 (Whoosh BM25F with the Robertson-Sparck Jones idf) runs three strategies over the folded and
+exact fields (see :mod:`artifacts.analysis`): ``all_terms`` (every query word must match),
+``prefix_terms`` (every word must match, inflected forms through a stem prefix) and ``any_term``
+(at least one word); a chunk's score is its best strategy score scaled by the strategy's weight, so
+stricter matches rank first and ``any_term`` counts least.  A query word that occurs nowhere in the
+index is expanded to the indexed words within edit distance 1 (2 for long words), so a typo still
+finds its page while a clean query is left untouched.  The dense arm is a cosine k-NN over hnswlib.
+The two rankings are fused by weighted RRF; a *lexical anchor* then moves a document to the top
+when a rare query word (or a quoted phrase) occurs in that one document only.
+"""
 
 from __future__ import annotations
 
+import math
+import re
+import weakref
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from whoosh import query as wq
+from whoosh import scoring
+from whoosh.searching import Searcher
 
 from artifacts.analysis import (
     EXACT_FIELDS,
     FIELD_BOOSTS,
     FOLDED_FIELDS,
     exact_analyzer,
-    folding_analyzer,
+    fold,
+    fold_token,
     normalize_text,
 )
 
@@ -23,6 +41,35 @@ from .errors import InvalidQueryError, InvalidRequestError
 
 MAX_QUERY_CHARS = 1000
 MAX_QUERY_TERMS = 64
+MAX_PREFIX_QUERY_TERMS = 6
+PREFIX_FIELDS = ("title", "headings", "body")
+"""Folded fields searched by stem prefix in the ``prefix_terms`` strategy."""
+
+
+class SearchFilter(BaseModel):
+    """Restrict results to documents matching every given criterion (omitted = no restriction).
+
+    ``path_prefix``: document path starts with this string; ``tags`` / ``categories``: the document
+    has at least one of them (compared case- and diacritics-insensitively); ``year``: the document's
+    year is this one or one of these.
+    """
+
+    model_config = {"extra": "forbid"}
+
+    path_prefix: str | None = None
+    tags: list[str] | None = None
+    categories: list[str] | None = None
+    year: int | list[int] | None = None
+
+    def is_empty(self) -> bool:
+        """Return true when the filter restricts nothing."""
+        return not (self.path_prefix or self.tags or self.categories or self.year is not None)
+
+    def years(self) -> set[int] | None:
+        """Return the accepted years, or ``None`` when the year is not restricted."""
+        if self.year is None:
+            return None
+        return {self.year} if isinstance(self.year, int) else set(self.year)
 
 
 class SearchRequest(BaseModel):
@@ -30,7 +77,7 @@ class SearchRequest(BaseModel):
 
     ``limit``: results returned (1..100); ``max_per_document``: results per document (1..100);
     ``published_only``: exclude documents whose front matter says ``published: false``;
-    ``debug``: add per-arm ranks and scores to each result.
+    ``debug``: add per-arm ranks and scores to each result; ``filter``: a :class:`SearchFilter`.
     """
 
     model_config = {"extra": "forbid"}
@@ -40,6 +87,7 @@ class SearchRequest(BaseModel):
     max_per_document: int = Field(3, ge=1, le=100)
     published_only: bool = True
     debug: bool = False
+    filter: SearchFilter | None = None
 
     @field_validator("query", mode="before")
     @classmethod
@@ -50,14 +98,29 @@ class SearchRequest(BaseModel):
 
 
 class SearchOptions(BaseModel):
-    """Server-side retrieval settings (not per request): RRF k, per-arm weights, candidate depth."""
+    """Server-side retrieval settings (not per request).
 
-    rrf_k: int = 60
-    bm25_weight: float = 1.0
-    vector_weight: float = 1.0
-    any_term_weight: float = 0.5
-    candidates: int = 100
+    ``rrf_k``: RRF constant; ``bm25_weight`` / ``vector_weight``: per-arm RRF weights;
+    ``prefix_weight`` / ``any_term_weight``: score scale of the looser BM25 strategies;
+    ``candidates``: chunks taken from each arm; ``typo_tolerance``: expand words absent from the index
+    by edit distance; ``anchor``: enable the lexical anchor; ``anchor_max_chunks``: a word is rare
+    when at most this many chunks contain it; ``base_url``: prefix of ``source_url``.
+    """
+
+    rrf_k: int = Field(60, ge=1)
+    bm25_weight: float = Field(1.0, ge=0)
+    vector_weight: float = Field(1.0, ge=0)
+    prefix_weight: float = Field(0.7, ge=0)
+    any_term_weight: float = Field(0.5, ge=0)
+    candidates: int = Field(100, ge=1)
+    typo_tolerance: bool = True
+    anchor: bool = True
+    anchor_max_chunks: int = Field(8, ge=1)
     base_url: str | None = None
+
+    def retrieval_config(self) -> dict[str, Any]:
+        """Return the settings that change rankings (everything but ``base_url``)."""
+        return self.model_dump(exclude={"base_url"})
 
 
 def parse_search_request(payload: Any) -> SearchRequest:
@@ -84,94 +147,314 @@ def source_url(base_url: str | None, path: str) -> str | None:
     return base_url.rstrip("/") + "/" + quote(path)
 
 
-def _terms(text: str, analyzer) -> list[str]:  # type: ignore[no-untyped-def]
-    seen: list[str] = []
-    for token in analyzer(text):
+# -- query terms -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueryTerm:
+    """One query word: ``folded`` (matches folded fields) and ``exact`` (diacritics kept)."""
+
+    folded: str
+    exact: str
+
+
+def query_terms(text: str) -> list[QueryTerm]:
+    """Return the distinct words of ``text`` (NFC, lowercased), at most :data:`MAX_QUERY_TERMS`."""
+    seen: set[str] = set()
+    terms: list[QueryTerm] = []
+    for token in exact_analyzer()(normalize_text(text)):
         if token.text not in seen:
-            seen.append(token.text)
-    return seen[:MAX_QUERY_TERMS]
+            seen.add(token.text)
+            terms.append(QueryTerm(folded=fold_token(token.text), exact=token.text))
+    return terms[:MAX_QUERY_TERMS]
 
 
-def build_text_queries(text: str) -> tuple[wq.Query | None, wq.Query | None]:
-    """Return (all_terms, any_term) Whoosh queries for ``text`` over the folded and exact fields.
+def _stem_prefix(term: str) -> str | None:
+    """Return the prefix used for inflected forms of ``term`` (``None`` for short words or numbers)."""
+    if len(term) < 5 or term.isdigit():
+        return None
+    return term[: max(4, (len(term) * 3 + 3) // 4)]
 
-    Each query word matches any field: folded fields take the folded form, exact fields the form
-    with diacritics, so exact spelling adds score without being required.
+
+def _known(searcher: Any, term: str) -> bool:
+    return any(searcher.doc_frequency(f, term) for f in FOLDED_FIELDS)
+
+
+def _word_query(searcher: Any, term: QueryTerm, *, prefix: bool, typo: bool) -> wq.Query:
+    """Return the query matching one word in any field (folded + exact, optionally stem or typo forms)."""
+    options: list[wq.Query] = [wq.Term(f, term.folded, boost=FIELD_BOOSTS[f]) for f in FOLDED_FIELDS]
+    options += [wq.Term(f, term.exact, boost=FIELD_BOOSTS[f]) for f in EXACT_FIELDS]
+    if typo and len(term.folded) >= 4 and not term.folded.isdigit() and not _known(searcher, term.folded):
+        maxdist = 2 if len(term.folded) >= 8 else 1
+        options += [wq.FuzzyTerm(f, term.folded, boost=0.5 * FIELD_BOOSTS[f], maxdist=maxdist, prefixlength=1,
+                                 constantscore=False) for f in FOLDED_FIELDS]
+    stem = _stem_prefix(term.folded) if prefix else None
+    if stem is not None:
+        options += [wq.Prefix(f, stem, boost=0.5 * FIELD_BOOSTS[f], constantscore=False) for f in PREFIX_FIELDS]
+    return wq.Or(options)
+
+
+def build_text_queries(searcher: Any, terms: list[QueryTerm], typo: bool = True) -> list[tuple[str, wq.Query]]:
+    """Return the BM25 strategies ``[(name, query)]`` for ``terms``, strictest first.
+
+    ``any_term`` is omitted for a one-word query (it would equal ``all_terms``); ``prefix_terms``
+    for long queries and for queries without a word long enough to have a stem.
     """
-    folded = _terms(text, folding_analyzer())
-    exact = _terms(text, exact_analyzer())
-    if not folded:
-        return None, None
-    per_word = []
-    for i, term in enumerate(folded):
-        options: list[wq.Query] = [wq.Term(f, term, boost=FIELD_BOOSTS[f]) for f in FOLDED_FIELDS]
-        if i < len(exact):
-            options += [wq.Term(f, exact[i], boost=FIELD_BOOSTS[f]) for f in EXACT_FIELDS]
-        per_word.append(wq.Or(options))
-    return wq.And(per_word), wq.Or(per_word)
+    if not terms:
+        return []
+    plain = [_word_query(searcher, t, prefix=False, typo=typo) for t in terms]
+    stems = [_word_query(searcher, t, prefix=True, typo=typo) for t in terms]
+    strategies: list[tuple[str, wq.Query]] = [("all_terms", wq.And(plain))]
+    if len(terms) <= MAX_PREFIX_QUERY_TERMS and any(_stem_prefix(t.folded) for t in terms):
+        strategies.append(("prefix_terms", wq.And(stems)))
+    if len(terms) > 1:
+        strategies.append(("any_term", wq.Or(plain)))
+    return strategies
 
 
-def bm25_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bool,
-                 any_term_weight: float) -> tuple[list[tuple[str, float]], bool]:
+# -- filters ---------------------------------------------------------------------------------------
+
+
+def _doc_matches(doc: Any, flt: SearchFilter) -> bool:
+    if flt.path_prefix and not doc.path.startswith(flt.path_prefix):
+        return False
+    if flt.tags and not {fold(t) for t in flt.tags} & {fold(t) for t in doc.tags}:
+        return False
+    if flt.categories and not {fold(c) for c in flt.categories} & {fold(c) for c in doc.categories}:
+        return False
+    years = flt.years()
+    return years is None or doc.year in years
+
+
+def allowed_paths(bundle: OpenedBundle, flt: SearchFilter | None, published_only: bool) -> set[str] | None:
+    """Return the document paths a request may return, or ``None`` when every document is allowed."""
+    if (flt is None or flt.is_empty()) and not published_only:
+        return None
+    return {
+        path for path, doc in bundle.docs.items()
+        if (not published_only or doc.published) and (flt is None or _doc_matches(doc, flt))
+    }
+
+
+def _whoosh_filter(flt: SearchFilter | None, published_only: bool, paths: set[str] | None) -> wq.Query | None:
+    """Return a Whoosh filter query equivalent to the request's restrictions (``None``: no filter)."""
+    parts: list[wq.Query] = []
+    if published_only:
+        parts.append(wq.NumericRange("published", 1, 1))
+    if flt is not None and flt.path_prefix:
+        parts.append(wq.Prefix("path", flt.path_prefix))
+    if flt is not None and (flt.tags or flt.categories or flt.year is not None):
+        parts.append(wq.Or([wq.Term("path", p) for p in sorted(paths or ())]) if paths else wq.NullQuery)
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else wq.And(parts)
+
+
+# -- arms ------------------------------------------------------------------------------------------
+
+
+class RSJBM25F(scoring.BM25F):
+    """Whoosh BM25F with the Robertson-Sparck Jones idf ``log(1 + (N - n + 0.5) / (n + 0.5))``.
+
+    Whoosh's default idf ``log(N / (n + 1)) + 1`` never falls below 1, so words found in nearly every
+    chunk ("der", "je", "the") weigh almost as much as rare ones; this idf (Lucene's, close to SQLite
+    FTS5's) drives them towards 0.  ``k1 = 1.2``, ``b = 0.75``.
+    """
+
+    def idf(self, searcher, fieldname, text):  # type: ignore[no-untyped-def]
+        parent = searcher.get_parent()
+        n = parent.doc_frequency(fieldname, text)
+        total = parent.doc_count_all()
+        return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+
+
+_SEARCHERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def ranking_searcher(bundle: OpenedBundle) -> Any:
+    """Return a searcher over the bundle's Whoosh reader scoring with :class:`RSJBM25F` (call under ``text_lock``).
+
+    One per opened bundle, sharing its reader; it is dropped with the bundle's own searcher.
+    """
+    base = bundle.searcher
+    searcher = _SEARCHERS.get(base)
+    if searcher is None:
+        searcher = Searcher(base.reader(), weighting=RSJBM25F(), closereader=False)  # type: ignore[attr-defined]
+        _SEARCHERS[base] = searcher
+    return searcher
+
+
+def bm25_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bool, any_term_weight: float = 0.5,
+                 *, flt: SearchFilter | None = None, options: SearchOptions | None = None,
+                 paths: set[str] | None = None) -> tuple[list[tuple[str, float]], bool]:
     """Return BM25 hits as ``[(chunk_id, score)]`` best first, and whether ``depth`` was reached.
 
-    Strategy cascade: chunks matching all terms first, then chunks matching any term (their scores
-    scaled by ``any_term_weight``).
+    Strategies ``all_terms``, ``prefix_terms`` and ``any_term`` run in that order; a chunk's score is
+    the best of its strategy scores, each scaled by the strategy's weight (1, ``prefix_weight``,
+    ``any_term_weight``), so a chunk matching every word outranks one with a similar BM25 score that
+    matches only some.  ``prefix_terms`` runs only for queries of at most
+    :data:`MAX_PREFIX_QUERY_TERMS` words (keyword queries, where inflection matters).
     """
-    all_q, any_q = build_text_queries(text)
-    if all_q is None:
-        return [], False
-    flt = wq.NumericRange("published", 1, 1) if published_only else None
-    hits: list[tuple[str, float]] = []
-    seen: set[str] = set()
+    opts = options or SearchOptions(any_term_weight=any_term_weight)
+    if paths is None and flt is not None and not flt.is_empty():
+        paths = allowed_paths(bundle, flt, published_only)
+    weights = {"all_terms": 1.0, "prefix_terms": opts.prefix_weight, "any_term": opts.any_term_weight}
+    terms = query_terms(text)
+    best: dict[str, float] = {}
     hit_depth = False
     with bundle.text_lock:
-        searcher = bundle.searcher
-        for q, weight in ((all_q, 1.0), (any_q, any_term_weight)):
-            results = searcher.search(q, limit=depth + 1, filter=flt, scored=True)  # type: ignore[attr-defined]
-            if len(results) > depth:
+        searcher = ranking_searcher(bundle)
+        whoosh_filter = _whoosh_filter(flt, published_only, paths)
+        for name, q in build_text_queries(searcher, terms, typo=opts.typo_tolerance):
+            results = searcher.search(q, limit=depth + 1, filter=whoosh_filter, scored=True)
+            if results.scored_length() > depth:
                 hit_depth = True
             for hit in results[:depth]:
                 cid = hit["chunk_id"]
-                if cid not in seen:
-                    seen.add(cid)
-                    hits.append((cid, float(hit.score) * weight))
-            if len(hits) >= depth:
-                break
-    return hits[:depth], hit_depth
+                score = float(hit.score) * weights[name]
+                if score > best.get(cid, -1.0):
+                    best[cid] = score
+    hits = sorted(best.items(), key=lambda item: (-item[1], item[0]))
+    return hits[:depth], hit_depth or len(hits) > depth
 
 
-def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bool) -> list[tuple[str, float]]:
-    """Return dense hits as ``[(chunk_id, cosine similarity)]`` best first (at most ``depth``)."""
-    n = len(bundle.chunks)
+def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bool,
+                   paths: set[str] | None = None) -> list[tuple[str, float]]:
+    """Return dense hits as ``[(chunk_id, cosine similarity)]`` best first (at most ``depth``).
+
+    ``paths`` (when given) restricts hits to those documents; otherwise ``published_only`` drops
+    unpublished chunks.  A chunk stored as several vectors (segments) is returned once, with the
+    similarity of its best segment.
+    """
+    n = bundle.hnsw.get_current_count()
     if n == 0 or bundle.embedder is None:
         return []
+    if paths is not None and not paths:
+        return []
     qvec = bundle.embedder.embed_query(text)
-    k = min(n, depth * 2 if published_only else depth)
-    bundle.hnsw.set_ef(max(k, 100))
-    labels, distances = bundle.hnsw.knn_query(qvec.reshape(1, -1), k=k)
-    hits = []
+    chunks = bundle.chunks
+    if paths is not None:
+        def accept(label: int) -> bool:
+            return chunks[label].path in paths
+    elif published_only:
+        def accept(label: int) -> bool:
+            return chunks[label].published
+    else:
+        accept = None  # type: ignore[assignment]
+    k = min(n, depth * 2)
+    bundle.hnsw.set_ef(max(k, 200))
+    try:
+        labels, distances = bundle.hnsw.knn_query(qvec.reshape(1, -1), k=k, filter=accept)
+    except RuntimeError:  # fewer than k items pass the filter
+        labels, distances = _knn_all(bundle, qvec, accept, n)
+    hits: list[tuple[str, float]] = []
+    seen: set[str] = set()
     for label, dist in zip(labels[0], distances[0], strict=True):
-        chunk = bundle.chunks[int(label)]
-        if published_only and not chunk.published:
+        chunk = chunks[int(label)]
+        if chunk.chunk_id in seen:
             continue
+        seen.add(chunk.chunk_id)
         hits.append((chunk.chunk_id, 1.0 - float(dist)))  # ip space: distance = 1 - dot
     return hits[:depth]
 
 
-def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions | None = None) -> dict[str, Any]:
-    """Run hybrid retrieval and return the response body (contract envelope + ``results``).
+def _knn_all(bundle: OpenedBundle, qvec: Any, accept: Any, n: int):  # type: ignore[no-untyped-def]
+    """Retry a filtered k-NN with the largest k hnswlib can fill."""
+    count = n if accept is None else sum(1 for i in range(n) if accept(i))
+    if count == 0:
+        return [[]], [[]]
+    bundle.hnsw.set_ef(max(count, 200))
+    return bundle.hnsw.knn_query(qvec.reshape(1, -1), k=count, filter=accept)
 
-    ``results``: list of ``{rank, source_id, chunk_id, document_path, title, heading_path, text,
-    source_url, score}`` (``score`` is the fused RRF score); with ``request.debug`` each result also
-    has ``debug: {bm25_rank, bm25_score, vector_rank, vector_score}``.  ``complete`` is null (a
-    ranking is never provably exhaustive); ``truncated`` lists the limits that cut results.
+
+# -- lexical anchor --------------------------------------------------------------------------------
+
+_PHRASE = re.compile(r'"([^"]+)"|„([^“”"]+)[“”"]')
+
+
+def lexical_anchor(bundle: OpenedBundle, text: str, whoosh_filter: wq.Query | None, max_chunks: int) -> str | None:
+    """Return the one document path that all rare query words / quoted phrases point to, or ``None``.
+
+    A word is rare when at most ``max_chunks`` chunks contain it (in the title or body) and all of
+    them belong to one document; a quoted phrase counts when its chunks belong to one document.
+    Words shorter than 4 characters (3 when they hold a digit) never anchor.
+    """
+    candidates: list[wq.Query] = []
+    with bundle.text_lock:
+        searcher: Any = ranking_searcher(bundle)
+        for term in query_terms(text):
+            word = term.folded
+            if len(word) < 4 and not (len(word) >= 3 and any(ch.isdigit() for ch in word)):
+                continue
+            df = searcher.doc_frequency("title", word) + searcher.doc_frequency("body", word)
+            if 0 < df <= max_chunks:
+                candidates.append(wq.Or([wq.Term("title", word), wq.Term("body", word)]))
+        docs: set[str] = set()
+        for q in candidates:
+            results = searcher.search(q, limit=max_chunks + 1, filter=whoosh_filter)
+            if results.scored_length() == 0 or results.scored_length() > max_chunks:
+                continue
+            paths = {hit["path"] for hit in results}
+            if len(paths) == 1:
+                docs |= paths
+        for match in _PHRASE.finditer(normalize_text(text)):
+            # Phrases are checked on the chunk text rather than with Whoosh position queries, whose
+            # position decoding is not reliable in whoosh-ng 5.4.
+            phrase = fold(match.group(1) or match.group(2))
+            words = phrase.split()
+            if len(words) < 2:
+                continue
+            results = searcher.search(wq.And([wq.Term("body", w) for w in words]), limit=None, filter=whoosh_filter)
+            paths = {hit["path"] for hit in results
+                     if phrase in fold(bundle.chunks[bundle.chunk_index[hit["chunk_id"]]].text)}
+            if len(paths) == 1:
+                docs |= paths
+    return docs.pop() if len(docs) == 1 else None
+
+
+# -- fusion ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Ranking:
+    """Per-arm and fused chunk rankings of one query (chunk ids, best first)."""
+
+    bm25: list[tuple[str, float]]
+    vector: list[tuple[str, float]]
+    fused: list[str]
+    fused_scores: dict[str, float]
+    info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bm25_full: bool = False
+    anchor: str | None = None
+
+    def chunk_ids(self, engine: str) -> list[str]:
+        """Return the chunk ids of ``engine`` (``bm25``, ``vector`` or ``hybrid``), best first."""
+        if engine == "bm25":
+            return [cid for cid, _ in self.bm25]
+        if engine == "vector":
+            return [cid for cid, _ in self.vector]
+        if engine == "hybrid":
+            return self.fused
+        raise ValueError(f"unknown engine {engine!r}")
+
+
+def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: bool = True,
+                flt: SearchFilter | None = None, options: SearchOptions | None = None,
+                engines: tuple[str, ...] = ("bm25", "vector")) -> Ranking:
+    """Run the requested arms for ``text`` and fuse them; return every ranking (see :class:`Ranking`).
+
+    ``depth``: chunks taken from each arm.  An arm not in ``engines`` is skipped (empty ranking).
     """
     opts = options or SearchOptions()
-    text = normalize_text(request.query).strip()
-    depth = max(opts.candidates, request.limit * request.max_per_document * 2)
-    bm25, bm25_full = bm25_ranking(bundle, text, depth, request.published_only, opts.any_term_weight)
-    dense = vector_ranking(bundle, text, depth, request.published_only)
+    text = normalize_text(text).strip()
+    paths = allowed_paths(bundle, flt, published_only) if flt is not None and not flt.is_empty() else None
+    bm25: list[tuple[str, float]] = []
+    bm25_full = False
+    if "bm25" in engines:
+        bm25, bm25_full = bm25_ranking(bundle, text, depth, published_only, flt=flt, options=opts, paths=paths)
+    dense: list[tuple[str, float]] = []
+    if "vector" in engines:
+        dense = vector_ranking(bundle, text, depth, published_only, paths=paths)
 
     fused: dict[str, float] = {}
     info: dict[str, dict[str, Any]] = {}
@@ -184,13 +467,46 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
             entry[f"{arm}_score"] = round(score, 6)
     order = sorted(fused, key=lambda cid: (-fused[cid], cid))
 
+    anchor = None
+    if opts.anchor and bm25:
+        with bundle.text_lock:
+            whoosh_filter = _whoosh_filter(flt, published_only, paths)
+        anchor = lexical_anchor(bundle, text, whoosh_filter, opts.anchor_max_chunks)
+        if anchor is not None:
+            # The anchored document's best BM25 chunk goes first; the rest keep their fused order.
+            best = next((cid for cid, _ in bm25 if bundle.chunks[bundle.chunk_index[cid]].path == anchor), None)
+            if best is not None:
+                order.remove(best)
+                order.insert(0, best)
+                if len(order) > 1:
+                    fused[best] = max(fused[best], fused[order[1]])
+                info[best]["anchor"] = True
+    return Ranking(bm25=bm25, vector=dense, fused=order, fused_scores=fused, info=info,
+                   bm25_full=bm25_full, anchor=anchor)
+
+
+def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions | None = None) -> dict[str, Any]:
+    """Run hybrid retrieval and return the response body (contract envelope + ``results``).
+
+    ``results``: list of ``{rank, source_id, chunk_id, document_path, title, heading_path, text,
+    source_url, score}`` (``score`` is the fused RRF score); with ``request.debug`` each result also
+    has ``debug: {bm25_rank, bm25_score, vector_rank, vector_score, fused_score, anchor}``.
+    ``complete`` is null (a ranking is never provably exhaustive); ``truncated`` lists the limits
+    that cut results.
+    """
+    opts = options or SearchOptions()
+    depth = max(opts.candidates, request.limit * request.max_per_document * 2)
+    ranking = rank_chunks(bundle, request.query, depth=depth, published_only=request.published_only,
+                          flt=request.filter, options=opts)
+    fused = ranking.fused_scores
+
     reasons: list[str] = []
-    if bm25_full:
+    if ranking.bm25_full:
         reasons.append("candidate_limit")
     per_doc: dict[str, int] = {}
     chosen: list[str] = []
     dropped_per_doc = False
-    for cid in order:
+    for cid in ranking.fused:
         chunk = bundle.chunks[bundle.chunk_index[cid]]
         if per_doc.get(chunk.path, 0) >= request.max_per_document:
             dropped_per_doc = True
@@ -224,7 +540,8 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
             "score": round(fused[cid], 6),
         }
         if request.debug:
-            result["debug"] = info[cid]
+            result["debug"] = {**ranking.info[cid], "fused_score": round(fused[cid], 6),
+                               "anchor": bool(ranking.info[cid].get("anchor"))}
         results.append(result)
 
     envelope = Envelope(

@@ -77,7 +77,9 @@ def test_max_per_document_caps_results_of_one_document(bundle) -> None:  # type:
 def test_debug_shows_per_arm_ranks(bundle) -> None:  # type: ignore[no-untyped-def]
     body = _search(bundle, query="zebraplankton", debug=True)
     debug = body["results"][0]["debug"]
-    assert debug["bm25_rank"] == 1 and set(debug) == {"bm25_rank", "bm25_score", "vector_rank", "vector_score"}
+    assert debug["bm25_rank"] == 1 and set(debug) == {"bm25_rank", "bm25_score", "vector_rank", "vector_score",
+                                                      "fused_score", "anchor"}
+    assert debug["fused_score"] == body["results"][0]["score"]
     assert "debug" not in _search(bundle, query="zebraplankton")["results"][0]
 
 

@@ -1,0 +1,167 @@
+"""``gitrag eval``: a thin click layer over :mod:`query.eval`.
+
+The bundle of ``--at`` is built (or found) through the ``build`` command registered in the
+``gitrag.commands`` entry-point group, in this process, so ``query`` never imports ``indexer`` and
+the embedding model is loaded once for building and querying.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import click
+
+from artifacts.errors import ArtifactError
+
+from .errors import QueryError
+
+
+def _build(repo: str, store: str, rev: str, build_args: list[str]) -> dict[str, Any]:
+    """Run ``gitrag build --json`` in-process and return its summary (``bundle_path``, ``commit``...)."""
+    eps = {ep.name: ep for ep in entry_points(group="gitrag.commands")}
+    if "build" not in eps:
+        raise click.ClickException("no 'build' command is installed (gitrag.commands entry point)")
+    command = eps["build"].load()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            command.main(["--repo", repo, "--store", store, "--rev", rev, "--wait", "--json", *build_args],
+                         prog_name="gitrag build", standalone_mode=False)
+        except SystemExit as exc:
+            if exc.code:
+                raise click.ClickException(f"building {rev} failed: {out.getvalue().strip()}") from exc
+    return json.loads(out.getvalue())
+
+
+def _print_table(result: dict[str, Any]) -> None:
+    from .metrics import METRICS
+
+    ds = result["dataset"]
+    click.echo(f"{Path(ds['path']).name} split={result['config']['split']}: {ds['evaluated']} questions "
+               f"evaluated, skipped {ds['skipped']}")
+    click.echo(f"bundle {result['index_version']['bundle_id']}  embedder {result['embedder']['model_id']}")
+    click.echo("engine   " + " ".join(f"{m:>9}" for m in METRICS))
+    for engine, metrics in result["engines"].items():
+        click.echo(f"{engine:<8} " + " ".join(f"{metrics[m]:>9.4f}" for m in METRICS))
+
+
+def _run(*, questions: str, repo: str, store: str, rev: str, split: str, engines: tuple[str, ...],
+         build_args: list[str], search: dict[str, Any]) -> dict[str, Any]:
+    from .bundle import open_bundle
+    from .eval import check_relevant_paths, evaluate, load_questions, make_result, select_questions
+    from .hybrid import SearchOptions
+
+    qset = load_questions(questions)  # validate before spending time on a build
+    summary = _build(repo, store, rev, build_args)
+    needs_model = "vector" in engines or "hybrid" in engines
+    bundle = open_bundle(Path(summary["bundle_path"]), verify=True, load_model=needs_model)
+    try:
+        chosen, skipped = select_questions(qset, split, bundle.manifest.commit)
+        check_relevant_paths(chosen, bundle)
+        options = SearchOptions(**search)
+        outcome = evaluate(bundle, chosen, engines, options)
+        return make_result(bundle, qset, split, engines, options, outcome, skipped,
+                           repo=str(Path(repo).resolve()), store=str(Path(store).resolve()), rev=rev)
+    finally:
+        bundle.close()
+
+
+def _build_args(result_config: dict[str, Any]) -> list[str]:
+    """Return the ``gitrag build`` options that recreate a recorded build configuration."""
+    build = result_config["build"]
+    chunking = build["chunking"]
+    return ["--embedder", build["embedder"]["model_id"], "--max-tokens", str(chunking["max_tokens"]),
+            "--overlap", str(chunking["overlap_tokens"]), "--min-tokens", str(chunking["min_tokens"]),
+            "--max-file-bytes", str(build["max_file_bytes"])]
+
+
+@click.command("eval")
+@click.option("--questions", type=click.Path(exists=True, dir_okay=False),
+              help="Question file: JSONL (id, question, relevant, split, filter) or the thesis-wiki gold JSON.")
+@click.option("--repo", type=click.Path(exists=True, file_okay=False), help="Git repository to evaluate.")
+@click.option("--store", "store_dir", type=click.Path(file_okay=False), help="Bundle store (built into if missing).")
+@click.option("--at", "rev", default="HEAD", show_default=True, help="Commit, branch or tag to evaluate.")
+@click.option("--split", type=click.Choice(["dev", "test", "all"]), default="all", show_default=True,
+              help="Questions of this split only.")
+@click.option("--engines", default="bm25,vector,hybrid", show_default=True,
+              help="Comma-separated engines: bm25, vector, hybrid.")
+@click.option("--embedder", default=None, envvar="GITRAG_EMBEDDER",
+              help="Embedding model for the build (as in gitrag build).")
+@click.option("--max-tokens", default=450, show_default=True, help="Chunk size limit (tiktoken tokens).")
+@click.option("--overlap", default=70, show_default=True, help="Overlap between split chunks (tokens).")
+@click.option("--min-tokens", default=80, show_default=True, help="Merge sections shorter than this (tokens).")
+@click.option("--max-file-bytes", default=2 * 1024 * 1024, show_default=True, help="Skip larger files (bytes).")
+@click.option("--rrf-k", default=None, type=int, help="RRF constant k (default 60).")
+@click.option("--bm25-weight", default=None, type=float, help="RRF weight of the BM25 arm.")
+@click.option("--vector-weight", default=None, type=float, help="RRF weight of the vector arm.")
+@click.option("--no-anchor", is_flag=True, help="Disable the lexical anchor.")
+@click.option("--reproduce", "reproduce", type=click.Path(exists=True, dir_okay=False),
+              help="Re-run the evaluation recorded in this result file; exit 1 on any difference.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result object as JSON.")
+@click.option("--out", "out", type=click.Path(dir_okay=False), help="Write the result object to this file.")
+def eval_command(questions: str | None, repo: str | None, store_dir: str | None, rev: str, split: str, engines: str,
+                 embedder: str | None, max_tokens: int, overlap: int, min_tokens: int, max_file_bytes: int,
+                 rrf_k: int | None, bm25_weight: float | None, vector_weight: float | None, no_anchor: bool,
+                 reproduce: str | None, as_json: bool, out: str | None) -> None:
+    """Evaluate retrieval (Hit@1/3/5, MRR, Recall@5, nDCG@10 per engine) on a question file at commit REV."""
+    from .eval import ENGINES, QuestionFileError, compare_results
+
+    old: dict[str, Any] | None = None
+    try:
+        if reproduce:
+            old = json.loads(Path(reproduce).read_text(encoding="utf-8"))
+            cfg = old["config"]
+            questions = questions or old["dataset"]["path"]
+            repo, store_dir = repo or cfg["repo"], store_dir or cfg["store"]
+            rev, split, chosen_engines = old["index_version"]["commit"], cfg["split"], tuple(cfg["engines"])
+            build_args, search = _build_args(cfg), dict(cfg["search"])
+        else:
+            chosen_engines = tuple(e.strip() for e in engines.split(",") if e.strip())
+            unknown = [e for e in chosen_engines if e not in ENGINES]
+            if unknown or not chosen_engines:
+                raise click.BadParameter(f"unknown engine(s) {unknown}; choose from {', '.join(ENGINES)}",
+                                         param_hint="--engines")
+            build_args = ["--max-tokens", str(max_tokens), "--overlap", str(overlap), "--min-tokens",
+                          str(min_tokens), "--max-file-bytes", str(max_file_bytes)]
+            if embedder:
+                build_args += ["--embedder", embedder]
+            search = {k: v for k, v in {"rrf_k": rrf_k, "bm25_weight": bm25_weight,
+                                        "vector_weight": vector_weight}.items() if v is not None}
+            if no_anchor:
+                search["anchor"] = False
+        if not (questions and repo and store_dir):
+            raise click.UsageError("--questions, --repo and --store are required (or --reproduce RESULT)")
+        result = _run(questions=questions, repo=repo, store=store_dir, rev=rev, split=split,
+                      engines=chosen_engines, build_args=build_args, search=search)
+    except QuestionFileError as exc:
+        if as_json:
+            click.echo(json.dumps({"status": "error", "reason": exc.reason, "problems": exc.problems},
+                                  ensure_ascii=False, indent=2))
+        else:
+            click.echo(f"{exc}:", err=True)
+            for problem in exc.problems:
+                click.echo(f"  {problem}", err=True)
+        sys.exit(1)
+    except (QueryError, ArtifactError, KeyError, ValueError) as exc:
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+
+    if out:
+        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    diffs = compare_results(old, result) if old is not None else []
+    if as_json:
+        click.echo(json.dumps({**result, "differences": diffs} if old is not None else result,
+                              ensure_ascii=False, indent=1, sort_keys=True))
+    else:
+        _print_table(result)
+        if old is not None:
+            click.echo("reproduced: identical metrics and ranks" if not diffs else f"{len(diffs)} difference(s):")
+            for diff in diffs[:50]:
+                click.echo(f"  {diff}")
+    if diffs:
+        sys.exit(1)
