@@ -82,9 +82,13 @@ class BuildResult:
         }
 
 
-def embedding_text(chunk: Chunk) -> str:
-    """Return the text embedded for a chunk: title, heading path, then the chunk text."""
+def embedding_text(chunk: Chunk, doc: Document | None = None) -> str:
+    """Return the text embedded for a chunk: title, authors and tags (when ``doc`` is given), heading path, text."""
     head = chunk.title
+    if doc is not None and doc.authors:
+        head += "\n" + ", ".join(doc.authors)
+    if doc is not None and doc.tags:
+        head += "\n" + ", ".join(doc.tags)
     if chunk.heading_path:
         head += "\n" + " > ".join(chunk.heading_path)
     return f"{head}\n\n{chunk.text}"
