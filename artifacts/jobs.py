@@ -11,7 +11,7 @@ Job life cycle::
        +--fail (retry)---+--fail (attempts exhausted)--> failed
 
 ``phase`` says where a job is (``queued``, ``fetch``, ``resolve``, ``build``, ``done``,
-``superseded``); ``error`` holds a short, path-free description of the last failure.
+``built_not_current``); ``error`` holds a short, path-free description of the last failure.
 
 Invariants and concurrency:
 

@@ -4,11 +4,13 @@ A job is processed in phases: ``fetch`` (``sync`` jobs only: fetch the branch of
 the local mirror, fast-forward only), ``resolve`` (decide what to build), ``build``
 (:func:`indexer.build.build_bundle`, incremental where it can be), then ``done``.
 
-``CURRENT`` never moves backwards because of a late job.  At ``resolve`` the job's commit is
-compared with the branch tip in the repository *now*: if the branch has moved on (a newer push
-happened, and its own job is or will be queued), the job ends ``succeeded`` in phase
-``superseded`` without building.  A force-push that rewinds the branch is not "late": its commit
-is the tip, so it is built and made current even though it may be older than the served commit.
+``CURRENT`` never moves backwards because of a late job.  Bundles are built with
+``update_current=False``; *after* the build the job's commit is compared with the branch tip in the
+repository as it is now.  Only when they are equal (and the store is not pinned) does the worker
+point ``CURRENT`` at the new bundle.  A late job (the branch has moved on: a newer push happened
+and has its own job) still publishes its bundle, so that commit stays queryable with ``at``, but
+ends in phase ``built_not_current``.  A force-push that rewinds the branch is not "late": its
+commit is the tip, so it becomes current even though it may be older than the served commit.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import click
 import pygit2
 
 from artifacts.jobs import MAX_ATTEMPTS, Job, JobQueue, worker_lock
+from artifacts.store import Store
 
 from .errors import IndexerError
 
@@ -68,14 +71,6 @@ def fetch_mirror(mirror: Path, remote: str, branch: str, timeout: float = 300.0)
     return str(fetched)
 
 
-def _current_commit(store_dir: Path) -> str | None:
-    try:
-        bundle_id = (store_dir / "CURRENT").read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
-    return bundle_id.split(".")[0] or None
-
-
 def process_job(job: Job, store_dir: Path, queue: JobQueue, embedder: object | None = None) -> None:
     """Run one claimed job to ``succeeded`` (or raise; the caller records the failure)."""
     from .build import build_bundle
@@ -85,22 +80,29 @@ def process_job(job: Job, store_dir: Path, queue: JobQueue, embedder: object | N
         queue.set_phase(job.id, "fetch")
         commit = fetch_mirror(Path(job.repo), job.remote or "", job.branch)
     queue.set_phase(job.id, "resolve", commit)
-    repo = pygit2.Repository(job.repo)
-    ref = repo.references.get(f"refs/heads/{job.branch}")
-    tip = str(ref.target) if ref is not None else None
     if commit is None:
-        commit = tip
+        commit = _branch_tip(job.repo, job.branch)
     if commit is None:
         raise IndexerError(f"branch {job.branch} does not exist")
-    if tip is not None and tip != commit:
-        # The branch moved on since this job was queued: building it now could move CURRENT
-        # backwards.  The newer push has its own job (coalesced or queued after this one).
-        queue.finish(job.id, phase="superseded")
-        return
     queue.set_phase(job.id, "build", commit)
     result = build_bundle(job.repo, store_dir, commit, embedder=embedder, branch=job.branch,  # type: ignore[arg-type]
-                          wait_for_lock=True)
+                          wait_for_lock=True, update_current=False)
+    # Decide on CURRENT with the tip as it is *now*: if the branch moved on while we built, this
+    # job is late and must not move CURRENT backwards; the newer push has its own job.
+    store = Store(store_dir)
+    if _branch_tip(job.repo, job.branch) != commit:
+        queue.finish(job.id, bundle_id=result.bundle_id, phase="built_not_current")
+        return
+    if not store.is_pinned():
+        with store.writer_lock(wait=True):
+            store.set_current(result.bundle_id)
     queue.finish(job.id, bundle_id=result.bundle_id)
+
+
+def _branch_tip(repo_path: str, branch: str) -> str | None:
+    repo = pygit2.Repository(repo_path)
+    ref = repo.references.get(f"refs/heads/{branch}")
+    return str(ref.target) if ref is not None else None
 
 
 def _describe(exc: BaseException) -> str:

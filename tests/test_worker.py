@@ -73,7 +73,21 @@ def test_worker_builds_pushes_and_never_moves_current_backwards(repo: RepoBuilde
     # A late job for c1 (e.g. a redelivery) must not move CURRENT back to c1.
     late = queue.enqueue(kind="push", repo=str(bare), branch="main", commit=c1).job
     run_worker(store, embedder=hash_embedder, idle_exit=0.0, poll=0.01)
-    assert queue.get(late.id).phase == "superseded" and Store(store).current_id().startswith(c2)  # type: ignore[union-attr]
+    assert queue.get(late.id).phase == "built_not_current" and Store(store).current_id().startswith(c2)  # type: ignore[union-attr]
+
+    # Another late job for a commit never built: its bundle is published (queryable with `at`), not current.
+    repo.write("a.md", "# A\n\nTretia verzia.\n")
+    c2b = repo.commit("three")
+    _push(repo, bare)
+    repo.write("a.md", "# A\n\nŠtvrtá verzia.\n")
+    c2c = repo.commit("four")
+    _push(repo, bare)
+    queue.enqueue(kind="push", repo=str(bare), branch="main", commit=c2c)
+    run_worker(store, embedder=hash_embedder, idle_exit=0.0, poll=0.01)
+    late2 = queue.enqueue(kind="push", repo=str(bare), branch="main", commit=c2b).job
+    run_worker(store, embedder=hash_embedder, idle_exit=0.0, poll=0.01)
+    assert Store(store).current_id().startswith(c2c) and Store(store).find_bundles_for_commit(c2b)
+    assert queue.get(late2.id).phase == "built_not_current"  # type: ignore[union-attr]
 
     # A force-push to a commit that is not a descendant is the new tip: built and made current.
     git(repo.path, "reset", "-q", "--hard", c1)
