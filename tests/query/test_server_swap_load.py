@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -122,6 +123,16 @@ def test_zero_failures_and_no_mixed_responses_during_swaps(repo: RepoBuilder, tm
             results = await asyncio.gather(swapper(), *(client() for _ in range(CLIENTS)))
             health = await (await http.get(base + "/health")).json()
             rss_after = _rss_mb(server.pid)
+            # SIGHUP reloads too (polling is set to 30 s here, so only the signal can explain a swap).
+            served = health["bundle"]["bundle_id"]
+            store.set_current(ids["alpha"] if served == ids["beta"] else ids["beta"])
+            server.send_signal(signal.SIGHUP)
+            for _ in range(100):
+                await asyncio.sleep(0.05)
+                if (await (await http.get(base + "/health")).json())["bundle"]["bundle_id"] != served:
+                    break
+            else:
+                raise AssertionError("SIGHUP did not reload")
         assert failures == [] and mixed == []
         assert results[0] >= 50 and health["swaps"] >= 51 and len(seen) == 2
         assert health["last_reload_error"] is None
