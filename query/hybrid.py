@@ -5,8 +5,8 @@ exact fields (see :mod:`artifacts.analysis`): ``all_terms`` (every query word mu
 ``prefix_terms`` (every word must match, inflected forms through a stem prefix) and ``any_term``
 (at least one word); a chunk's score is its best strategy score scaled by the strategy's weight, so
 stricter matches rank first and ``any_term`` counts least.  A query word that occurs nowhere in the
-index is expanded to the indexed words within edit distance 1 (2 for long words), so a typo still
-finds its page while a clean query is left untouched.  The dense arm is a cosine k-NN over hnswlib.
+index is expanded to the indexed words within edit distance 1 (2 for words of 8+ letters) or one swap
+of neighbouring letters, so a typo still finds its page while a clean query is left untouched.  The dense arm is a cosine k-NN over hnswlib.
 The two rankings are fused by weighted RRF; a *lexical anchor* then moves a document to the top
 when a rare query word (or a quoted phrase) occurs in that one document only.
 """
@@ -188,6 +188,11 @@ def _word_query(searcher: Any, term: QueryTerm, *, prefix: bool, typo: bool) -> 
         maxdist = 2 if len(term.folded) >= 8 else 1
         options += [wq.FuzzyTerm(f, term.folded, boost=0.5 * FIELD_BOOSTS[f], maxdist=maxdist, prefixlength=1,
                                  constantscore=False) for f in FOLDED_FIELDS]
+        # Levenshtein distance counts a swap of two neighbours as 2 edits; add swapped forms that exist.
+        word = term.folded
+        swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)} - {word}
+        options += [wq.Term(f, w, boost=0.5 * FIELD_BOOSTS[f]) for w in sorted(swaps) if _known(searcher, w)
+                    for f in FOLDED_FIELDS]
     stem = _stem_prefix(term.folded) if prefix else None
     if stem is not None:
         options += [wq.Prefix(f, stem, boost=0.5 * FIELD_BOOSTS[f], constantscore=False) for f in PREFIX_FIELDS]

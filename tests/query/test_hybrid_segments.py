@@ -1,0 +1,28 @@
+"""Over-long passages are embedded as segments measured with the model's own tokenizer."""
+
+from __future__ import annotations
+
+import pytest
+
+from artifacts.embedding import embed_passages_segmented, load_embedder
+from tests.conftest import MINILM
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_long_passage_is_split_without_losing_text_and_short_one_is_kept() -> None:
+    model = load_embedder(MINILM)
+    tokenizer = model._model.tokenizer  # type: ignore[attr-defined]
+    text = " ".join(f"Wort{i} über Größe" for i in range(300))
+    parts = model.split_passage(text)  # type: ignore[attr-defined]
+    assert len(parts) > 1
+    assert " ".join(parts) == text
+    assert all(len(tokenizer(p)["input_ids"]) <= model.spec.max_seq_tokens for p in parts)
+    vectors, owners = embed_passages_segmented(model, ["kurzer Text", text])
+    assert owners == [0] + [1] * len(parts)
+    assert vectors.shape == (1 + len(parts), model.spec.dim)
+
+
+def test_embedders_without_a_tokenizer_give_one_row_per_passage(hash_embedder) -> None:  # type: ignore[no-untyped-def]
+    vectors, owners = embed_passages_segmented(hash_embedder, ["a " * 5000, "b"])
+    assert owners == [0, 1] and vectors.shape == (2, hash_embedder.spec.dim)
