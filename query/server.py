@@ -43,6 +43,7 @@ from . import openapi
 from .bundle import OpenedBundle, open_bundle
 from .config import ConfigError, ServerConfig, is_loopback
 from .errors import InvalidRequestError, PayloadTooLargeError, QueryError, RetrievalUnavailableError
+from .graph import GraphRequest, answer_graph
 from .hybrid import SearchOptions, parse_search_request, search
 from .security import (
     CONFIG,
@@ -204,7 +205,7 @@ def _run_search(bundle: OpenedBundle, request: Any, options: SearchOptions) -> d
 RETRIEVAL_ROUTES: list[RetrievalRoute] = [
     RetrievalRoute("/search", _run_search, "Hybrid search (BM25 + vectors, RRF) over the served or an older bundle",
                    openapi.SearchBody, openapi.SearchResponse, parse=parse_search_request, wants_options=True),
-    # RetrievalRoute("/graph", answer_graph, "Graph retrieval", openapi.AtBody, openapi.RetrievalResponse),
+    RetrievalRoute("/graph", answer_graph, "Graph retrieval: facts, paths, documents and exact counts", GraphRequest),
 ]
 
 

@@ -185,6 +185,7 @@ def test_openapi_describes_every_route_with_models(store: Path, hash_embedder) -
                       if r.method != "HEAD" and r.resource is not None}
         registered = {(m, p.replace("{job_id}", "{job_id}")) for m, p in registered}
         assert registered <= routes | {("GET", "/sync/jobs/{job_id}")}
+        assert "/graph" in doc["paths"] and "requestBody" in doc["paths"]["/graph"]["post"]
         search = doc["paths"]["/search"]["post"]
         assert search["operationId"] == "search"
         body = search["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]

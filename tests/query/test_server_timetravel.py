@@ -49,6 +49,8 @@ def test_at_selects_the_bundle_of_a_commit_branch_or_tag(history: dict[str, str]
             assert body["index_version"]["commit"] == history["c1"], at
             assert _docs(body) == {"wiki/p1.md"}
         assert (await search("main"))["index_version"]["commit"] == history["c3"]
+        async with http.post(base + "/graph", json={"question": "Kto napísal stranu 1?", "at": "v1"}) as resp:
+            assert resp.status == 200 and (await resp.json())["index_version"]["commit"] == history["c1"]
         assert (await search(history["c2"][:10]))["index_version"]["commit"] == history["c2"]
         health = await (await http.get(base + "/health")).json()
         assert health["bundle"]["commit"] == history["c3"]  # time travel never changes the served bundle
