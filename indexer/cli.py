@@ -74,7 +74,8 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
     except ValueError as exc:
         _report_error(exc, as_json)
     if rev_range or all_history:
-        _backfill(repo, store_dir, rev_range, rev, embedder, chunking, max_file_bytes, interactive, as_json)
+        _backfill(repo, store_dir, rev_range, rev, embedder, chunking, max_file_bytes, graph_schema, interactive,
+                  as_json)
         return
     report, close = _progress_printer(interactive)
     try:
@@ -99,7 +100,8 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
 
 
 def _backfill(repo: str, store_dir: str, rev_range: str | None, tip: str, embedder: str | None,
-              chunking: ChunkConfig, max_file_bytes: int, interactive: bool, as_json: bool) -> None:
+              chunking: ChunkConfig, max_file_bytes: int, graph_schema: str | None, interactive: bool,
+              as_json: bool) -> None:
     from .backfill import backfill
 
     bar = None
@@ -116,7 +118,7 @@ def _backfill(repo: str, store_dir: str, rev_range: str | None, tip: str, embedd
 
     try:
         results = backfill(repo, store_dir, rev_range, tip=tip, embedder=embedder, chunking=chunking,
-                           max_file_bytes=max_file_bytes, on_commit=on_commit)
+                           max_file_bytes=max_file_bytes, graph_schema=graph_schema, on_commit=on_commit)
     except (IndexerError, ArtifactError, ValueError) as exc:
         _report_error(exc, as_json)
     finally:
