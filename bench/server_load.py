@@ -74,7 +74,7 @@ async def _level(base: str, concurrency: int, seconds: float, limit: int) -> dic
         started = time.monotonic()
         await asyncio.gather(*(client(k) for k in range(concurrency)))
         elapsed = time.monotonic() - started
-    qs = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [float("nan")] * 99
+    qs = statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else [float("nan")] * 99
     return {"concurrency": concurrency, "requests": len(latencies), "errors": errors,
             "rps": round(len(latencies) / elapsed, 1), "p50_ms": round(qs[49] * 1000, 1),
             "p95_ms": round(qs[94] * 1000, 1), "p99_ms": round(qs[98] * 1000, 1),

@@ -136,7 +136,7 @@ def test_zero_failures_and_no_mixed_responses_during_swaps(repo: RepoBuilder, tm
         assert failures == [] and mixed == []
         assert results[0] >= 50 and health["swaps"] >= 51 and len(seen) == 2
         assert health["last_reload_error"] is None
-        qs = statistics.quantiles(latencies, n=100)
+        qs = statistics.quantiles(latencies, n=100, method="inclusive")
         return {"requests": len(latencies), "swaps": results[0], "p50_ms": qs[49] * 1000, "p95_ms": qs[94] * 1000,
                 "p99_ms": qs[98] * 1000, "worst_during_swaps_ms": max(during) * 1000,
                 "rss_before_mb": rss_before, "rss_after_mb": rss_after}
