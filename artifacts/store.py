@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BundleIntegrityError, BundleNotFoundError, StoreLockedError
-from .hashing import hash_bundle_files
+from .hashing import combine_digests, digest_lines, hash_bundle_files
+from .layout import CHUNKS_FILE, DOCS_FILE
 from .manifest import MANIFEST_NAME, Manifest, read_manifest
 
 BUNDLES = "bundles"
@@ -196,6 +197,17 @@ class Store:
         infos.sort(key=lambda b: (-b.manifest.commit_time, -b.path.stat().st_mtime_ns, b.bundle_id))
         return infos
 
+    def unreadable_bundles(self) -> list[str]:
+        """Return the names of directories under ``bundles/`` whose manifest cannot be read."""
+        names = []
+        if self.bundles_dir.exists():
+            for child in sorted(self.bundles_dir.iterdir()):
+                try:
+                    read_manifest(child)
+                except Exception:  # noqa: BLE001 - any failure makes it unreadable
+                    names.append(child.name)
+        return names
+
     def find_bundles_for_commit(self, commit: str) -> list[BundleInfo]:
         """Return the published bundles whose commit sha starts with ``commit`` (hex prefix)."""
         return [b for b in self.list_bundles() if b.manifest.commit.startswith(commit.lower())]
@@ -219,9 +231,45 @@ def verify_bundle(bundle_dir: Path) -> Manifest:
             problems.append(f"{path}: not in manifest")
         elif (want.sha256, want.size) != (have.sha256, have.size):
             problems.append(f"{path}: sha256/size mismatch")
+    if not problems and {DOCS_FILE, CHUNKS_FILE} <= expected.keys():
+        problems = _check_records(Path(bundle_dir), manifest)
     if problems:
         raise BundleIntegrityError(f"bundle {manifest.bundle_id} fails verification", problems)
     return manifest
+
+
+def _check_records(bundle_dir: Path, manifest: Manifest) -> list[str]:
+    """Check the records against the manifest's counts and logical digests, and each chunk's sha256.
+
+    Catches a manifest edited together with its file hashes (counts or digests no longer match)
+    and a chunk whose text no longer matches its recorded hash.
+    """
+    import hashlib
+    import json
+
+    problems = []
+    docs, chunks = [], []
+    with open(bundle_dir / DOCS_FILE, encoding="utf-8") as handle:
+        docs = [json.loads(line) for line in handle if line.strip()]
+    with open(bundle_dir / CHUNKS_FILE, encoding="utf-8") as handle:
+        chunks = [json.loads(line) for line in handle if line.strip()]
+    if len(docs) != manifest.counts.documents:
+        problems.append(f"{DOCS_FILE}: {len(docs)} documents, manifest counts {manifest.counts.documents}")
+    if len(chunks) != manifest.counts.chunks:
+        problems.append(f"{CHUNKS_FILE}: {len(chunks)} chunks, manifest counts {manifest.counts.chunks}")
+    bad = [c["chunk_id"] for c in chunks if hashlib.sha256(c["text"].encode("utf-8")).hexdigest() != c["sha256"]]
+    if bad:
+        problems.append(f"{CHUNKS_FILE}: {len(bad)} chunk(s) whose text does not match its sha256, first {bad[0]}")
+    expected = {
+        "documents": digest_lines(f"{d['path']}\t{d['blob_id']}" for d in docs),
+        "chunks": digest_lines(f"{c['chunk_id']}\t{c['sha256']}" for c in chunks),
+    }
+    for name, value in expected.items():
+        if name in manifest.digests and manifest.digests[name] != value:
+            problems.append(f"manifest.json: digests.{name} does not match the records")
+    if manifest.digests and combine_digests(manifest.digests) != manifest.content_digest:
+        problems.append("manifest.json: content_digest does not match digests")
+    return problems
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -272,10 +320,16 @@ def _make_writable(root: Path) -> None:
             os.chmod(os.path.join(dirpath, name), stat.S_IRUSR | stat.S_IWUSR)
 
 
-def pin(store: Store) -> None:
-    """Create ``PINNED``: new builds then do not move ``CURRENT`` (rollback holds)."""
-    store.ensure()
-    _atomic_write(store.root / PINNED, (store.current_id() or "") + "\n")
+def pin(store: Store) -> str:
+    """Create ``PINNED``: new builds then do not move ``CURRENT`` (rollback holds).
+
+    Returns the pinned bundle id.  Raises :class:`BundleNotFoundError` when there is no ``CURRENT``.
+    """
+    current = store.current_id()
+    if current is None:
+        raise BundleNotFoundError("the store has no CURRENT bundle to pin")
+    _atomic_write(store.root / PINNED, current + "\n")
+    return current
 
 
 def unpin(store: Store) -> None:

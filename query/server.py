@@ -232,7 +232,7 @@ async def _read_json(request: web.Request, *, allow_empty: bool = False) -> Any:
         raise MediaTypeError("wrong content type")
     try:
         return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise InvalidRequestError("body is not JSON") from exc
 
 

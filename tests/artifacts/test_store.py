@@ -107,3 +107,33 @@ def test_other_format_version_is_rejected(tmp_path: Path) -> None:
     (bundle / "manifest.json").write_text(data)
     with pytest.raises(FormatVersionError):
         read_manifest(bundle)
+
+
+def test_verify_catches_a_manifest_edited_together_with_its_file_hashes(tmp_path: Path, hash_embedder) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from artifacts.hashing import sha256_file
+    from indexer.build import build_bundle
+    from tests.conftest import RepoBuilder
+
+    repo = RepoBuilder(tmp_path / "repo")
+    repo.write("a.md", "# A\n\nzebra text\n")
+    repo.write("b.md", "# B\n\nother text\n")
+    repo.commit()
+    bundle = build_bundle(repo.path, tmp_path / "store", embedder=hash_embedder).bundle_path
+    os.chmod(bundle, 0o755)
+    for name in ("manifest.json", "chunks.jsonl"):
+        os.chmod(bundle / name, 0o644)
+    chunks = bundle / "chunks.jsonl"
+    chunks.write_text(chunks.read_text().replace("zebra", "ZEBRA"))
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    for entry in manifest["files"]:
+        if entry["path"] == "chunks.jsonl":
+            entry["sha256"], entry["size"] = sha256_file(chunks), chunks.stat().st_size
+    manifest["counts"]["documents"] = 7
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleIntegrityError) as info:
+        verify_bundle(bundle)
+    problems = " | ".join(info.value.problems)
+    assert "1 chunk(s) whose text does not match its sha256, first a.md#0" in problems
+    assert "2 documents, manifest counts 7" in problems

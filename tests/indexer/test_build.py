@@ -143,3 +143,12 @@ def test_failed_build_leaves_previous_bundle_current(repo: RepoBuilder, tmp_path
     assert store.current_id() == good.bundle_id
     assert list(store.staging_dir.iterdir()) == []
     assert [b.bundle_id for b in store.list_bundles()] == [good.bundle_id]
+
+
+def test_symlinked_markdown_is_skipped_with_a_reason(repo: RepoBuilder, tmp_path: Path, hash_embedder) -> None:
+    repo.write("real.md", "# Real\n\ntext\n")
+    (repo.path / "link.md").symlink_to("real.md")
+    repo.commit()
+    result = build_bundle(repo.path, tmp_path / "store", embedder=hash_embedder)
+    assert [(s.path, s.reason) for s in result.manifest.skipped] == [("link.md", "symlink")]
+    assert result.manifest.counts.documents == 1

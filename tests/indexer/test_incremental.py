@@ -74,7 +74,7 @@ def test_incremental_build_reuses_and_matches_scratch(repo: RepoBuilder, tmp_pat
     assert m.stats.embeddings_reused > 0 and m.stats.embeddings_computed > 0
     assert m.stats.embeddings_reused + m.stats.embeddings_computed == m.counts.chunks
     changes = m.model_extra["changes"]
-    assert changes["added"] == 2 and changes["deleted"] == 2 and changes["renamed"] == 1 and changes["modified"] == 2
+    assert changes == {"added": 1, "deleted": 1, "renamed": 1, "modified": 2}
 
     scratch = build_bundle(repo.path, tmp_path / "scratch", embedder=hash_embedder, scratch=True)
     assert scratch.manifest.built_from is None
