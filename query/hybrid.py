@@ -6,7 +6,8 @@ exact fields (see :mod:`artifacts.analysis`): ``all_terms`` (every query word mu
 (at least one word); a chunk's score is its best strategy score scaled by the strategy's weight, so
 stricter matches rank first and ``any_term`` counts least.  A query word that occurs nowhere in the
 index is expanded to the indexed words within edit distance 1 (2 for words of 8+ letters) or one swap
-of neighbouring letters, so a typo still finds its page while a clean query is left untouched.  The dense arm is a cosine k-NN over hnswlib.
+of neighbouring letters, so a typo still finds its page while a clean query is left untouched.
+The dense arm is a cosine k-NN over hnswlib.
 The two rankings are fused by weighted RRF; a *lexical anchor* then moves a document to the top
 when a rare query word (or a quoted phrase) occurs in that one document only.
 """
