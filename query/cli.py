@@ -46,10 +46,15 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
         body = search(bundle, request, SearchOptions(base_url=base_url))
     except (QueryError, ArtifactError) as exc:
         reason = exc.reason if isinstance(exc, QueryError) else "retrieval_unavailable"
+        fields = exc.fields if isinstance(exc, QueryError) else []
         if as_json:
-            click.echo(json.dumps(error_body(reason), ensure_ascii=False, indent=2))
+            body = error_body(reason)
+            if fields:
+                body["errors"] = fields
+            click.echo(json.dumps(body, ensure_ascii=False, indent=2))
             sys.exit(1)
-        raise click.ClickException(f"{reason}: {exc}") from exc
+        detail = "; ".join(f"{f['field']}: {f['problem']}" for f in fields)
+        raise click.ClickException(f"{reason}: {detail or exc}") from exc
     if as_json:
         click.echo(json.dumps(body, ensure_ascii=False, indent=2))
         return

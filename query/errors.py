@@ -19,10 +19,13 @@ class QueryError(Exception):
     reason = "internal_error"
     status = 500
 
-    def __init__(self, message: str, *, reason: str | None = None) -> None:
+    def __init__(self, message: str, *, reason: str | None = None, fields: list[dict[str, str]] | None = None) -> None:
         super().__init__(message)
         if reason is not None:
             self.reason = reason
+        # ``fields``: [{"field": "limit", "problem": "Input should be less than or equal to 100"}] — names
+        # and constraints from our own schema, never the submitted values.
+        self.fields = fields or []
 
 
 class InvalidQueryError(QueryError):

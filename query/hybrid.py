@@ -81,7 +81,8 @@ class SearchRequest(BaseModel):
     ``debug``: add per-arm ranks and scores to each result; ``filter``: a :class:`SearchFilter`.
     """
 
-    model_config = {"extra": "forbid"}
+    # strict: "5", 5.0, true are not integers and "false" is not a boolean (no silent coercion).
+    model_config = {"extra": "forbid", "strict": True}
 
     query: str
     limit: int = Field(10, ge=1, le=100)
@@ -136,9 +137,15 @@ def parse_search_request(payload: Any) -> SearchRequest:
     if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY_CHARS:
         raise InvalidQueryError("query must be a non-empty string of at most 1000 characters")
     try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates (JSON "\ud800", undecodable argv bytes)
+        raise InvalidQueryError("query is not valid Unicode text") from exc
+    try:
         return SearchRequest.model_validate(payload)
     except ValidationError as exc:
-        raise InvalidRequestError("invalid search request") from exc
+        fields = [{"field": ".".join(str(p) for p in err["loc"]) or "body", "problem": err["msg"]}
+                  for err in exc.errors(include_input=False, include_url=False)]
+        raise InvalidRequestError("invalid search request", fields=fields) from exc
 
 
 def source_url(base_url: str | None, path: str) -> str | None:

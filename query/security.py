@@ -83,11 +83,17 @@ class PlainNotFoundError(QueryError):
     status = 404
 
 
-def error_response(reason: str, status: int, headers: dict[str, str] | None = None) -> web.Response:
-    """Return the contract's error envelope for ``reason`` with a fixed message."""
+def error_response(reason: str, status: int, headers: dict[str, str] | None = None,
+                   fields: list[dict[str, str]] | None = None) -> web.Response:
+    """Return the contract's error envelope for ``reason`` with a fixed message.
+
+    ``fields`` (optional) names the request fields at fault and the constraint they break.
+    """
     body = error_body(reason)
     if reason not in ERROR_MESSAGES and reason in EXTRA_MESSAGES:
         body["message"] = EXTRA_MESSAGES[reason]
+    if fields:
+        body["errors"] = fields
     return web.json_response(body, status=status, headers=headers)
 
 
@@ -207,7 +213,7 @@ async def envelope_middleware(request: web.Request, handler: Any) -> web.StreamR
     except UnauthorizedError as exc:
         return error_response(exc.reason, exc.status, {"WWW-Authenticate": 'Bearer realm="gitrag"'})
     except QueryError as exc:
-        return error_response(exc.reason, exc.status)
+        return error_response(exc.reason, exc.status, fields=exc.fields)
     except ArtifactError:
         return error_response("retrieval_unavailable", 503)
     except web.HTTPRequestEntityTooLarge:

@@ -100,3 +100,24 @@ def test_query_of_only_punctuation_is_answered_by_the_vector_arm_alone(bundle) -
     body = _search(bundle, query="?!", debug=True)
     assert body["status"] == "ok" and body["results"]
     assert all(r["debug"]["bm25_rank"] is None and r["debug"]["vector_rank"] for r in body["results"])
+
+
+@pytest.mark.parametrize("payload", [{"query": "ok", "limit": "5"}, {"query": "ok", "limit": 5.0},
+                                     {"query": "ok", "limit": True}, {"query": "ok", "published_only": "false"}])
+def test_no_silent_type_coercion(payload) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidRequestError) as info:
+        parse_search_request(payload)
+    field = next(k for k in payload if k != "query")
+    assert [f["field"] for f in info.value.fields] == [field]
+    assert all(str(v) not in f["problem"] for f in info.value.fields for v in payload.values() if v != "ok")
+
+
+def test_out_of_range_names_the_field_and_the_bound() -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        parse_search_request({"query": "ok", "limit": 0})
+    assert info.value.fields == [{"field": "limit", "problem": "Input should be greater than or equal to 1"}]
+
+
+def test_lone_surrogate_is_an_invalid_query() -> None:
+    with pytest.raises(InvalidQueryError):
+        parse_search_request({"query": "\ud800 twin"})
