@@ -6,7 +6,9 @@ Both are written one JSON object per line with sorted keys, in a deterministic o
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -88,3 +90,18 @@ class SkippedFile(BaseModel):
 def make_chunk_id(path: str, ordinal: int) -> str:
     """Return the chunk id ``"<path>#<ordinal>"`` for a document path and 0-based ordinal."""
     return f"{path}#{ordinal}"
+
+
+RecordT = TypeVar("RecordT", bound=BaseModel)
+
+
+def read_records(path: Path, model: type[RecordT]) -> Iterator[RecordT]:
+    """Yield the records of a JSON-lines file (``docs.jsonl``, ``chunks.jsonl``) validated as ``model``.
+
+    Blank lines are ignored; raises ``pydantic.ValidationError`` for a malformed line and
+    ``OSError`` when the file cannot be read.
+    """
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield model.model_validate_json(line)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import pygit2
 
 from artifacts.layout import CHUNKS_FILE, DOCS_FILE, IDS_FILE, VECTORS_FILE
 from artifacts.manifest import Manifest, read_manifest
-from artifacts.records import Chunk, Document
+from artifacts.records import Chunk, Document, read_records
 from artifacts.store import Store, make_bundle_id
 
 MAX_ANCESTOR_WALK = 100_000
@@ -99,8 +98,8 @@ def load_base_bundle(store: Store, bundle_id: str, embedding_text) -> BaseBundle
     """
     path = store.bundle_path(bundle_id)
     manifest = read_manifest(path)
-    docs = {d.path: d for d in _read_jsonl(path / DOCS_FILE, Document)}
-    chunks = list(_read_jsonl(path / CHUNKS_FILE, Chunk))
+    docs = {d.path: d for d in read_records(path / DOCS_FILE, Document)}
+    chunks = list(read_records(path / CHUNKS_FILE, Chunk))
     by_path: dict[str, list[Chunk]] = {}
     for chunk in chunks:
         by_path.setdefault(chunk.path, []).append(chunk)
@@ -113,8 +112,3 @@ def load_base_bundle(store: Store, bundle_id: str, embedding_text) -> BaseBundle
     return BaseBundle(bundle_id, path, manifest, docs, by_path, vectors, row_by_key)
 
 
-def _read_jsonl(path: Path, model) -> Iterable:  # type: ignore[no-untyped-def]
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield model.model_validate_json(line)

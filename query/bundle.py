@@ -15,7 +15,7 @@ from artifacts.embedding import Embedder, load_embedder
 from artifacts.errors import EmbedderError
 from artifacts.layout import CHUNKS_FILE, DOCS_FILE, HNSW_FILE, HNSW_SPACE, IDS_FILE, TEXT_DIR
 from artifacts.manifest import Manifest, read_manifest
-from artifacts.records import Chunk, Document
+from artifacts.records import Chunk, Document, read_records
 from artifacts.store import verify_bundle
 
 from .contract import IndexVersion
@@ -96,8 +96,8 @@ def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = Tru
     bundle_dir = Path(bundle_dir)
     manifest = verify_bundle(bundle_dir) if verify else read_manifest(bundle_dir)
     try:
-        docs = {d.path: d for d in _read_jsonl(bundle_dir / DOCS_FILE, Document)}
-        chunks = list(_read_jsonl(bundle_dir / CHUNKS_FILE, Chunk))
+        docs = {d.path: d for d in read_records(bundle_dir / DOCS_FILE, Document)}
+        chunks = list(read_records(bundle_dir / CHUNKS_FILE, Chunk))
         ids = json.loads((bundle_dir / IDS_FILE).read_text(encoding="utf-8"))
         by_id = {c.chunk_id: c for c in chunks}
         chunks = [by_id[i] for i in ids]  # vector label order
@@ -121,13 +121,6 @@ def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = Tru
         chunk_index={c.chunk_id: i for i, c in enumerate(chunks)}, searcher=searcher, hnsw=hnsw,
         embedder=model, text_lock=threading.Lock(),
     )
-
-
-def _read_jsonl(path: Path, model):  # type: ignore[no-untyped-def]
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield model.model_validate_json(line)
 
 
 __all__ = ["OpenedBundle", "open_bundle"]
