@@ -22,6 +22,15 @@ ERROR_MESSAGES = {
     "retrieval_unavailable": "No index is available to answer right now.",
     "unauthorized": "A valid API key is required.",
     "internal_error": "The server failed to handle the request.",
+    "forbidden": "This API key may not use this endpoint.",
+    "rate_limited": "Too many requests for this API key; retry later.",
+    "cors_forbidden": "This origin is not allowed.",
+    "invalid_signature": "The webhook signature is missing or wrong.",
+    "webhook_unavailable": "Webhooks are not configured on this server.",
+    "sync_unavailable": "Sync is not configured on this server.",
+    "job_not_found": "No such job.",
+    "invalid_at": "The 'at' value is not a commit id, branch or tag name.",
+    "unsupported_media_type": "The request body must be application/json.",
 }
 
 STATUSES = ("ok", "no_answer", "ambiguous", "error")

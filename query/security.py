@@ -26,22 +26,16 @@ from aiohttp import web
 from artifacts.errors import ArtifactError
 
 from .config import ServerConfig
-from .contract import ERROR_MESSAGES, error_body
-from .errors import QueryError
+from .contract import error_body
+from .errors import (
+    ForbiddenError,
+    QueryError,
+    RateLimitedError,
+    UnauthorizedError,
+)
 
 log = logging.getLogger("gitrag.server")
 
-EXTRA_MESSAGES = {
-    "forbidden": "This API key may not use this endpoint.",
-    "rate_limited": "Too many requests for this API key; retry later.",
-    "cors_forbidden": "This origin is not allowed.",
-    "invalid_signature": "The webhook signature is missing or wrong.",
-    "webhook_unavailable": "Webhooks are not configured on this server.",
-    "sync_unavailable": "Sync is not configured on this server.",
-    "job_not_found": "No such job.",
-    "invalid_at": "The 'at' value is not a commit id, branch or tag name.",
-    "unsupported_media_type": "The request body must be application/json.",
-}
 
 ROLE_KEYS = {"search": ("search_key", "admin_key"), "sync": ("sync_key", "admin_key"), "admin": ("admin_key",)}
 SECURITY_HEADERS = {
@@ -56,33 +50,6 @@ CORS_HEADERS = "Authorization, Content-Type, X-API-Key"
 CORS_METHODS = "GET, POST, OPTIONS"
 
 
-class UnauthorizedError(QueryError):
-    reason = "unauthorized"
-    status = 401
-
-
-class ForbiddenError(QueryError):
-    reason = "forbidden"
-    status = 403
-
-
-class RateLimitedError(QueryError):
-    reason = "rate_limited"
-    status = 429
-
-    def __init__(self, message: str, retry_after: float) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class ServiceNotConfiguredError(QueryError):
-    status = 503
-
-
-class PlainNotFoundError(QueryError):
-    status = 404
-
-
 def error_response(reason: str, status: int, headers: dict[str, str] | None = None,
                    fields: list[dict[str, str]] | None = None) -> web.Response:
     """Return the contract's error envelope for ``reason`` with a fixed message.
@@ -90,8 +57,6 @@ def error_response(reason: str, status: int, headers: dict[str, str] | None = No
     ``fields`` (optional) names the request fields at fault and the constraint they break.
     """
     body = error_body(reason)
-    if reason not in ERROR_MESSAGES and reason in EXTRA_MESSAGES:
-        body["message"] = EXTRA_MESSAGES[reason]
     if fields:
         body["errors"] = fields
     return web.json_response(body, status=status, headers=headers)

@@ -42,17 +42,23 @@ from artifacts.store import Store
 from . import openapi
 from .bundle import OpenedBundle, open_bundle
 from .config import ConfigError, ServerConfig, is_loopback
-from .errors import InvalidRequestError, PayloadTooLargeError, QueryError, RetrievalUnavailableError
+from .errors import (
+    InvalidRequestError,
+    MediaTypeError,
+    PayloadTooLargeError,
+    PlainNotFoundError,
+    QueryError,
+    RetrievalUnavailableError,
+    ServiceNotConfiguredError,
+    UnauthorizedError,
+)
 from .graph import GraphRequest, answer_graph
 from .hybrid import SearchOptions, parse_search_request, search
 from .security import (
     CONFIG,
     LIMITER,
     ROLES,
-    PlainNotFoundError,
     RateLimiter,
-    ServiceNotConfiguredError,
-    UnauthorizedError,
     auth_middleware,
     envelope_middleware,
     headers_middleware,
@@ -216,11 +222,6 @@ async def _read_body(request: web.Request, limit: int) -> bytes:
     if len(raw) > limit:
         raise PayloadTooLargeError("body too large")
     return raw
-
-
-class MediaTypeError(QueryError):
-    reason = "unsupported_media_type"
-    status = 415
 
 
 async def _read_json(request: web.Request, *, allow_empty: bool = False) -> Any:
