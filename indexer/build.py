@@ -258,6 +258,7 @@ def _parse_tree(files: list[SourceFile], base: BaseBundle | None, max_bytes: int
         old = base.docs.get(source.path) if base else None
         if old is not None and old.blob_id == source.blob_id:
             docs.append(old.model_copy(deep=True))
+            report("parse", i + 1, len(files))
             continue
         parsed.add(source.path)
         try:
