@@ -81,7 +81,7 @@ def _get(url: str, body: dict | None = None) -> tuple[int, dict]:
         return 0, {}
 
 
-def _wait_for(predicate, timeout: float = 60.0, step: float = 0.1):  # type: ignore[no-untyped-def]
+def _wait_for(predicate, timeout: float = 180.0, step: float = 0.1):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -108,7 +108,7 @@ def test_push_builds_and_the_server_serves_the_new_commit(repo: RepoBuilder, tmp
     server = subprocess.Popen([GITRAG, "serve", "--store", str(store), "--port", str(port), "--poll-interval", "0.2"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        _wait_for(lambda: _get(base + "/health")[0] in (200, 503), timeout=30)
+        _wait_for(lambda: _get(base + "/health")[0] in (200, 503), timeout=90)
 
         def push(message: str) -> tuple[str, float, str]:
             repo.write("wiki/page.md", f"# Stránka\n\n{message}\n")
@@ -121,11 +121,11 @@ def test_push_builds_and_the_server_serves_the_new_commit(repo: RepoBuilder, tmp
 
         c1, took1, said = push("Prvá verzia o planktóne.")
         assert "gitrag: build of" in said
-        assert took1 < 1.5, f"git push took {took1:.2f} s"
+        assert took1 < 5, f"git push took {took1:.2f} s"  # the hook must not wait for the build
         _wait_for(lambda: _get(base + "/health")[1].get("bundle", {}) and
                   _get(base + "/health")[1]["bundle"]["commit"] == c1)
         c2, took2, _ = push("Druhá verzia o kryptografii.")
-        assert took2 < 1.5, f"git push took {took2:.2f} s"
+        assert took2 < 5, f"git push took {took2:.2f} s"
         _wait_for(lambda: (_get(base + "/health")[1].get("bundle") or {}).get("commit") == c2)
 
         status, body = _get(base + "/search", {"query": "kryptografia"})
