@@ -8,9 +8,11 @@ filesystem paths: ``message`` is chosen from a fixed table by ``reason``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
+
+from .errors import InvalidQueryError, InvalidRequestError
 
 ERROR_MESSAGES = {
     "invalid_query": "The query is empty, too long or not a string.",
@@ -74,3 +76,31 @@ def error_body(reason: str) -> dict[str, Any]:
     body = Envelope(status="error", reason=reason).model_dump(mode="json")
     body["message"] = ERROR_MESSAGES.get(reason, ERROR_MESSAGES["internal_error"])
     return body
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def validate_request(payload: Any, model: type[ModelT], text_field: str, max_chars: int = 1000) -> ModelT:
+    """Validate a decoded JSON body whose ``text_field`` holds the user's query or question.
+
+    Raises :class:`~query.errors.InvalidQueryError` when that field is missing, not a string, blank,
+    longer than ``max_chars`` characters or not valid Unicode (lone surrogates), and
+    :class:`~query.errors.InvalidRequestError` for anything else (not an object, unknown fields,
+    wrong types, out of range) with ``fields`` naming each field and the constraint it breaks.
+    """
+    if not isinstance(payload, dict):
+        raise InvalidRequestError("body must be a JSON object")
+    text = payload.get(text_field)
+    if not isinstance(text, str) or not text.strip() or len(text) > max_chars:
+        raise InvalidQueryError(f"{text_field} must be a non-empty string of at most {max_chars} characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates (JSON "\ud800", undecodable argv bytes)
+        raise InvalidQueryError(f"{text_field} is not valid Unicode text") from exc
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        fields = [{"field": ".".join(str(p) for p in err["loc"]) or "body", "problem": err["msg"]}
+                  for err in exc.errors(include_input=False, include_url=False)]
+        raise InvalidRequestError(f"invalid {model.__name__}", fields=fields) from exc

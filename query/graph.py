@@ -37,14 +37,15 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from artifacts.analysis import fold
 from artifacts.graphmap import GraphMapping, mapping_from_config
 from artifacts.graphschema import fetch_rows
 
 from .bundle import OpenedBundle
-from .errors import InvalidQueryError, InvalidRequestError, RetrievalUnavailableError
+from .contract import validate_request
+from .errors import RetrievalUnavailableError
 from .graph_names import NameEntry, NameIndex, NameMatch, Token, capital_runs, damerau1, find_years, tokenize
 
 MAX_QUESTION_CHARS = 1000
@@ -84,15 +85,7 @@ def parse_graph_request(payload: Any) -> GraphRequest:
     :raises InvalidQueryError: ``question`` missing, not a string, blank or too long.
     :raises InvalidRequestError: not an object, unknown fields or wrong types.
     """
-    if not isinstance(payload, dict):
-        raise InvalidRequestError("body must be a JSON object")
-    question = payload.get("question")
-    if not isinstance(question, str) or not question.strip() or len(question) > MAX_QUESTION_CHARS:
-        raise InvalidQueryError("question must be a non-empty string of at most 1000 characters")
-    try:
-        return GraphRequest.model_validate(payload)
-    except ValidationError as exc:
-        raise InvalidRequestError("invalid graph request") from exc
+    return validate_request(payload, GraphRequest, "question", MAX_QUESTION_CHARS)
 
 
 # -- per-bundle index of names ---------------------------------------------------------------------

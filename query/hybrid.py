@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, field_validator
 from whoosh import query as wq
 from whoosh import scoring
 from whoosh.searching import Searcher
@@ -37,8 +37,7 @@ from artifacts.analysis import (
 )
 
 from .bundle import OpenedBundle
-from .contract import Envelope, Source
-from .errors import InvalidQueryError, InvalidRequestError
+from .contract import Envelope, Source, validate_request
 
 MAX_QUERY_CHARS = 1000
 MAX_QUERY_TERMS = 64
@@ -131,21 +130,7 @@ def parse_search_request(payload: Any) -> SearchRequest:
     Raises :class:`InvalidQueryError` for a missing, non-string, empty or oversized query and
     :class:`InvalidRequestError` for any other problem (wrong types, unknown fields).
     """
-    if not isinstance(payload, dict):
-        raise InvalidRequestError("body must be a JSON object")
-    query = payload.get("query")
-    if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY_CHARS:
-        raise InvalidQueryError("query must be a non-empty string of at most 1000 characters")
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError as exc:  # lone surrogates (JSON "\ud800", undecodable argv bytes)
-        raise InvalidQueryError("query is not valid Unicode text") from exc
-    try:
-        return SearchRequest.model_validate(payload)
-    except ValidationError as exc:
-        fields = [{"field": ".".join(str(p) for p in err["loc"]) or "body", "problem": err["msg"]}
-                  for err in exc.errors(include_input=False, include_url=False)]
-        raise InvalidRequestError("invalid search request", fields=fields) from exc
+    return validate_request(payload, SearchRequest, "query", MAX_QUERY_CHARS)
 
 
 def source_url(base_url: str | None, path: str) -> str | None:

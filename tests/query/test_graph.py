@@ -232,3 +232,14 @@ def test_name_forms_and_typos() -> None:
     assert {"lucie", "luciou"} <= name_forms("Lucia")
     assert {"záhorského", "záhorskému"} <= name_forms("Záhorský")
     assert damerau1("simkova", "smikova") and damerau1("holp", "holpa") and not damerau1("holp", "hlopa")
+
+
+def test_graph_request_rejects_lone_surrogates_and_names_bad_fields() -> None:
+    from query.errors import InvalidQueryError, InvalidRequestError
+    from query.graph import parse_graph_request
+
+    with pytest.raises(InvalidQueryError):
+        parse_graph_request({"question": "Kto je \ud800?"})
+    with pytest.raises(InvalidRequestError) as info:
+        parse_graph_request({"question": "Kto?", "limit": 0})
+    assert [f["field"] for f in info.value.fields] == ["limit"]
