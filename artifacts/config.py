@@ -7,6 +7,7 @@ fingerprints have equal ``content_digest``.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 from typing import Any
@@ -22,6 +23,14 @@ GRAPH_SCHEMA_VERSION = 2
 1: Document, Person (by name), Tag, Category, Year and their relationships.
 2: adds Section, DocumentAuthor, Work, Topic, Alias and structure / entity relationships;
    Person is keyed by ``id``; the build records its graph mapping (``graph_mapping``).
+"""
+
+EMBEDDING_INPUT_VERSION = 2
+"""Version of what is embedded for a chunk; bump on any change.
+
+1: title, heading path and text; one vector per chunk, text past the model's input limit truncated.
+2: title, authors, tags, heading path and text; an input past the model's limit (in the model's own
+   tokenizer, special tokens included) is embedded as several segments, one vector row each.
 """
 
 TOKENIZER = "cl100k_base"
@@ -68,9 +77,20 @@ class BuildConfig(BaseModel):
     analyzer_version: int = ANALYZER_VERSION
     graph_schema_version: int = GRAPH_SCHEMA_VERSION
     graph_engine: str = "ladybug"
+    include: list[str] = Field(
+        default_factory=list,
+        description="path patterns to index: shell-style (fnmatch, '*' also crosses '/') or, ending in "
+                    "'/', a folder prefix; empty = every Markdown file of the commit")
+    embedding_input_version: int = EMBEDDING_INPUT_VERSION
     graph_mapping: dict[str, Any] | None = Field(
         None, description="canonical graph mapping (artifacts.graphmap); None = the generic preset")
     embedder: EmbedderSpec
+
+    def includes(self, path: str) -> bool:
+        """Return whether ``path`` (repository-relative, NFC) is selected by :attr:`include`."""
+        if not self.include:
+            return True
+        return any(path.startswith(p) if p.endswith("/") else fnmatch.fnmatchcase(path, p) for p in self.include)
 
     def fingerprint(self) -> str:
         """Return sha256 (hex) of the canonical JSON of this configuration."""

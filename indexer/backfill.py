@@ -39,12 +39,13 @@ def list_range(repo: pygit2.Repository, rev_range: str | None, tip: str = "HEAD"
 def backfill(repo_path: Path | str, store_dir: Path | str, rev_range: str | None, *, tip: str = "HEAD",
              embedder: str | Embedder | None = None, chunking: ChunkConfig | None = None,
              max_file_bytes: int | None = None, graph_schema: str | None = None,
+             include: list[str] | None = None,
              on_commit: Callable[[int, int, BuildResult], None] | None = None) -> list[BuildResult]:
     """Build every commit of ``rev_range`` (``A..B``; ``None`` = all of ``tip``'s history).
 
     Commits that already have a bundle are skipped, so an interrupted backfill resumes where it
     stopped.  ``CURRENT`` moves once, to the range's last commit, at the end (unless pinned).
-    ``graph_schema`` is passed to each build.  ``on_commit(done, total, result)`` is called after each
+    ``graph_schema`` and ``include`` are passed to each build.  ``on_commit(done, total, result)`` is called after each
     commit.  Raises what
     :func:`build_bundle` raises.
     """
@@ -55,7 +56,7 @@ def backfill(repo_path: Path | str, store_dir: Path | str, rev_range: str | None
     for i, commit in enumerate(commits):
         result = build_bundle(repo_path, store_dir, commit, embedder=model, chunking=chunking,
                               max_file_bytes=max_file_bytes, update_current=False, wait_for_lock=True,
-                              graph_schema=graph_schema)
+                              graph_schema=graph_schema, include=include)
         results.append(result)
         if on_commit is not None:
             on_commit(i + 1, len(commits), result)

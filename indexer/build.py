@@ -25,7 +25,7 @@ import numpy as np
 
 from artifacts import __version__
 from artifacts.config import BuildConfig, ChunkConfig
-from artifacts.embedding import Embedder, load_embedder
+from artifacts.embedding import Embedder, embed_passages_segmented, load_embedder
 from artifacts.hashing import combine_digests, digest_lines
 from artifacts.layout import CHUNKS_FILE, DOCS_FILE, GRAPH_DIR, TEXT_DIR, VECTORS_DIR
 from artifacts.manifest import BuildStats, Counts, Manifest, SourceInfo, read_manifest
@@ -83,7 +83,11 @@ class BuildResult:
 
 
 def embedding_text(chunk: Chunk, doc: Document | None = None) -> str:
-    """Return the text embedded for a chunk: title, authors and tags (when ``doc`` is given), heading path, text."""
+    """Return the text embedded for a chunk (embedding input version 2).
+
+    Lines: title; authors and tags of ``doc`` (comma-separated, each line only when present);
+    heading path joined by `` > ``; a blank line; the chunk text.
+    """
     head = chunk.title
     if doc is not None and doc.authors:
         head += "\n" + ", ".join(doc.authors)
@@ -114,6 +118,7 @@ def build_bundle(
     scratch: bool = False,
     update_current: bool = True,
     graph_schema: str | None = None,
+    include: list[str] | None = None,
 ) -> BuildResult:
     """Build (or find) the bundle of commit ``rev`` and point ``CURRENT`` at it unless pinned.
 
@@ -121,7 +126,8 @@ def build_bundle(
     ``scratch`` is true or there is none.  Bad files are skipped with a recorded reason.
     With ``update_current`` false, ``CURRENT`` is left alone (backfills move it once at the end).
     ``graph_schema`` is a graph mapping preset name or YAML path (default: the commit's
-    ``graph-schema.yaml``, else ``generic``; see :mod:`artifacts.graphmap`).
+    ``graph-schema.yaml``, else ``generic``; see :mod:`artifacts.graphmap`).  ``include`` limits the
+    bundle to matching paths (see :attr:`~artifacts.config.BuildConfig.include`; default: all).
     Raises :class:`~indexer.errors.SourceError` for a bad repository or revision,
     :class:`~artifacts.errors.EmbedderError` when the model cannot load,
     :class:`~artifacts.errors.StoreLockedError` when another build holds the store, and
@@ -132,7 +138,8 @@ def build_bundle(
     info = resolve_commit(repo, rev)
     model = embedder if embedder is not None and not isinstance(embedder, str) else load_embedder(embedder)
     config = BuildConfig(embedder=model.spec, chunking=chunking or ChunkConfig(),
-                         graph_mapping=select_graph_mapping(repo, info.tree, graph_schema))
+                         graph_mapping=select_graph_mapping(repo, info.tree, graph_schema),
+                         include=sorted(set(include or [])))
     if max_file_bytes is not None:
         config.max_file_bytes = max_file_bytes
     store = Store(store_dir).ensure()
@@ -170,14 +177,14 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
             if base_id is not None:
                 base = load_base_bundle(store, base_id, embedding_text)
         lap("find_base")
-        files = list(iter_markdown(repo, info.tree))
+        files = [f for f in iter_markdown(repo, info.tree) if config.includes(f.path)]
         docs, skipped, parsed_paths = _parse_tree(files, base, config.max_file_bytes, report)
         lap("parse")
         chunks = _chunk_all(docs, parsed_paths, base, config.chunking)
         lap("chunk")
-        vectors, computed = _embed(model, chunks, base, report)
-        lap("embed")
         docs_by_path = {d.path: d for d in docs}
+        vectors, row_ids, computed = _embed(model, chunks, docs_by_path, base, report)
+        lap("embed")
         _write_records(staging, docs, chunks)
         changed = _changed_paths(base, docs_by_path, parsed_paths)
         # The Whoosh index is always rebuilt: an updated copy (delete + add + optimise) scores
@@ -185,7 +192,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         # while a fresh index sums exact lengths; BM25 must not depend on how a bundle was built.
         write_text_index(chunks, docs_by_path, staging / TEXT_DIR)
         lap("text_index")
-        write_vectors(vectors, [c.chunk_id for c in chunks], staging / VECTORS_DIR)
+        write_vectors(vectors, row_ids, staging / VECTORS_DIR)
         lap("vector_index")
         chunk_ids: dict[str, list[str]] = {}
         for chunk in chunks:
@@ -199,7 +206,8 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         digests = {
             "documents": digest_lines(f"{d.path}\t{d.blob_id}" for d in docs),
             "chunks": digest_lines(f"{c.chunk_id}\t{c.sha256}" for c in chunks),
-            "vectors": digest_lines(f"{c.chunk_id}\t{embedding_key(embedding_text(c))}" for c in chunks),
+            "vectors": digest_lines(f"{c.chunk_id}\t{embedding_key(embedding_text(c, docs_by_path[c.path]))}"
+                                    for c in chunks),
             "graph": graph.digest,
         }
         manifest = Manifest(
@@ -305,28 +313,38 @@ def _chunk_all(docs: list[Document], parsed: set[str], base: BaseBundle | None, 
     return chunks
 
 
-def _embed(model: Embedder, chunks: list[Chunk], base: BaseBundle | None, report: Progress,
-           batch: int = 64) -> tuple[np.ndarray, int]:
-    """Return (float32 (n, dim) vectors in chunk order, number of embeddings computed)."""
-    dim = model.spec.dim
-    vectors = np.zeros((len(chunks), dim), dtype=np.float32)
+def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base: BaseBundle | None,
+           report: Progress, batch: int = 64) -> tuple[np.ndarray, list[str], int]:
+    """Embed every chunk's :func:`embedding_text`, reusing the base bundle's rows for known inputs.
+
+    Returns ``(vectors, row_ids, computed)``: float32 (m, dim) L2-normalised, m >= len(chunks),
+    rows in chunk order with the segments of one chunk consecutive (an input past the model's
+    limit has several rows, see :func:`~artifacts.embedding.embed_passages_segmented`);
+    ``row_ids[j]`` the chunk id of row j; ``computed`` the number of chunks embedded here.
+    """
+    rows: list[np.ndarray | None] = [None] * len(chunks)
     todo: dict[str, list[int]] = {}
     for i, chunk in enumerate(chunks):
-        text = embedding_text(chunk)
-        key = embedding_key(text)
-        reused = base.vector_for(key) if base is not None else None
+        text = embedding_text(chunk, docs.get(chunk.path))
+        reused = base.vectors_for(embedding_key(text)) if base is not None else None
         if reused is not None:
-            vectors[i] = reused
+            rows[i] = reused
         else:
             todo.setdefault(text, []).append(i)
     texts = list(todo)
     for start in range(0, len(texts), batch):
         part = texts[start : start + batch]
-        embedded = model.embed_passages(part)
-        for text, vector in zip(part, embedded, strict=True):
-            vectors[todo[text]] = vector
+        embedded, owners = embed_passages_segmented(model, part)
+        owners_arr = np.asarray(owners)
+        for j, text in enumerate(part):
+            block = np.ascontiguousarray(embedded[owners_arr == j], dtype=np.float32)
+            for i in todo[text]:
+                rows[i] = block
         report("embed", min(start + batch, len(texts)), len(texts))
-    return vectors, sum(len(rows) for rows in todo.values())
+    row_ids = [chunk.chunk_id for chunk, block in zip(chunks, rows, strict=True) for _ in range(len(block))]  # type: ignore[arg-type]
+    dim = model.spec.dim
+    vectors = np.concatenate(rows, axis=0) if rows else np.zeros((0, dim), dtype=np.float32)  # type: ignore[arg-type]
+    return np.ascontiguousarray(vectors, dtype=np.float32), row_ids, sum(len(r) for r in todo.values())
 
 
 def _changed_paths(base: BaseBundle | None, docs: dict[str, Document], parsed: set[str]) -> set[str]:

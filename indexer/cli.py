@@ -60,10 +60,13 @@ def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
 @click.option("--graph-schema", default=None, metavar="PRESET|FILE",
               help="Graph mapping: generic, obsidian, thesis-wiki or a YAML file "
                    "(default: graph-schema.yaml of the commit, else generic).")
+@click.option("--include", "include", multiple=True, metavar="PATTERN",
+              help="Index only matching paths (repeatable): a folder prefix ending in '/' such as 'docs/', "
+                   "or a shell pattern such as 'cs/*.md' ('*' also crosses folders). Default: every *.md file.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max_tokens: int, overlap: int,
                   min_tokens: int, max_file_bytes: int, wait: bool, scratch: bool, rev_range: str | None,
-                  all_history: bool, graph_schema: str | None, as_json: bool) -> None:
+                  all_history: bool, graph_schema: str | None, include: tuple[str, ...], as_json: bool) -> None:
     """Build the bundle of commit REV of a Git repository of Markdown and make it CURRENT.
 
     The bundle is derived from the nearest ancestor commit's bundle with the same configuration
@@ -79,14 +82,14 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
     except ValueError as exc:
         _report_error(exc, as_json)
     if rev_range or all_history:
-        _backfill(repo, store_dir, rev_range, rev, embedder, chunking, max_file_bytes, graph_schema, interactive,
-                  as_json)
+        _backfill(repo, store_dir, rev_range, rev, embedder, chunking, max_file_bytes, graph_schema, list(include),
+                  interactive, as_json)
         return
     report, close = _progress_printer(interactive)
     try:
         result = build_bundle(repo, store_dir, rev, embedder=embedder, chunking=chunking,
                               max_file_bytes=max_file_bytes, progress=report, wait_for_lock=wait, scratch=scratch,
-                              graph_schema=graph_schema)
+                              graph_schema=graph_schema, include=list(include))
     except (IndexerError, ArtifactError, ValueError) as exc:
         close()
         _report_error(exc, as_json)
@@ -105,8 +108,8 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
 
 
 def _backfill(repo: str, store_dir: str, rev_range: str | None, tip: str, embedder: str | None,
-              chunking: ChunkConfig, max_file_bytes: int, graph_schema: str | None, interactive: bool,
-              as_json: bool) -> None:
+              chunking: ChunkConfig, max_file_bytes: int, graph_schema: str | None, include: list[str],
+              interactive: bool, as_json: bool) -> None:
     from .backfill import backfill
 
     bar = None
@@ -123,7 +126,8 @@ def _backfill(repo: str, store_dir: str, rev_range: str | None, tip: str, embedd
 
     try:
         results = backfill(repo, store_dir, rev_range, tip=tip, embedder=embedder, chunking=chunking,
-                           max_file_bytes=max_file_bytes, graph_schema=graph_schema, on_commit=on_commit)
+                           max_file_bytes=max_file_bytes, graph_schema=graph_schema, include=include,
+                           on_commit=on_commit)
     except (IndexerError, ArtifactError, ValueError) as exc:
         _report_error(exc, as_json)
     finally:

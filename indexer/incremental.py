@@ -2,8 +2,8 @@
 
 The Git history is the event log.  A bundle for commit C is derived from the bundle of C's nearest
 ancestor built with the same configuration: documents whose blob is unchanged are taken from the
-ancestor's ``docs.jsonl`` with their chunks, and every chunk whose embedding input (title, heading
-path and text) hashes the same reuses the ancestor's vector.  Reuse is keyed by path + blob id for
+ancestor's ``docs.jsonl`` with their chunks, and every chunk whose embedding input (title, authors,
+tags, heading path and text) hashes the same reuses the ancestor's vector rows.  Reuse is keyed by path + blob id for
 documents and by content hash for vectors, so a rename re-parses the file but reuses its vectors;
 correctness never depends on rename detection.
 """
@@ -81,20 +81,20 @@ class BaseBundle:
     docs: dict[str, Document]
     chunks_by_path: dict[str, list[Chunk]]
     vectors: np.ndarray
-    row_by_key: dict[str, int] = field(default_factory=dict)
+    rows_by_key: dict[str, tuple[int, int]] = field(default_factory=dict)
 
-    def vector_for(self, key: str) -> np.ndarray | None:
-        """Return the ancestor's vector for an embedding-input hash, or ``None``."""
-        row = self.row_by_key.get(key)
-        return None if row is None else self.vectors[row]
+    def vectors_for(self, key: str) -> np.ndarray | None:
+        """Return the ancestor's rows (float32 (segments, dim)) for an embedding-input hash, or ``None``."""
+        span = self.rows_by_key.get(key)
+        return None if span is None else np.asarray(self.vectors[span[0] : span[1]], dtype=np.float32)
 
 
 def load_base_bundle(store: Store, bundle_id: str, embedding_text) -> BaseBundle:  # type: ignore[no-untyped-def]
     """Read an ancestor bundle's documents, chunks and vectors for reuse.
 
-    ``embedding_text`` is the function mapping a chunk to its embedding input; vectors are keyed by
-    :func:`embedding_key` of that text.  Raises :class:`~artifacts.errors.ArtifactError` subclasses
-    when the bundle cannot be read.
+    ``embedding_text(chunk, doc)`` maps a chunk to its embedding input; a chunk's vector rows (one
+    per segment, consecutive in ``ids.json``) are keyed by :func:`embedding_key` of that text.
+    Raises :class:`~artifacts.errors.ArtifactError` subclasses when the bundle cannot be read.
     """
     path = store.bundle_path(bundle_id)
     manifest = read_manifest(path)
@@ -106,9 +106,12 @@ def load_base_bundle(store: Store, bundle_id: str, embedding_text) -> BaseBundle
     vectors = np.load(path / VECTORS_FILE, mmap_mode="r")
     ids = json.loads((path / IDS_FILE).read_text(encoding="utf-8"))
     by_id = {c.chunk_id: c for c in chunks}
-    row_by_key = {}
+    spans: dict[str, tuple[int, int]] = {}
     for row, chunk_id in enumerate(ids):
-        row_by_key.setdefault(embedding_key(embedding_text(by_id[chunk_id])), row)
-    return BaseBundle(bundle_id, path, manifest, docs, by_path, vectors, row_by_key)
-
-
+        start, _ = spans.get(chunk_id, (row, row))
+        spans[chunk_id] = (start, row + 1)
+    rows_by_key: dict[str, tuple[int, int]] = {}
+    for chunk_id, span in spans.items():
+        chunk = by_id[chunk_id]
+        rows_by_key.setdefault(embedding_key(embedding_text(chunk, docs.get(chunk.path))), span)
+    return BaseBundle(bundle_id, path, manifest, docs, by_path, vectors, rows_by_key)

@@ -12,7 +12,9 @@ from artifacts.layout import HNSW_EF_CONSTRUCTION, HNSW_M, HNSW_SEED, HNSW_SPACE
 
 
 def write_vectors(vectors: np.ndarray, ids: list[str], vectors_dir: Path) -> None:
-    """Write float32 ``vectors`` (n, dim), L2-normalised, with their chunk ``ids`` (length n).
+    """Write float32 ``vectors`` (n, dim), L2-normalised, with the chunk id of each row in ``ids`` (length n).
+
+    A chunk embedded as several segments has several consecutive rows with the same id.
 
     The hnswlib index uses inner product (cosine on normalised vectors), labels ``0..n-1`` in
     ``ids`` order, built single-threaded with a fixed seed so the same input gives the same bytes.

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from artifacts.errors import ArtifactError
+from artifacts.store import Store
 
 from .errors import QueryError
 
@@ -52,15 +53,21 @@ def _print_table(result: dict[str, Any]) -> None:
 
 
 def _run(*, questions: str, repo: str, store: str, rev: str, split: str, engines: tuple[str, ...],
-         build_args: list[str], search: dict[str, Any]) -> dict[str, Any]:
+         build_args: list[str], search: dict[str, Any], bundle_id: str | None = None) -> dict[str, Any]:
     from .bundle import open_bundle
     from .eval import check_relevant_paths, evaluate, load_questions, make_result, select_questions
     from .hybrid import SearchOptions
 
     qset = load_questions(questions)  # validate before spending time on a build
-    summary = _build(repo, store, rev, build_args)
+    # Reproducing: the recorded bundle itself when the store still has it (vectors then match
+    # exactly); otherwise the bundle this version builds for the recorded commit and configuration.
+    recorded = Store(store).bundles_dir / bundle_id if bundle_id else None
+    if recorded is not None and (recorded / "manifest.json").is_file():
+        bundle_path = recorded
+    else:
+        bundle_path = Path(_build(repo, store, rev, build_args)["bundle_path"])
     needs_model = "vector" in engines or "hybrid" in engines
-    bundle = open_bundle(Path(summary["bundle_path"]), verify=True, load_model=needs_model)
+    bundle = open_bundle(bundle_path, verify=True, load_model=needs_model)
     try:
         chosen, skipped = select_questions(qset, split, bundle.manifest.commit)
         check_relevant_paths(chosen, bundle)
@@ -78,7 +85,8 @@ def _build_args(result_config: dict[str, Any]) -> list[str]:
     chunking = build["chunking"]
     return ["--embedder", build["embedder"]["model_id"], "--max-tokens", str(chunking["max_tokens"]),
             "--overlap", str(chunking["overlap_tokens"]), "--min-tokens", str(chunking["min_tokens"]),
-            "--max-file-bytes", str(build["max_file_bytes"])]
+            "--max-file-bytes", str(build["max_file_bytes"]),
+            *[arg for pattern in build.get("include", []) for arg in ("--include", pattern)]]
 
 
 @click.command("eval")
@@ -97,6 +105,8 @@ def _build_args(result_config: dict[str, Any]) -> list[str]:
 @click.option("--overlap", default=70, show_default=True, help="Overlap between split chunks (tokens).")
 @click.option("--min-tokens", default=80, show_default=True, help="Merge sections shorter than this (tokens).")
 @click.option("--max-file-bytes", default=2 * 1024 * 1024, show_default=True, help="Skip larger files (bytes).")
+@click.option("--include", "include", multiple=True, metavar="PATTERN",
+              help="Index only matching paths (as gitrag build --include).")
 @click.option("--rrf-k", default=None, type=int, help="RRF constant k (default 60).")
 @click.option("--bm25-weight", default=None, type=float, help="RRF weight of the BM25 arm.")
 @click.option("--vector-weight", default=None, type=float, help="RRF weight of the vector arm.")
@@ -107,6 +117,7 @@ def _build_args(result_config: dict[str, Any]) -> list[str]:
 @click.option("--out", "out", type=click.Path(dir_okay=False), help="Write the result object to this file.")
 def eval_command(questions: str | None, repo: str | None, store_dir: str | None, rev: str, split: str, engines: str,
                  embedder: str | None, max_tokens: int, overlap: int, min_tokens: int, max_file_bytes: int,
+                 include: tuple[str, ...],
                  rrf_k: int | None, bm25_weight: float | None, vector_weight: float | None, no_anchor: bool,
                  reproduce: str | None, as_json: bool, out: str | None) -> None:
     """Evaluate retrieval (Hit@1/3/5, MRR, Recall@5, nDCG@10 per engine) on a question file at commit REV."""
@@ -121,6 +132,7 @@ def eval_command(questions: str | None, repo: str | None, store_dir: str | None,
             repo, store_dir = repo or cfg["repo"], store_dir or cfg["store"]
             rev, split, chosen_engines = old["index_version"]["commit"], cfg["split"], tuple(cfg["engines"])
             build_args, search = _build_args(cfg), dict(cfg["search"])
+            bundle_id = old["index_version"].get("bundle_id")
         else:
             chosen_engines = tuple(e.strip() for e in engines.split(",") if e.strip())
             unknown = [e for e in chosen_engines if e not in ENGINES]
@@ -131,6 +143,7 @@ def eval_command(questions: str | None, repo: str | None, store_dir: str | None,
                           str(min_tokens), "--max-file-bytes", str(max_file_bytes)]
             if embedder:
                 build_args += ["--embedder", embedder]
+            build_args += [arg for pattern in include for arg in ("--include", pattern)]
             search = {k: v for k, v in {"rrf_k": rrf_k, "bm25_weight": bm25_weight,
                                         "vector_weight": vector_weight}.items() if v is not None}
             if no_anchor:
@@ -138,7 +151,8 @@ def eval_command(questions: str | None, repo: str | None, store_dir: str | None,
         if not (questions and repo and store_dir):
             raise click.UsageError("--questions, --repo and --store are required (or --reproduce RESULT)")
         result = _run(questions=questions, repo=repo, store=store_dir, rev=rev, split=split,
-                      engines=chosen_engines, build_args=build_args, search=search)
+                      engines=chosen_engines, build_args=build_args, search=search,
+                      bundle_id=bundle_id if old is not None else None)
     except QuestionFileError as exc:
         if as_json:
             click.echo(json.dumps({"status": "error", "reason": exc.reason, "problems": exc.problems},
