@@ -108,6 +108,8 @@ def _build_args(result_config: dict[str, Any]) -> list[str]:
 @click.option("--include", "include", multiple=True, metavar="PATTERN",
               help="Index only matching paths (as gitrag build --include).")
 @click.option("--rrf-k", default=None, type=int, help="RRF constant k (default 60).")
+@click.option("--fusion-level", default=None, type=click.Choice(["chunk", "document"]),
+              help="Fuse chunk rankings or document rankings (default: the server default).")
 @click.option("--bm25-weight", default=None, type=float, help="RRF weight of the BM25 arm.")
 @click.option("--vector-weight", default=None, type=float, help="RRF weight of the vector arm.")
 @click.option("--no-anchor", is_flag=True, help="Disable the lexical anchor.")
@@ -117,8 +119,8 @@ def _build_args(result_config: dict[str, Any]) -> list[str]:
 @click.option("--out", "out", type=click.Path(dir_okay=False), help="Write the result object to this file.")
 def eval_command(questions: str | None, repo: str | None, store_dir: str | None, rev: str, split: str, engines: str,
                  embedder: str | None, max_tokens: int, overlap: int, min_tokens: int, max_file_bytes: int,
-                 include: tuple[str, ...],
-                 rrf_k: int | None, bm25_weight: float | None, vector_weight: float | None, no_anchor: bool,
+                 include: tuple[str, ...], rrf_k: int | None, fusion_level: str | None,
+                 bm25_weight: float | None, vector_weight: float | None, no_anchor: bool,
                  reproduce: str | None, as_json: bool, out: str | None) -> None:
     """Evaluate retrieval (Hit@1/3/5, MRR, Recall@5, nDCG@10 per engine) on a question file at commit REV."""
     from .eval import ENGINES, QuestionFileError, compare_results
@@ -144,7 +146,7 @@ def eval_command(questions: str | None, repo: str | None, store_dir: str | None,
             if embedder:
                 build_args += ["--embedder", embedder]
             build_args += [arg for pattern in include for arg in ("--include", pattern)]
-            search = {k: v for k, v in {"rrf_k": rrf_k, "bm25_weight": bm25_weight,
+            search = {k: v for k, v in {"rrf_k": rrf_k, "fusion_level": fusion_level, "bm25_weight": bm25_weight,
                                         "vector_weight": vector_weight}.items() if v is not None}
             if no_anchor:
                 search["anchor"] = False

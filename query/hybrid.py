@@ -18,7 +18,7 @@ import math
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 from pydantic import BaseModel, Field, field_validator
@@ -101,7 +101,8 @@ class SearchRequest(BaseModel):
 class SearchOptions(BaseModel):
     """Server-side retrieval settings (not per request).
 
-    ``rrf_k``: RRF constant; ``bm25_weight`` / ``vector_weight``: per-arm RRF weights;
+    ``rrf_k``: RRF constant; ``fusion_level``: fuse chunk or document rankings (:func:`fuse_rankings`);
+    ``bm25_weight`` / ``vector_weight``: per-arm RRF weights;
     ``prefix_weight`` / ``any_term_weight``: score scale of the looser BM25 strategies;
     ``candidates``: chunks taken from each arm; ``typo_tolerance``: expand words absent from the index
     by edit distance; ``anchor``: enable the lexical anchor; ``anchor_max_chunks``: a word is rare
@@ -109,6 +110,7 @@ class SearchOptions(BaseModel):
     """
 
     rrf_k: int = Field(60, ge=1)
+    fusion_level: Literal["chunk", "document"] = "chunk"
     bm25_weight: float = Field(1.0, ge=0)
     vector_weight: float = Field(1.0, ge=0)
     prefix_weight: float = Field(0.7, ge=0)
@@ -436,6 +438,43 @@ class Ranking:
         raise ValueError(f"unknown engine {engine!r}")
 
 
+def fuse_rankings(bundle: OpenedBundle, bm25: list[tuple[str, float]], dense: list[tuple[str, float]],
+                  opts: SearchOptions) -> tuple[list[str], dict[str, float], dict[str, dict[str, Any]]]:
+    """Fuse two chunk rankings by weighted RRF; return ``(chunk ids best first, fused score, debug info)``.
+
+    ``opts.fusion_level == "chunk"``: a chunk scores ``sum(weight / (rrf_k + its rank in the arm))``.
+    ``"document"``: each arm is first collapsed to a document ranking (a document takes the rank of
+    its best chunk in that arm), documents are fused by the same formula, and chunks are ordered by
+    their document's fused score, then by their own chunk-level score.  Document-level fusion lets
+    two arms that agree on a document but prefer different chunks of it reinforce each other.
+    ``info[cid]`` holds ``bm25_rank``, ``bm25_score``, ``vector_rank``, ``vector_score`` (chunk level).
+    """
+    chunk_score: dict[str, float] = {}
+    doc_score: dict[str, float] = {}
+    info: dict[str, dict[str, Any]] = {}
+    for arm, hits, weight in (("bm25", bm25, opts.bm25_weight), ("vector", dense, opts.vector_weight)):
+        doc_rank: dict[str, int] = {}
+        for rank, (cid, score) in enumerate(hits, start=1):
+            chunk_score[cid] = chunk_score.get(cid, 0.0) + weight / (opts.rrf_k + rank)
+            entry = info.setdefault(cid, {"bm25_rank": None, "bm25_score": None, "vector_rank": None,
+                                          "vector_score": None})
+            entry[f"{arm}_rank"] = rank
+            entry[f"{arm}_score"] = round(score, 6)
+            path = bundle.chunks[bundle.chunk_index[cid]].path
+            if path not in doc_rank:
+                doc_rank[path] = len(doc_rank) + 1
+                doc_score[path] = doc_score.get(path, 0.0) + weight / (opts.rrf_k + doc_rank[path])
+    if opts.fusion_level == "chunk":
+        return sorted(chunk_score, key=lambda cid: (-chunk_score[cid], cid)), chunk_score, info
+
+    def path_of(cid: str) -> str:
+        return bundle.chunks[bundle.chunk_index[cid]].path
+
+    order = sorted(chunk_score, key=lambda cid: (-doc_score[path_of(cid)], -chunk_score[cid], cid))
+    fused = {cid: doc_score[path_of(cid)] for cid in order}
+    return order, fused, info
+
+
 def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: bool = True,
                 flt: SearchFilter | None = None, options: SearchOptions | None = None,
                 engines: tuple[str, ...] = ("bm25", "vector")) -> Ranking:
@@ -454,16 +493,7 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
     if "vector" in engines:
         dense = vector_ranking(bundle, text, depth, published_only, paths=paths)
 
-    fused: dict[str, float] = {}
-    info: dict[str, dict[str, Any]] = {}
-    for arm, hits, weight in (("bm25", bm25, opts.bm25_weight), ("vector", dense, opts.vector_weight)):
-        for rank, (cid, score) in enumerate(hits, start=1):
-            fused[cid] = fused.get(cid, 0.0) + weight / (opts.rrf_k + rank)
-            entry = info.setdefault(cid, {"bm25_rank": None, "bm25_score": None, "vector_rank": None,
-                                          "vector_score": None})
-            entry[f"{arm}_rank"] = rank
-            entry[f"{arm}_score"] = round(score, 6)
-    order = sorted(fused, key=lambda cid: (-fused[cid], cid))
+    order, fused, info = fuse_rankings(bundle, bm25, dense, opts)
 
     anchor = None
     if opts.anchor and bm25:

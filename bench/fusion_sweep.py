@@ -1,0 +1,73 @@
+"""Compare fusion functions on one bundle and question file, with each arm run once per question.
+
+Runs gitrag's BM25 and vector arms (``query.hybrid.rank_chunks``, anchor included) for every
+question, keeps both chunk rankings, and scores several ways of fusing them at the document level
+(a document takes the rank of its best chunk): RRF over chunks (what the server did up to
+embedding input version 2), RRF over documents, and each with other k and vector weights.
+
+    .venv/bin/python bench/fusion_sweep.py --bundle STORE/bundles/<id> \\
+        --questions ../shared/bench/xquad-de.qrels.jsonl --split dev [--json]
+
+Prints nDCG@10 and MRR per variant next to the single arms.  Read-only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from query.bundle import open_bundle  # noqa: E402
+from query.eval import document_ranking, load_questions, select_questions  # noqa: E402
+from query.hybrid import SearchOptions, fuse_rankings, rank_chunks  # noqa: E402
+from query.metrics import mean_scores, score_question  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bundle", required=True, type=Path)
+    parser.add_argument("--questions", required=True)
+    parser.add_argument("--split", default="all", choices=["dev", "test", "all"])
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    bundle = open_bundle(args.bundle)
+    qset = load_questions(args.questions)
+    questions, _ = select_questions(qset, args.split, bundle.manifest.commit)
+    base = SearchOptions()
+    runs = []
+    for q in questions:
+        ranking = rank_chunks(bundle, q.question, depth=base.candidates, flt=q.filter, options=base)
+        runs.append((q, ranking))
+
+    def score(order_of: Callable[[object], list[str]]) -> dict[str, float]:
+        return mean_scores([score_question(document_ranking(bundle, order_of(r)), q.relevant) for q, r in runs])
+
+    rows: dict[str, dict[str, float]] = {
+        "bm25": score(lambda r: r.chunk_ids("bm25")),  # type: ignore[attr-defined]
+        "vector": score(lambda r: r.chunk_ids("vector")),  # type: ignore[attr-defined]
+        "hybrid (default)": score(lambda r: r.chunk_ids("hybrid")),  # type: ignore[attr-defined]
+    }
+    for level in ("chunk", "document"):
+        for k in (10, 30, 60):
+            for wv in (0.25, 0.5, 0.75, 1.0):
+                opts = base.model_copy(update={"rrf_k": k, "vector_weight": wv, "fusion_level": level})
+                rows[f"rrf {level} k={k} wv={wv}"] = score(
+                    lambda r, o=opts: fuse_rankings(bundle, r.bm25, r.vector, o)[0])  # type: ignore[attr-defined]
+    bundle.close()
+    if args.json:
+        print(json.dumps({"questions": len(runs), "variants": rows}, indent=1))
+        return
+    print(f"{len(runs)} questions; bundle {args.bundle.name}")
+    print(f"{'variant':<34} {'ndcg@10':>8} {'mrr':>8} {'hit@1':>8}")
+    for name, m in rows.items():
+        print(f"{name:<34} {m['ndcg@10']:>8.4f} {m['mrr']:>8.4f} {m['hit@1']:>8.4f}")
+
+
+if __name__ == "__main__":
+    main()
