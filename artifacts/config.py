@@ -25,12 +25,14 @@ GRAPH_SCHEMA_VERSION = 2
    Person is keyed by ``id``; the build records its graph mapping (``graph_mapping``).
 """
 
-EMBEDDING_INPUT_VERSION = 2
+EMBEDDING_INPUT_VERSION = 3
 """Version of what is embedded for a chunk; bump on any change.
 
 1: title, heading path and text; one vector per chunk, text past the model's input limit truncated.
-2: title, authors, tags, heading path and text; an input past the model's limit (in the model's own
-   tokenizer, special tokens included) is embedded as several segments, one vector row each.
+2: adds the document's authors and tags; an input past the model's limit (in the model's own
+   tokenizer, special tokens included) is cut greedily into segments, one vector row each.
+3: as 2, but the text is cut into near-equal segments and every segment repeats the header
+   (title, authors, tags, heading path).
 """
 
 TOKENIZER = "cl100k_base"

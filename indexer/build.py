@@ -82,11 +82,12 @@ class BuildResult:
         }
 
 
-def embedding_text(chunk: Chunk, doc: Document | None = None) -> str:
-    """Return the text embedded for a chunk (embedding input version 2).
+def embedding_parts(chunk: Chunk, doc: Document | None = None) -> tuple[str, str]:
+    """Return ``(header, body)`` of a chunk's embedding input (embedding input version 2).
 
-    Lines: title; authors and tags of ``doc`` (comma-separated, each line only when present);
-    heading path joined by `` > ``; a blank line; the chunk text.
+    Header lines: title; authors and tags of ``doc`` (comma-separated, each line only when
+    present); heading path joined by `` > ``.  Body: the chunk text.  A segmented input repeats the
+    header in every segment.
     """
     head = chunk.title
     if doc is not None and doc.authors:
@@ -95,7 +96,13 @@ def embedding_text(chunk: Chunk, doc: Document | None = None) -> str:
         head += "\n" + ", ".join(doc.tags)
     if chunk.heading_path:
         head += "\n" + " > ".join(chunk.heading_path)
-    return f"{head}\n\n{chunk.text}"
+    return head, chunk.text
+
+
+def embedding_text(chunk: Chunk, doc: Document | None = None) -> str:
+    """Return the whole embedding input of a chunk: header, a blank line, body (:func:`embedding_parts`)."""
+    head, body = embedding_parts(chunk, doc)
+    return f"{head}\n\n{body}"
 
 
 def crash_point(stage: str) -> None:
@@ -323,18 +330,18 @@ def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base
     ``row_ids[j]`` the chunk id of row j; ``computed`` the number of chunks embedded here.
     """
     rows: list[np.ndarray | None] = [None] * len(chunks)
-    todo: dict[str, list[int]] = {}
+    todo: dict[tuple[str, str], list[int]] = {}
     for i, chunk in enumerate(chunks):
-        text = embedding_text(chunk, docs.get(chunk.path))
-        reused = base.vectors_for(embedding_key(text)) if base is not None else None
+        head, body = embedding_parts(chunk, docs.get(chunk.path))
+        reused = base.vectors_for(embedding_key(f"{head}\n\n{body}")) if base is not None else None
         if reused is not None:
             rows[i] = reused
         else:
-            todo.setdefault(text, []).append(i)
+            todo.setdefault((head, body), []).append(i)
     texts = list(todo)
     for start in range(0, len(texts), batch):
         part = texts[start : start + batch]
-        embedded, owners = embed_passages_segmented(model, part)
+        embedded, owners = embed_passages_segmented(model, [b for _, b in part], [h for h, _ in part])
         owners_arr = np.asarray(owners)
         for j, text in enumerate(part):
             block = np.ascontiguousarray(embedded[owners_arr == j], dtype=np.float32)

@@ -15,7 +15,7 @@ from artifacts.embedding import HashEmbedder
 from artifacts.layout import IDS_FILE, VECTORS_FILE
 from artifacts.records import Chunk, Document
 from artifacts.store import verify_bundle
-from indexer.build import build_bundle, embedding_text
+from indexer.build import build_bundle, embedding_parts, embedding_text
 from query.bundle import open_bundle
 from query.hybrid import vector_ranking
 from tests.conftest import MINILM, RepoBuilder
@@ -31,9 +31,10 @@ class SegmentingHashEmbedder(HashEmbedder):
         self.spec = EmbedderSpec(model_id="hash-seg-64", dim=64, max_seq_tokens=self.WORDS,
                                  fingerprint=hashlib.sha256(b"hash-seg-64").hexdigest())
 
-    def split_passage(self, text: str) -> list[str]:
+    def split_passage(self, text: str, header: str = "") -> list[str]:
+        head = f"{header}\n\n" if header else ""
         words = text.split()
-        return [" ".join(words[i : i + self.WORDS]) for i in range(0, len(words), self.WORDS)] or [text]
+        return [head + " ".join(words[i : i + self.WORDS]) for i in range(0, len(words), self.WORDS)] or [head + text]
 
 
 LONG = " ".join(f"slovo{i} bežné" for i in range(60)) + " zebraplanktón horské jazero"
@@ -62,7 +63,8 @@ def test_long_input_has_one_row_per_segment_and_is_found_by_its_last_words(seg_r
     assert counts.vectors == len(ids) == vectors.shape[0] > counts.chunks == 3
     long_id = next(c for c in set(ids) if c.startswith("docs/long.md"))
     rows = [i for i, cid in enumerate(ids) if cid == long_id]
-    assert len(rows) == len(model.split_passage(embedding_text(_chunk(result.bundle_path, long_id))))
+    head, body = embedding_parts(_chunk(result.bundle_path, long_id))
+    assert len(rows) == len(model.split_passage(body, head)) > 1
     assert rows == list(range(rows[0], rows[0] + len(rows)))  # one chunk's segments are consecutive
     verify_bundle(result.bundle_path)
 

@@ -18,9 +18,17 @@ def test_long_passage_is_split_without_losing_text_and_short_one_is_kept() -> No
     assert len(parts) > 1
     assert " ".join(parts) == text
     assert all(len(tokenizer(p)["input_ids"]) <= model.spec.max_seq_tokens for p in parts)
+    sizes = [len(tokenizer(p)["input_ids"]) for p in parts]
+    assert max(sizes) - min(sizes) <= max(sizes) // 4  # balanced: no short remainder segment
     vectors, owners = embed_passages_segmented(model, ["kurzer Text", text])
     assert owners == [0] + [1] * len(parts)
     assert vectors.shape == (1 + len(parts), model.spec.dim)
+    header = "Größe der Wörter\nKapitel > Abschnitt"
+    with_header = model.split_passage(text, header)  # type: ignore[attr-defined]
+    assert all(p.startswith(header + "\n\n") for p in with_header)
+    assert " ".join(p.removeprefix(header + "\n\n") for p in with_header) == text
+    assert all(len(tokenizer(p)["input_ids"]) <= model.spec.max_seq_tokens for p in with_header)
+    assert model.split_passage("kurz", header) == [header + "\n\nkurz"]  # type: ignore[attr-defined]
 
 
 def test_embedders_without_a_tokenizer_give_one_row_per_passage(hash_embedder) -> None:  # type: ignore[no-untyped-def]
