@@ -3,7 +3,8 @@
 Runs gitrag's BM25 and vector arms (``query.hybrid.rank_chunks``, anchor included) for every
 question, keeps both chunk rankings, and scores several ways of fusing them at the document level
 (a document takes the rank of its best chunk): RRF over chunks (what the server did up to
-embedding input version 2), RRF over documents, and each with other k and vector weights.
+embedding input version 2), RRF over documents, each with other k and vector weights, and the
+lexical anchor off, unrestricted, or restricted to BM25's top 1 or 3 documents.
 
     .venv/bin/python bench/fusion_sweep.py --bundle STORE/bundles/<id> \\
         --questions ../shared/bench/xquad-de.qrels.jsonl --split dev [--json]
@@ -40,39 +41,48 @@ def main() -> None:
     qset = load_questions(args.questions)
     questions, _ = select_questions(qset, args.split, bundle.manifest.commit)
     base = SearchOptions()
+    # Rankings carry the unrestricted lexical anchor; each variant below restricts it itself.
+    unrestricted = base.model_copy(update={"anchor_bm25_rank": 10**9})
     runs = []
     for q in questions:
-        ranking = rank_chunks(bundle, q.question, depth=base.candidates, flt=q.filter, options=base)
+        ranking = rank_chunks(bundle, q.question, depth=base.candidates, flt=q.filter, options=unrestricted)
         runs.append((q, ranking))
 
     def score(order_of: Callable[[object], list[str]]) -> dict[str, float]:
         return mean_scores([score_question(document_ranking(bundle, order_of(r)), q.relevant) for q, r in runs])
 
-    def fused(ranking, opts: SearchOptions) -> list[str]:  # type: ignore[no-untyped-def]
+    bm25_docs = {id(r): document_ranking(bundle, r.chunk_ids("bm25")) for _, r in runs}
+
+    def fused(ranking, opts: SearchOptions, anchor_rank: int | None = None) -> list[str]:  # type: ignore[no-untyped-def]
         order, scores, info = fuse_rankings(bundle, ranking.bm25, ranking.vector, opts)
-        if ranking.anchor is not None:  # the same lexical anchor the server applies
-            apply_anchor(bundle, ranking.anchor, ranking.bm25, order, scores, info)
+        anchor = ranking.anchor  # the same lexical anchor the server applies
+        if anchor is not None and anchor_rank is not None and anchor not in bm25_docs[id(ranking)][:anchor_rank]:
+            anchor = None  # variant: anchor only a document BM25 itself ranks in its top anchor_rank
+        if anchor is not None and anchor_rank != 0:
+            apply_anchor(bundle, anchor, ranking.bm25, order, scores, info)
         return order
 
     rows: dict[str, dict[str, float]] = {
         "bm25": score(lambda r: r.chunk_ids("bm25")),  # type: ignore[attr-defined]
         "vector": score(lambda r: r.chunk_ids("vector")),  # type: ignore[attr-defined]
-        "hybrid (default)": score(lambda r: r.chunk_ids("hybrid")),  # type: ignore[attr-defined]
     }
+    rows["hybrid (default)"] = score(lambda r: fused(r, base, base.anchor_bm25_rank))
     for level in ("chunk", "document"):
         for k in (5, 10, 20, 60):
             for wv in (0.25, 0.5, 0.75, 1.0):
-                opts = base.model_copy(update={"rrf_k": k, "vector_weight": wv, "fusion_level": level})
-                rows[f"rrf {level} k={k} wv={wv}"] = score(
-                    lambda r, o=opts: fused(r, o))
+                for anchor_rank in (None, 0, 1, 3):
+                    opts = base.model_copy(update={"rrf_k": k, "vector_weight": wv, "fusion_level": level})
+                    name = {None: "any", 0: "off"}.get(anchor_rank, f"top{anchor_rank}")  # type: ignore[arg-type]
+                    rows[f"rrf {level} k={k} wv={wv} anchor={name}"] = score(
+                        lambda r, o=opts, a=anchor_rank: fused(r, o, a))
     bundle.close()
     if args.json:
         print(json.dumps({"questions": len(runs), "variants": rows}, indent=1))
         return
     print(f"{len(runs)} questions; bundle {args.bundle.name}")
-    print(f"{'variant':<34} {'ndcg@10':>8} {'mrr':>8} {'hit@1':>8}")
+    print(f"{'variant':<46} {'ndcg@10':>8} {'mrr':>8} {'hit@1':>8}")
     for name, m in rows.items():
-        print(f"{name:<34} {m['ndcg@10']:>8.4f} {m['mrr']:>8.4f} {m['hit@1']:>8.4f}")
+        print(f"{name:<46} {m['ndcg@10']:>8.4f} {m['mrr']:>8.4f} {m['hit@1']:>8.4f}")
 
 
 if __name__ == "__main__":

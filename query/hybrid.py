@@ -9,7 +9,8 @@ index is expanded to the indexed words within edit distance 1 (2 for words of 8+
 of neighbouring letters, so a typo still finds its page while a clean query is left untouched.
 The dense arm is a cosine k-NN over hnswlib.
 The two rankings are fused by weighted RRF; a *lexical anchor* then moves a document to the top
-when a rare query word (or a quoted phrase) occurs in that one document only.
+when a rare query word (or a quoted phrase) occurs in that one document only and BM25 itself ranks
+that document among its best ``anchor_bm25_rank`` documents (by default: first).
 """
 
 from __future__ import annotations
@@ -106,7 +107,9 @@ class SearchOptions(BaseModel):
     ``prefix_weight`` / ``any_term_weight``: score scale of the looser BM25 strategies;
     ``candidates``: chunks taken from each arm; ``typo_tolerance``: expand words absent from the index
     by edit distance; ``anchor``: enable the lexical anchor; ``anchor_max_chunks``: a word is rare
-    when at most this many chunks contain it; ``base_url``: prefix of ``source_url``.
+    when at most this many chunks contain it; ``anchor_bm25_rank``: the anchored document must be
+    among BM25's best this many documents (an inflected form that happens to be rare elsewhere must
+    not override a better lexical match); ``base_url``: prefix of ``source_url``.
     """
 
     rrf_k: int = Field(60, ge=1)
@@ -119,6 +122,7 @@ class SearchOptions(BaseModel):
     typo_tolerance: bool = True
     anchor: bool = True
     anchor_max_chunks: int = Field(8, ge=1)
+    anchor_bm25_rank: int = Field(1, ge=1)
     base_url: str | None = None
 
     def retrieval_config(self) -> dict[str, Any]:
@@ -475,6 +479,18 @@ def fuse_rankings(bundle: OpenedBundle, bm25: list[tuple[str, float]], dense: li
     return order, fused, info
 
 
+def _top_paths(bundle: OpenedBundle, hits: list[tuple[str, float]], n: int) -> list[str]:
+    """Return the first ``n`` distinct document paths of a chunk ranking."""
+    paths: list[str] = []
+    for cid, _ in hits:
+        path = bundle.chunks[bundle.chunk_index[cid]].path
+        if path not in paths:
+            paths.append(path)
+            if len(paths) == n:
+                break
+    return paths
+
+
 def apply_anchor(bundle: OpenedBundle, anchor: str, bm25: list[tuple[str, float]], order: list[str],
                  fused: dict[str, float], info: dict[str, dict[str, Any]]) -> None:
     """Move the anchored document's best BM25 chunk to the front of ``order`` (in place).
@@ -517,6 +533,8 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
         with bundle.text_lock:
             whoosh_filter = _whoosh_filter(flt, published_only, paths)
         anchor = lexical_anchor(bundle, text, whoosh_filter, opts.anchor_max_chunks)
+        if anchor is not None and anchor not in _top_paths(bundle, bm25, opts.anchor_bm25_rank):
+            anchor = None
         if anchor is not None:
             apply_anchor(bundle, anchor, bm25, order, fused, info)
     return Ranking(bm25=bm25, vector=dense, fused=order, fused_scores=fused, info=info,
