@@ -14,8 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-ANALYZER_VERSION = 1
-"""Version of the Whoosh analyzers in :mod:`artifacts.analysis`; bump on any change."""
+ANALYZER_VERSION = 2
+"""Version of the Whoosh analyzers in :mod:`artifacts.analysis`; bump on any change.
+
+1: tokens joined by inner dots, apostrophes and hyphens.  2: hyphens split tokens.
+"""
 
 GRAPH_SCHEMA_VERSION = 2
 """Version of the graph schema written by the indexer; bump on any change.

@@ -1,0 +1,35 @@
+"""Tokenisation shared by indexing and queries: hyphenated compounds match their parts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from artifacts.analysis import fold
+from indexer.build import build_bundle
+from query.bundle import open_bundle
+from query.hybrid import parse_search_request, search
+from tests.conftest import RepoBuilder
+
+
+def test_hyphens_split_tokens_but_dots_and_apostrophes_join() -> None:
+    assert fold("HTML-Blöcke im Pop-out-Fenster") == "html blocke im pop out fenster"
+    assert fold("Verzia v1.2 a example.com, don't") == "verzia v1.2 a example.com don't"
+
+
+def test_compound_and_its_parts_find_each_other(repo: RepoBuilder, tmp_path: Path, hash_embedder) -> None:  # type: ignore[no-untyped-def]
+    repo.write("html.md", "# HTML-Inhalte\n\nAnforderungen an HTML-Blöcke beim Markdown-Rendering.\n")
+    repo.write("blocke.md", "# Blöcke\n\nHTML wird in Blöcken gerendert.\n")
+    for i in range(5):
+        repo.write(f"other{i}.md", f"# Seite {i}\n\nNotizen und Ordner {i}.\n")
+    repo.commit()
+    bundle = open_bundle(build_bundle(repo.path, tmp_path / "s", embedder=hash_embedder).bundle_path,
+                         embedder=hash_embedder)
+    try:
+        def first(query: str) -> str:
+            return search(bundle, parse_search_request({"query": query}))["results"][0]["document_path"]
+
+        assert first("Markdown Rendering") == "html.md"  # the parts find the compound
+        assert first("HTML-Inhalte") == "html.md"
+        assert first("Blöcke") == "blocke.md"
+    finally:
+        bundle.close()
