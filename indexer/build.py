@@ -74,6 +74,7 @@ class BuildResult:
             "changes": m.model_extra.get("changes") if m.model_extra else None,
             "embeddings_computed": m.stats.embeddings_computed,
             "embeddings_reused": m.stats.embeddings_reused,
+            "vectors_donor": (m.model_extra or {}).get("vectors_donor"),
             "timings": m.stats.timings,
             "peak_rss_mb": m.stats.peak_rss_mb,
             "content_digest": m.content_digest,
@@ -183,6 +184,10 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
             base_id = find_base_bundle(store, repo, info.commit, fingerprint)
             if base_id is not None:
                 base = load_base_bundle(store, base_id, embedding_text)
+        # Vectors depend only on the embedder and the embedding input, so any bundle embedded
+        # the same way can donate them (e.g. after an analyzer or chunking change); keyed by
+        # content hash, so which donor is chosen never changes the result.
+        donor = _vector_donor(store, config, info.commit, base)
         lap("find_base")
         files = [f for f in iter_markdown(repo, info.tree) if config.includes(f.path)]
         docs, skipped, parsed_paths = _parse_tree(files, base, config.max_file_bytes, report)
@@ -190,7 +195,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         chunks = _chunk_all(docs, parsed_paths, base, config.chunking)
         lap("chunk")
         docs_by_path = {d.path: d for d in docs}
-        vectors, row_ids, computed = _embed(model, chunks, docs_by_path, base, report)
+        vectors, row_ids, computed = _embed(model, chunks, docs_by_path, [b for b in (base, donor) if b], report)
         lap("embed")
         _write_records(staging, docs, chunks)
         changed = _changed_paths(base, docs_by_path, parsed_paths)
@@ -240,6 +245,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
             built_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             stats=BuildStats(embeddings_computed=computed, embeddings_reused=len(chunks) - computed),
             changes=_change_summary(base, docs_by_path, changed),
+            vectors_donor=donor.bundle_id if donor is not None else None,
         )
         lap("digest")
         manifest.stats.timings = timings
@@ -320,9 +326,29 @@ def _chunk_all(docs: list[Document], parsed: set[str], base: BaseBundle | None, 
     return chunks
 
 
-def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base: BaseBundle | None,
+def _vector_donor(store: Store, config: BuildConfig, commit: str, base: BaseBundle | None) -> BaseBundle | None:
+    """Return a bundle with another configuration but the same embedder and embedding input version.
+
+    Only when there is no incremental base: a bundle of the same commit first, else the newest.
+    ``None`` when no bundle qualifies or the candidate cannot be read (the build then embeds).
+    """
+    if base is not None:
+        return None
+    same = [b for b in store.list_bundles()
+            if b.manifest.config.embedder == config.embedder
+            and b.manifest.config.embedding_input_version == config.embedding_input_version]
+    if not same:
+        return None
+    same.sort(key=lambda b: b.manifest.commit != commit)  # stable: newest first otherwise
+    try:
+        return load_base_bundle(store, same[0].bundle_id, embedding_text)
+    except Exception:  # noqa: BLE001 - a donor is an optimisation only
+        return None
+
+
+def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], sources: list[BaseBundle],
            report: Progress, batch: int = 64) -> tuple[np.ndarray, list[str], int]:
-    """Embed every chunk's :func:`embedding_text`, reusing the base bundle's rows for known inputs.
+    """Embed every chunk's :func:`embedding_text`, reusing rows of ``sources`` (base, donor) for known inputs.
 
     Returns ``(vectors, row_ids, computed)``: float32 (m, dim) L2-normalised, m >= len(chunks),
     rows in chunk order with the segments of one chunk consecutive (an input past the model's
@@ -333,7 +359,8 @@ def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base
     todo: dict[tuple[str, str], list[int]] = {}
     for i, chunk in enumerate(chunks):
         head, body = embedding_parts(chunk, docs.get(chunk.path))
-        reused = base.vectors_for(embedding_key(f"{head}\n\n{body}")) if base is not None else None
+        key = embedding_key(f"{head}\n\n{body}")
+        reused = next((v for v in (src.vectors_for(key) for src in sources) if v is not None), None)
         if reused is not None:
             rows[i] = reused
         else:

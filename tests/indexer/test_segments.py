@@ -144,3 +144,18 @@ def test_real_model_segments_an_over_long_chunk(repo: RepoBuilder, tmp_path: Pat
     assert len(hits) == len({cid for cid, _ in hits}) == len(set(ids))
     assert re.match(r"a\.md", hits[0][0])
     bundle.close()
+
+
+def test_a_bundle_with_another_configuration_donates_its_vectors(seg_repo: RepoBuilder, tmp_path: Path) -> None:
+    model = SegmentingHashEmbedder()
+    part = build_bundle(seg_repo.path, tmp_path / "store", embedder=model, include=["docs/"])
+    full = build_bundle(seg_repo.path, tmp_path / "store", embedder=model)
+    scratch = build_bundle(seg_repo.path, tmp_path / "scratch", embedder=model)
+    assert full.manifest.built_from is None  # another configuration is never an incremental base
+    assert full.summary()["vectors_donor"] == part.bundle_id
+    assert full.manifest.stats.embeddings_computed == 1  # only other/x.md was not in the donor
+    assert full.manifest.content_digest == scratch.manifest.content_digest
+    ids_f, vec_f = _rows(full.bundle_path)
+    ids_s, vec_s = _rows(scratch.bundle_path)
+    assert ids_f == ids_s
+    np.testing.assert_allclose(vec_f, vec_s, atol=1e-6)
