@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from artifacts.cli import main
 from query.eval import QuestionFileError, compare_results, load_questions, select_questions
+from query.hybrid import SearchOptions
 from tests.conftest import RepoBuilder
 
 
@@ -90,7 +91,7 @@ def test_eval_reports_metrics_per_engine_and_reproduces(wiki: RepoBuilder, tmp_p
     saved = json.loads(out.read_text(encoding="utf-8"))
     assert saved["dataset_sha256"] and saved["embedder"]["model_id"] == "hash-64" and saved["tool_version"]
     assert saved["index_version"]["bundle_id"].startswith(saved["index_version"]["commit"])
-    assert saved["config"]["search"]["rrf_k"] == 60
+    assert saved["config"]["search"] == SearchOptions().retrieval_config()
 
     # A later commit changes the corpus; --reproduce still evaluates the recorded commit.
     wiki.write("cs/novy.md", "---\ntitle: Nový\n---\n# Nový\n\nSměrování paketů OSPF OSPF OSPF.\n")

@@ -36,13 +36,15 @@ def test_document_level_fusion_lets_arms_agree_on_a_document_through_different_c
     bm25 = [(a1, 9.0), (b1, 5.0), (c1, 4.0)]
     dense = [(a2, 0.9), (c1, 0.8), (b1, 0.7)]
     k = 60
-    chunk_order, chunk_scores, _ = fuse_rankings(bundle, bm25, dense, SearchOptions(rrf_k=k, fusion_level="chunk"))
+    chunk_opts = SearchOptions(rrf_k=k, vector_weight=1.0, fusion_level="chunk")
+    chunk_order, chunk_scores, _ = fuse_rankings(bundle, bm25, dense, chunk_opts)
     # Chunk level: b1 and c1 collect two contributions, a1 and a2 one each.
     assert chunk_scores[b1] == pytest.approx(1 / (k + 2) + 1 / (k + 3))
     assert chunk_scores[a1] == pytest.approx(1 / (k + 1))
     assert chunk_order[:2] == [b1, c1] and set(chunk_order[2:]) == {a1, a2}
 
-    doc_order, doc_scores, info = fuse_rankings(bundle, bm25, dense, SearchOptions(rrf_k=k, fusion_level="document"))
+    doc_order, doc_scores, info = fuse_rankings(bundle, bm25, dense, SearchOptions(rrf_k=k, vector_weight=1.0,
+                                                                                  fusion_level="document"))
     # Document level: A is first in both arms, so both of its chunks lead, best chunk score first.
     assert doc_scores[a1] == doc_scores[a2] == pytest.approx(2 / (k + 1))
     assert doc_order[:2] == sorted([a1, a2]) and doc_order[2:] == [b1, c1]
