@@ -42,6 +42,17 @@ TOKENIZER = "cl100k_base"
 """tiktoken encoding used to count and split chunk tokens."""
 
 
+def path_included(path: str, include: list[str] | tuple[str, ...]) -> bool:
+    """Return whether ``path`` matches one of the ``include`` patterns (empty: every path).
+
+    A pattern ending in ``/`` is a folder prefix; any other is a shell pattern (fnmatch, case
+    sensitive, ``*`` also crosses ``/``).
+    """
+    if not include:
+        return True
+    return any(path.startswith(p) if p.endswith("/") else fnmatch.fnmatchcase(path, p) for p in include)
+
+
 class ChunkConfig(BaseModel):
     """Chunking limits, all in tiktoken ``cl100k_base`` tokens.
 
@@ -93,9 +104,7 @@ class BuildConfig(BaseModel):
 
     def includes(self, path: str) -> bool:
         """Return whether ``path`` (repository-relative, NFC) is selected by :attr:`include`."""
-        if not self.include:
-            return True
-        return any(path.startswith(p) if p.endswith("/") else fnmatch.fnmatchcase(path, p) for p in self.include)
+        return path_included(path, self.include)
 
     def fingerprint(self) -> str:
         """Return sha256 (hex) of the canonical JSON of this configuration."""

@@ -33,7 +33,7 @@ from artifacts.records import Chunk, Document, SkippedFile, make_chunk_id
 from artifacts.store import Store, make_bundle_id
 
 from .chunking import chunk_document, count_tokens
-from .errors import BuildError, SkipFile
+from .errors import BuildError, SkipFile, SourceError
 from .gitsource import CommitInfo, SourceFile, iter_markdown, open_repo, resolve_commit
 from .graph import select_graph_mapping, write_graph
 from .incremental import BaseBundle, embedding_key, find_base_bundle, load_base_bundle
@@ -190,6 +190,9 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         donor = _vector_donor(store, config, info.commit, base)
         lap("find_base")
         files = [f for f in iter_markdown(repo, info.tree) if config.includes(f.path)]
+        if config.include and not files:
+            raise SourceError(f"--include {' '.join(config.include)} matches no Markdown file of commit "
+                              f"{info.commit[:12]} (a folder needs a trailing '/', e.g. 'docs/')")
         docs, skipped, parsed_paths = _parse_tree(files, base, config.max_file_bytes, report)
         lap("parse")
         chunks = _chunk_all(docs, parsed_paths, base, config.chunking)
@@ -254,7 +257,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         lap("publish")
     except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        if isinstance(exc, Exception) and not isinstance(exc, BuildError):
+        if isinstance(exc, Exception) and not isinstance(exc, (BuildError, SourceError)):
             raise BuildError(f"building {info.commit[:12]} failed: {type(exc).__name__}: {exc}") from exc
         raise
     current = _maybe_set_current(store, bundle_id) if update_current else False

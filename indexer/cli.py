@@ -63,10 +63,13 @@ def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
 @click.option("--include", "include", multiple=True, metavar="PATTERN",
               help="Index only matching paths (repeatable): a folder prefix ending in '/' such as 'docs/', "
                    "or a shell pattern such as 'cs/*.md' ('*' also crosses folders). Default: every *.md file.")
+@click.option("--keep-current", is_flag=True,
+              help="Do not move CURRENT to the new bundle (gitrag eval builds this way).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max_tokens: int, overlap: int,
                   min_tokens: int, max_file_bytes: int, wait: bool, scratch: bool, rev_range: str | None,
-                  all_history: bool, graph_schema: str | None, include: tuple[str, ...], as_json: bool) -> None:
+                  all_history: bool, graph_schema: str | None, include: tuple[str, ...], keep_current: bool,
+                  as_json: bool) -> None:
     """Build the bundle of commit REV of a Git repository of Markdown and make it CURRENT.
 
     The bundle is derived from the nearest ancestor commit's bundle with the same configuration
@@ -81,6 +84,8 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
         chunking = ChunkConfig(max_tokens=max_tokens, overlap_tokens=overlap, min_tokens=min_tokens)
     except ValueError as exc:
         _report_error(exc, as_json)
+    if (rev_range or all_history) and keep_current:
+        raise click.UsageError("--keep-current applies to a single build, not to --range/--all")
     if rev_range or all_history:
         _backfill(repo, store_dir, rev_range, rev, embedder, chunking, max_file_bytes, graph_schema, list(include),
                   interactive, as_json)
@@ -89,7 +94,7 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
     try:
         result = build_bundle(repo, store_dir, rev, embedder=embedder, chunking=chunking,
                               max_file_bytes=max_file_bytes, progress=report, wait_for_lock=wait, scratch=scratch,
-                              graph_schema=graph_schema, include=list(include))
+                              graph_schema=graph_schema, include=list(include), update_current=not keep_current)
     except (IndexerError, ArtifactError, ValueError) as exc:
         close()
         _report_error(exc, as_json)
@@ -103,7 +108,8 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
                f"{len(summary['skipped'])} skipped")
     for skip in summary["skipped"]:  # type: ignore[union-attr]
         click.echo(f"  skipped {skip['path']}: {skip['reason']}")
-    where = " (CURRENT)" if result.current else " (not current: store is pinned)"
+    where = (" (CURRENT)" if result.current else " (CURRENT not moved: --keep-current)" if keep_current
+             else " (not current: store is pinned)")
     click.echo(f"bundle: {summary['bundle_path']}{where}")
 
 

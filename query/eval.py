@@ -295,8 +295,8 @@ def make_result(bundle: OpenedBundle, qset: QuestionSet, split: str, engines: tu
 def compare_results(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Return the differences between two results of the same evaluation (empty: reproduced).
 
-    Compares the index version, the dataset hash, every engine metric and every per-question rank
-    exactly; timings and tool commit are ignored.
+    Compares the index version, the dataset hash, the embedder, every engine metric and every
+    per-question rank exactly; timings and tool commit are ignored.
     """
     diffs: list[str] = []
     if old.get("dataset_sha256") != new.get("dataset_sha256"):
@@ -305,6 +305,10 @@ def compare_results(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         a, b = (old.get("index_version") or {}).get(key), (new.get("index_version") or {}).get(key)
         if a != b:
             diffs.append(f"index_version.{key}: {a} -> {b}")
+    for key in ("model_id", "fingerprint"):
+        a, b = (old.get("embedder") or {}).get(key), (new.get("embedder") or {}).get(key)
+        if a != b:
+            diffs.append(f"embedder.{key}: {a} -> {b}")
     for engine, metrics in (old.get("engines") or {}).items():
         now = (new.get("engines") or {}).get(engine)
         if now is None:

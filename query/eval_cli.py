@@ -32,7 +32,8 @@ def _build(repo: str, store: str, rev: str, build_args: list[str]) -> dict[str, 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         try:
-            command.main(["--repo", repo, "--store", store, "--rev", rev, "--wait", "--json", *build_args],
+            command.main(["--repo", repo, "--store", store, "--rev", rev, "--wait", "--json", "--keep-current",
+                          *build_args],
                          prog_name="gitrag build", standalone_mode=False)
         except SystemExit as exc:
             if exc.code:
@@ -59,6 +60,7 @@ def _run(*, questions: str, repo: str, store: str, rev: str, split: str, engines
     from .hybrid import SearchOptions
 
     qset = load_questions(questions)  # validate before spending time on a build
+    _check_against_tree(qset, repo, rev, split, build_args)
     # Reproducing: the recorded bundle itself when the store still has it (vectors then match
     # exactly); otherwise the bundle this version builds for the recorded commit and configuration.
     recorded = Store(store).bundles_dir / bundle_id if bundle_id else None
@@ -77,6 +79,74 @@ def _run(*, questions: str, repo: str, store: str, rev: str, split: str, engines
                            repo=str(Path(repo).resolve()), store=str(Path(store).resolve()), rev=rev)
     finally:
         bundle.close()
+
+
+def _check_against_tree(qset: Any, repo: str, rev: str, split: str, build_args: list[str]) -> None:
+    """Reject relevant paths missing from REV's tree (or excluded by --include) before any build.
+
+    Raises :class:`~query.eval.QuestionFileError` listing every problem; a bad ``rev`` is left to
+    the build, which reports it.
+    """
+    import unicodedata
+
+    import pygit2
+
+    from artifacts.config import path_included
+
+    from .eval import QuestionFileError, select_questions
+
+    try:
+        git = pygit2.Repository(repo)
+        commit = git.revparse_single(rev).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return
+    paths: set[str] = set()
+    stack = [("", commit.tree)]
+    while stack:
+        prefix, tree = stack.pop()
+        for entry in tree:
+            name = unicodedata.normalize("NFC", entry.name or "")
+            if entry.type_str == "tree":
+                stack.append((prefix + name + "/", git[entry.id]))
+            elif entry.type_str == "blob" and name.lower().endswith(".md"):
+                paths.add(prefix + name)
+    include = [build_args[i + 1] for i, arg in enumerate(build_args[:-1]) if arg == "--include"]
+    chosen, _ = select_questions(qset, split, str(commit.id))
+    problems = []
+    for q in chosen:
+        for p in q.relevant:
+            if p not in paths:
+                problems.append(f"question {q.id!r}: relevant path {p!r} is not in commit {str(commit.id)[:12]}")
+            elif not path_included(p, include):
+                problems.append(f"question {q.id!r}: relevant path {p!r} is excluded by --include {' '.join(include)}")
+    if problems:
+        raise QuestionFileError(f"question file has {len(problems)} problem(s)", problems)
+
+
+def _read_result(path: str) -> dict[str, Any]:
+    """Read a result file written by ``gitrag eval --out``; raise ClickException naming what is wrong."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise click.ClickException(f"{path} is not a readable gitrag eval result: {exc}") from exc
+    problems = []
+    if not isinstance(data, dict):
+        problems.append("the top level is not an object")
+    else:
+        if not str(data.get("format", "")).startswith("gitrag-eval/"):
+            problems.append(f"format {data.get('format')!r} is not gitrag-eval/*")
+        cfg, iv, ds = data.get("config"), data.get("index_version"), data.get("dataset")
+        if not isinstance(cfg, dict) or not all(k in cfg for k in ("split", "engines", "search", "build")):
+            problems.append("config must be an object with split, engines, search and build")
+        elif cfg["split"] not in ("dev", "test", "all") or not isinstance(cfg["search"], dict):
+            problems.append("config.split must be dev, test or all and config.search an object")
+        if not isinstance(iv, dict) or not isinstance(iv.get("commit"), str):
+            problems.append("index_version must be an object with commit")
+        if not isinstance(ds, dict) or not isinstance(ds.get("path"), str):
+            problems.append("dataset must be an object with path")
+    if problems:
+        raise click.ClickException(f"{path} is not a valid gitrag eval result: " + "; ".join(problems))
+    return data  # type: ignore[no-any-return]
 
 
 def _build_args(result_config: dict[str, Any]) -> list[str]:
@@ -107,11 +177,13 @@ def _build_args(result_config: dict[str, Any]) -> list[str]:
 @click.option("--max-file-bytes", default=2 * 1024 * 1024, show_default=True, help="Skip larger files (bytes).")
 @click.option("--include", "include", multiple=True, metavar="PATTERN",
               help="Index only matching paths (as gitrag build --include).")
-@click.option("--rrf-k", default=None, type=int, help="RRF constant k (default 60).")
+@click.option("--rrf-k", default=None, type=click.IntRange(min=1), help="RRF constant k (default 5).")
 @click.option("--fusion-level", default=None, type=click.Choice(["chunk", "document"]),
-              help="Fuse chunk rankings or document rankings (default: the server default).")
-@click.option("--bm25-weight", default=None, type=float, help="RRF weight of the BM25 arm.")
-@click.option("--vector-weight", default=None, type=float, help="RRF weight of the vector arm.")
+              help="Fuse chunk rankings or document rankings (default: chunk).")
+@click.option("--bm25-weight", default=None, type=click.FloatRange(min=0, max=1e6),
+              help="RRF weight of the BM25 arm (default 1).")
+@click.option("--vector-weight", default=None, type=click.FloatRange(min=0, max=1e6),
+              help="RRF weight of the vector arm (default 0.5).")
 @click.option("--no-anchor", is_flag=True, help="Disable the lexical anchor.")
 @click.option("--reproduce", "reproduce", type=click.Path(exists=True, dir_okay=False),
               help="Re-run the evaluation recorded in this result file; exit 1 on any difference.")
@@ -122,13 +194,28 @@ def eval_command(questions: str | None, repo: str | None, store_dir: str | None,
                  include: tuple[str, ...], rrf_k: int | None, fusion_level: str | None,
                  bm25_weight: float | None, vector_weight: float | None, no_anchor: bool,
                  reproduce: str | None, as_json: bool, out: str | None) -> None:
-    """Evaluate retrieval (Hit@1/3/5, MRR, Recall@5, nDCG@10 per engine) on a question file at commit REV."""
+    """Evaluate retrieval (Hit@1/3/5, MRR, Recall@5, nDCG@10 per engine) on a question file at commit REV.
+
+    The bundle is built if missing but the store's CURRENT pointer is never moved (a server on the
+    same store keeps serving what it served).
+    """
     from .eval import ENGINES, QuestionFileError, compare_results
 
+    if out:
+        parent = Path(out).resolve().parent
+        if not parent.is_dir():
+            raise click.BadParameter(f"folder {str(parent)!r} does not exist", param_hint="--out")
     old: dict[str, Any] | None = None
     try:
         if reproduce:
-            old = json.loads(Path(reproduce).read_text(encoding="utf-8"))
+            ctx = click.get_current_context()
+            overridden = [f"--{name.replace('_', '-')}" for name in ("questions", "rev", "split", "engines", "embedder",
+                          "include", "rrf_k", "fusion_level", "bm25_weight", "vector_weight", "no_anchor")
+                          if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE]
+            if overridden:
+                raise click.UsageError(f"--reproduce re-runs the recorded settings; {', '.join(overridden)} "
+                                       "cannot be combined with it (only --repo, --store, --json, --out)")
+            old = _read_result(reproduce)
             cfg = old["config"]
             questions = questions or old["dataset"]["path"]
             repo, store_dir = repo or cfg["repo"], store_dir or cfg["store"]

@@ -117,3 +117,44 @@ def test_eval_rejects_a_relevant_path_absent_from_the_commit(wiki: RepoBuilder, 
     assert body["reason"] == "invalid_questions"
     assert body["problems"] == ["question 'q1': relevant path 'cs/missing.md' is not in commit "
                                 + body["problems"][0].split("commit ")[1]]
+    assert not (tmp_path / "store" / "bundles").exists()  # rejected before any build
+
+
+def test_eval_never_moves_current_and_names_paths_excluded_by_include(wiki: RepoBuilder, tmp_path: Path) -> None:
+    runner, store = CliRunner(), tmp_path / "store"
+    built = runner.invoke(main, ["build", "--repo", str(wiki.path), "--store", str(store), "--embedder", "hash-64",
+                                 "--json"])
+    assert built.exit_code == 0, built.output
+    current = (store / "CURRENT").read_text()
+    questions = _write(tmp_path / "q.jsonl", [{"id": "q1", "question": "Kaffee", "relevant": ["de/kaffee.md"]}])
+    base = ["eval", "--questions", str(questions), "--repo", str(wiki.path), "--store", str(store),
+            "--embedder", "hash-64", "--engines", "bm25"]
+    assert runner.invoke(main, [*base, "--include", "de/"]).exit_code == 0
+    assert (store / "CURRENT").read_text() == current  # a server on this store keeps its bundle
+    excluded = runner.invoke(main, [*base, "--include", "cs/", "--json"])
+    assert excluded.exit_code == 1
+    assert json.loads(excluded.output)["problems"] == [
+        "question 'q1': relevant path 'de/kaffee.md' is excluded by --include cs/"]
+    nothing = runner.invoke(main, ["build", "--repo", str(wiki.path), "--store", str(store), "--embedder", "hash-64",
+                                   "--include", "cs"])
+    assert nothing.exit_code == 1 and "matches no Markdown file" in nothing.output
+
+
+def test_eval_rejects_bad_result_files_and_option_mixes_cleanly(wiki: RepoBuilder, tmp_path: Path) -> None:
+    runner = CliRunner()
+    for name, content in (("list.json", "[1, 2]"), ("cfg.json", json.dumps({"format": "gitrag-eval/1", "config": "x"})),
+                          ("cut.json", '{"format": "gitrag-eval/1", "con')):
+        (tmp_path / name).write_text(content, encoding="utf-8")
+        result = runner.invoke(main, ["eval", "--reproduce", str(tmp_path / name)])
+        assert result.exit_code == 1 and "gitrag eval result" in result.output, result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+    questions = _write(tmp_path / "q.jsonl", [{"id": "q1", "question": "Kaffee", "relevant": ["de/kaffee.md"]}])
+    mixed = runner.invoke(main, ["eval", "--reproduce", str(tmp_path / "list.json"), "--split", "dev"])
+    assert mixed.exit_code == 2 and "--split" in mixed.output
+    missing_dir = runner.invoke(main, ["eval", "--questions", str(questions), "--repo", str(wiki.path), "--store",
+                                       str(tmp_path / "s"), "--embedder", "hash-64",
+                                       "--out", str(tmp_path / "no/x.json")])
+    assert missing_dir.exit_code == 2 and not (tmp_path / "s").exists()
+    bad_k = runner.invoke(main, ["eval", "--questions", str(questions), "--repo", str(wiki.path), "--store",
+                                 str(tmp_path / "s"), "--rrf-k", "0"])
+    assert bad_k.exit_code == 2 and "--rrf-k" in bad_k.output
