@@ -25,10 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from artifacts.errors import ArtifactError  # noqa: E402
 from artifacts.layout import CHUNKS_FILE, DOCS_FILE  # noqa: E402
 from artifacts.manifest import read_manifest  # noqa: E402
 from artifacts.records import Chunk, Document  # noqa: E402
-from query.eval import DOC_DEPTH, load_questions, select_questions  # noqa: E402
+from query.eval import DOC_DEPTH, QuestionFileError, load_questions, select_questions  # noqa: E402
 from query.hybrid import _doc_matches  # noqa: E402
 from query.metrics import first_relevant_rank, mean_scores, score_question  # noqa: E402
 
@@ -73,12 +74,22 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    manifest = read_manifest(args.bundle)
-    docs = {d.path: d for d in _read(args.bundle / DOCS_FILE, Document)}
-    chunks = _read(args.bundle / CHUNKS_FILE, Chunk)
+    try:
+        manifest = read_manifest(args.bundle)
+        docs = {d.path: d for d in _read(args.bundle / DOCS_FILE, Document)}
+        chunks = _read(args.bundle / CHUNKS_FILE, Chunk)
+        qset = load_questions(args.questions)
+        chosen, skipped = select_questions(qset, args.split, manifest.commit)
+        tree = set(docs) | {s.path for s in manifest.skipped}
+        problems = [f"question {q.id!r}: relevant path {p!r} is not in the bundle"
+                    for q in chosen for p in q.relevant if p not in tree]
+        if problems:
+            raise QuestionFileError(f"question file has {len(problems)} problem(s)", problems)
+    except QuestionFileError as exc:
+        sys.exit(f"{exc}:\n  " + "\n  ".join(exc.problems))
+    except (ArtifactError, OSError) as exc:
+        sys.exit(f"{args.bundle} is not a readable gitrag bundle: {exc}")
     db = build_fts(chunks, docs, args.text)
-    qset = load_questions(args.questions)
-    chosen, skipped = select_questions(qset, args.split, manifest.commit)
     scores, rows = [], []
     for q in chosen:
         match = fts_query(q.question)

@@ -104,6 +104,12 @@ def _parse_question(obj: Any, where: str, problems: list[str], *, gold: bool) ->
     if not isinstance(relevant, list) or not all(isinstance(p, str) and p for p in relevant):
         problems.append(f"{where}: {relevant_key!r} must be a list of document paths")
         relevant = []
+    elif len({_nfc(p) for p in relevant}) != len(relevant):
+        problems.append(f"{where}: {relevant_key!r} lists a path twice")
+    answers = obj.get("answers")
+    if not gold and answers is not None and (
+            not isinstance(answers, list) or not all(isinstance(a, str) for a in answers)):
+        problems.append(f"{where}: 'answers' must be a list of strings")
     split = obj.get("split")
     if split is not None and not isinstance(split, str):
         problems.append(f"{where}: 'split' must be a string")
@@ -113,9 +119,11 @@ def _parse_question(obj: Any, where: str, problems: list[str], *, gold: bool) ->
     flt = None
     if obj.get("filter") is not None:
         try:
-            flt = SearchFilter.model_validate(obj["filter"])
-        except ValidationError:
-            problems.append(f"{where}: 'filter' is not a valid filter object")
+            flt = SearchFilter.model_validate(obj["filter"], strict=True)
+        except ValidationError as exc:
+            fields = sorted({".".join(str(part) for part in err["loc"]) or "(object)" for err in exc.errors()})
+            problems.append(f"{where}: 'filter' is not a valid filter object (bad or unknown key: "
+                            f"{', '.join(fields)}; allowed: path_prefix, tags, categories, year)")
     if len(problems) > before:
         return None
     return Question(id=qid, question=text, relevant=tuple(dict.fromkeys(_nfc(p) for p in relevant)),

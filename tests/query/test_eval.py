@@ -29,6 +29,9 @@ def test_a_broken_question_file_is_rejected_with_every_problem(tmp_path: Path) -
         {"id": "d", "question": "q", "relevant": [], "filter": {"bogus": 1}},  # invalid filter
         {"id": "e", "question": "q", "relevant": [], "relevnt": []},      # unknown field
         "{not json",
+        {"id": "f", "question": "q", "relevant": ["x.md", "x.md"]},      # a path twice
+        {"id": "g", "question": "q", "relevant": [], "answers": "308"},   # answers not a list
+        {"id": "h", "question": "q", "relevant": [], "filter": {"year": "2020"}},  # year as a string
     ])
     with pytest.raises(QuestionFileError) as info:
         load_questions(path)
@@ -36,6 +39,10 @@ def test_a_broken_question_file_is_rejected_with_every_problem(tmp_path: Path) -
     assert "duplicate id" in problems and "missing field 'question'" in problems
     assert "line 4: 'relevant' must be a list" in problems and "line 5: 'filter'" in problems
     assert "unknown field(s) relevnt" in problems and "line 7: invalid JSON" in problems
+    assert "line 8: 'relevant' lists a path twice" in problems
+    assert "line 9: 'answers' must be a list of strings" in problems
+    assert "line 10: 'filter' is not a valid filter object (bad or unknown key: year" in problems
+    assert "bad or unknown key: bogus" in problems
     with pytest.raises(QuestionFileError):
         load_questions(_write(tmp_path / "empty.jsonl", [""]))
 
