@@ -70,7 +70,8 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
         if debug and "debug" in result:
             arms = result["debug"]
             click.echo(f"    bm25 rank={arms.get('bm25_rank')} score={arms.get('bm25_score')}  "
-                       f"vector rank={arms.get('vector_rank')} score={arms.get('vector_score')}")
+                       f"vector rank={arms.get('vector_rank')} score={arms.get('vector_score')}  "
+                       f"fused={arms.get('fused_score')}" + ("  anchor" if arms.get("anchor") else ""))
 
 
 @click.command("serve")
