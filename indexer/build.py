@@ -84,7 +84,7 @@ class BuildResult:
 
 
 def embedding_parts(chunk: Chunk, doc: Document | None = None) -> tuple[str, str]:
-    """Return ``(header, body)`` of a chunk's embedding input (embedding input version 2).
+    """Return ``(header, body)`` of a chunk's embedding input (embedding input version 3).
 
     Header lines: title; authors and tags of ``doc`` (comma-separated, each line only when
     present); heading path joined by `` > ``.  Body: the chunk text.  A segmented input repeats the
@@ -368,16 +368,16 @@ def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], sour
             rows[i] = reused
         else:
             todo.setdefault((head, body), []).append(i)
-    texts = list(todo)
-    for start in range(0, len(texts), batch):
-        part = texts[start : start + batch]
+    inputs = list(todo)
+    for start in range(0, len(inputs), batch):
+        part = inputs[start : start + batch]
         embedded, owners = embed_passages_segmented(model, [b for _, b in part], [h for h, _ in part])
         owners_arr = np.asarray(owners)
-        for j, text in enumerate(part):
+        for j, item in enumerate(part):
             block = np.ascontiguousarray(embedded[owners_arr == j], dtype=np.float32)
-            for i in todo[text]:
+            for i in todo[item]:
                 rows[i] = block
-        report("embed", min(start + batch, len(texts)), len(texts))
+        report("embed", min(start + batch, len(inputs)), len(inputs))
     row_ids = [chunk.chunk_id for chunk, block in zip(chunks, rows, strict=True) for _ in range(len(block))]  # type: ignore[arg-type]
     dim = model.spec.dim
     vectors = np.concatenate(rows, axis=0) if rows else np.zeros((0, dim), dtype=np.float32)  # type: ignore[arg-type]
