@@ -34,7 +34,7 @@ from artifacts import __version__
 
 from .bundle import OpenedBundle
 from .errors import QueryError
-from .hybrid import SearchFilter, SearchOptions, rank_chunks
+from .hybrid import SearchFilter, SearchOptions, rank_chunks, top_documents
 from .metrics import METRICS, first_relevant_rank, mean_scores, score_question
 
 RESULT_FORMAT = "gitrag-eval/1"
@@ -221,16 +221,7 @@ def check_relevant_paths(questions: list[Question], bundle: OpenedBundle) -> Non
 
 def document_ranking(bundle: OpenedBundle, chunk_ids: list[str], depth: int = DOC_DEPTH) -> list[str]:
     """Return document paths in order of their best chunk in ``chunk_ids`` (at most ``depth``)."""
-    docs: list[str] = []
-    seen: set[str] = set()
-    for cid in chunk_ids:
-        path = bundle.chunks[bundle.chunk_index[cid]].path
-        if path not in seen:
-            seen.add(path)
-            docs.append(path)
-            if len(docs) == depth:
-                break
-    return docs
+    return top_documents(bundle, chunk_ids, depth)
 
 
 def evaluate(bundle: OpenedBundle, questions: list[Question], engines: tuple[str, ...],

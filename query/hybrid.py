@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
@@ -103,9 +104,9 @@ class SearchOptions(BaseModel):
     """Server-side retrieval settings (not per request).
 
     Fusion defaults (k = 5, vector weight 0.5, chunk level, anchor on BM25's first document) were
-    chosen with ``bench/fusion_sweep.py`` as the one setting whose hybrid nDCG@10 is at least the
-    better arm's on the dev sets with both the English MiniLM and the multilingual e5 arm (README,
-    "Retrieval quality"); with RRF's usual k = 60 the gap between ranks 1 and 2 (0.0003) is so
+    chosen with ``bench/fusion_sweep.py`` as the setting with the smallest worst-case loss of hybrid
+    nDCG@10 against the better arm on the dev sets with both the English MiniLM and the multilingual
+    e5 arm (README, "Retrieval quality"); with RRF's usual k = 60 the gap between ranks 1 and 2 (0.0003) is so
     small that a weak arm reorders the top of a strong one.
 
     ``rrf_k``: RRF constant; ``fusion_level``: fuse chunk or document rankings (:func:`fuse_rankings`);
@@ -485,12 +486,14 @@ def fuse_rankings(bundle: OpenedBundle, bm25: list[tuple[str, float]], dense: li
     return order, fused, info
 
 
-def _top_paths(bundle: OpenedBundle, hits: list[tuple[str, float]], n: int) -> list[str]:
-    """Return the first ``n`` distinct document paths of a chunk ranking."""
+def top_documents(bundle: OpenedBundle, chunk_ids: Iterable[str], n: int) -> list[str]:
+    """Return the first ``n`` distinct document paths of a chunk ranking, in order of their best chunk."""
     paths: list[str] = []
-    for cid, _ in hits:
+    seen: set[str] = set()
+    for cid in chunk_ids:
         path = bundle.chunks[bundle.chunk_index[cid]].path
-        if path not in paths:
+        if path not in seen:
+            seen.add(path)
             paths.append(path)
             if len(paths) == n:
                 break
@@ -539,7 +542,7 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
         with bundle.text_lock:
             whoosh_filter = _whoosh_filter(flt, published_only, paths)
         anchor = lexical_anchor(bundle, text, whoosh_filter, opts.anchor_max_chunks)
-        if anchor is not None and anchor not in _top_paths(bundle, bm25, opts.anchor_bm25_rank):
+        if anchor is not None and anchor not in top_documents(bundle, (c for c, _ in bm25), opts.anchor_bm25_rank):
             anchor = None
         if anchor is not None:
             apply_anchor(bundle, anchor, bm25, order, fused, info)
