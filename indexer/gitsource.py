@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
+
+from artifacts.gittree import markdown_entries
 
 from .errors import SourceError
 
@@ -72,22 +73,9 @@ def iter_markdown(repo: pygit2.Repository, tree_sha: str) -> Iterator[SourceFile
     """Yield every ``*.md`` blob of a tree (recursively), sorted by NFC path.
 
     Paths use ``/`` separators; a name that is not valid UTF-8 is decoded with replacement.
-    Submodules (commit entries) are ignored; symlinks are yielded with ``symlink=True``.
+    Submodules (commit entries) are ignored; symlinks are yielded with ``symlink=True``
+    (see :func:`artifacts.gittree.markdown_entries`).
     """
-    tree = repo[tree_sha]
-    found: list[SourceFile] = []
-    _walk(repo, tree, "", found)
-    found.sort(key=lambda f: f.path)
-    yield from found
-
-
-def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, out: list[SourceFile]) -> None:
-    for entry in tree:
-        raw = entry.raw_name if hasattr(entry, "raw_name") else entry.name.encode()
-        name = unicodedata.normalize("NFC", raw.decode("utf-8", errors="replace"))
-        path = prefix + name
-        if entry.type_str == "tree":
-            _walk(repo, repo[entry.id], path + "/", out)
-        elif entry.type_str == "blob" and name.lower().endswith(".md"):
-            out.append(SourceFile(path=path, blob_id=str(entry.id), size=entry.size, repo=repo,
-                                  symlink=entry.filemode == pygit2.GIT_FILEMODE_LINK))
+    for path, entry in markdown_entries(repo, repo[tree_sha]):
+        yield SourceFile(path=path, blob_id=str(entry.id), size=entry.size, repo=repo,
+                         symlink=entry.filemode == pygit2.GIT_FILEMODE_LINK)

@@ -87,11 +87,10 @@ def _check_against_tree(qset: Any, repo: str, rev: str, split: str, build_args: 
     Raises :class:`~query.eval.QuestionFileError` listing every problem; a bad ``rev`` is left to
     the build, which reports it.
     """
-    import unicodedata
-
     import pygit2
 
     from artifacts.config import path_included
+    from artifacts.gittree import markdown_entries
 
     from .eval import QuestionFileError, select_questions
 
@@ -100,16 +99,7 @@ def _check_against_tree(qset: Any, repo: str, rev: str, split: str, build_args: 
         commit = git.revparse_single(rev).peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError):
         return
-    paths: set[str] = set()
-    stack = [("", commit.tree)]
-    while stack:
-        prefix, tree = stack.pop()
-        for entry in tree:
-            name = unicodedata.normalize("NFC", entry.name or "")
-            if entry.type_str == "tree":
-                stack.append((prefix + name + "/", git[entry.id]))
-            elif entry.type_str == "blob" and name.lower().endswith(".md"):
-                paths.add(prefix + name)
+    paths = {path for path, _ in markdown_entries(git, commit.tree)}
     include = [build_args[i + 1] for i, arg in enumerate(build_args[:-1]) if arg == "--include"]
     chosen, _ = select_questions(qset, split, str(commit.id))
     problems = []
