@@ -37,7 +37,19 @@ class PluginGroup(click.Group):
         if command is not None:
             return command
         ep = self._plugins().get(name)
-        return ep.load() if ep is not None else None
+        if ep is None:
+            return None
+        try:
+            return ep.load()  # type: ignore[no-any-return]
+        except ImportError as exc:
+            # A plugin whose module is missing (an install out of step with the source tree) must not
+            # take `gitrag --help` and every other command down with it; invoking it says why.
+            problem = f"{type(exc).__name__}: {exc}"
+
+            def _broken() -> None:
+                raise click.ClickException(f"command {name!r} failed to load ({problem}); reinstall gitrag")
+
+            return click.Command(name, callback=_broken, help=f"(unavailable: {problem})")
 
 
 @click.group(cls=PluginGroup)

@@ -11,8 +11,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-"""The read-only shared folder beside the work tree (corpora and benchmarks)."""
+SHARED = Path(os.environ.get("GITRAG_SHARED") or Path(__file__).resolve().parents[2] / "shared")
+"""The read-only shared folder (corpora and benchmarks): ``$GITRAG_SHARED``, else ``shared/`` beside the work tree."""
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -79,5 +79,5 @@ def require_shared(name: str) -> Path:
     """Return a file of ../shared, skipping the test when the shared folder is absent."""
     path = SHARED / name
     if not path.exists():
-        pytest.skip(f"{name} not available")
+        pytest.skip(f"{path} not found (set GITRAG_SHARED to the shared folder)")
     return path
