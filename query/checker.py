@@ -17,11 +17,13 @@ Checks per claim, in order (reasons from :data:`query.evidence.CLAIM_FAILURES`):
    exactly (``67,5`` = ``67.5``; ``22. 10. 2019`` = ``22.10.2019``; the year of a date counts as
    the year).  Names compare diacritics-folded and inflection-aware with the Slovak case forms of
    :func:`query.graph_names.name_forms` (``Strakovej`` = ``Straková``); no prefix guessing, so
-   ``Nováková`` is not ``Novák``.  A capitalised word that opens a sentence is not treated as a name
-   when it is a stop word or an ordinary word of the cited evidence or the question (inflection-aware)
-   and the next word is not capitalised.  (simplemma's lexicons were the alternative: 160 MB and
-   several seconds to load sk+cs+en, too much for a per-request check.)
-4. ``graph_mismatch`` (only with ``graph=``, a ``/graph`` response body): for a claim citing a
+   ``Nováková`` is not ``Novák``.  A lone capitalised word opening a sentence (next word not
+   capitalised) is not taken for a name: it cannot be told from an ordinary word without a lexicon
+   (simplemma's sk+cs+en lexicons were measured at 160 MB and several seconds to load), so a bare
+   surname at the start of a sentence is the one name the checker does not verify.
+4. ``instruction_text``: the quote passed, but it lies in a sentence of the evidence that addresses
+   the model ("ignore previous instructions ...", also sk/cs): such text is data, never support.
+5. ``graph_mismatch`` (only with ``graph=``, a ``/graph`` response body): for a claim citing a
    ``graph`` item, every count in its text must equal the aggregation count (or a list length of the
    graph answer), and a list of names that mixes members of a graph answer list with names outside
    it is rejected.
@@ -45,8 +47,8 @@ from .evidence import (
     GeneratorReply,
     GeneratorUnavailableError,
 )
-from .graph_names import name_forms, tokenize
-from .sentences import WordSet, analyze, content_words, fold_word, stop_words
+from .graph_names import capital_runs, name_forms, tokenize
+from .sentences import WordSet, addresses_model, analyze, content_words, fold_word, text_units
 
 _SPACE = re.compile(r"\s+")
 _OUTER = "\"'„“”‚‘’«»`"
@@ -186,12 +188,12 @@ def _name_support(text: str) -> _NameSupport:
     return _NameSupport(text)
 
 
-def _detail_tokens(text: str, common: WordSet) -> list[str]:
+def _detail_tokens(text: str) -> list[str]:
     """Capitalised name/title words and mixed tokens (``mT5``, ``GPT-2``) of a claim text.
 
-    A capitalised word that opens a sentence, is not followed by another capitalised word and is a
-    stop word or an ordinary word of ``common`` (the cited evidence and the question, folded,
-    inflection-aware) is not a name.
+    A lone capitalised word that opens a sentence (the next word is not capitalised) is not taken
+    for a name: without a lexicon it cannot be told from an ordinary word, and nearly every claim
+    starts with one.  Full names and capitalised words inside a sentence are checked.
     """
     text = unicodedata.normalize("NFC", text)
     tokens = tokenize(text)
@@ -211,7 +213,7 @@ def _detail_tokens(text: str, common: WordSet) -> list[str]:
             before = text[:start]
             initial = not before.strip(" \t\n-*>#(\"'„“") or bool(_SENTENCE_END.search(before))
             next_capital = i + 1 < len(tokens) and tokens[i + 1].capital and not tokens[i + 1].text.isdigit()
-            if initial and not next_capital and (fold_word(word) in stop_words() or common.has(fold_word(word))):
+            if initial and not next_capital:
                 continue
         out.append(word)
     return out
@@ -248,8 +250,13 @@ def _graph_lists(graph: dict[str, Any]) -> list[set[str]]:
 
 
 def _name_runs(text: str) -> list[str]:
-    runs = re.findall(r"[A-ZÁ-ŽА-Я][\w’'-]*(?:\s+[A-ZÁ-ŽА-Я][\w’'-]*)+", unicodedata.normalize("NFC", text))
-    return [normalize_quote(r) for r in runs]
+    """Runs of two or more adjacent capitalised words (names) within one list element, normalised."""
+    out = []
+    for part in re.split(r"[,;:()/]|\s(?:a|i|aj|and|und|et)\s", text):
+        for run in capital_runs(tokenize(part), set()):
+            if len(run) >= 2:
+                out.append(normalize_quote(" ".join(t.text for t in run)))
+    return out
 
 
 def _graph_verdict(text: str, graph: dict[str, Any]) -> list[str]:
@@ -278,8 +285,7 @@ def check_reply(question: str, reply: GeneratorReply | Sequence[Claim], evidence
 
     ``evidence``: this request's context (ids ``E1..En``); ``graph``: the ``/graph`` response body
     the graph items came from (``aggregation``, ``answer``), enabling ``graph_mismatch``.
-    ``question`` is never support for a detail (a claim is not true because the question says so);
-    its ordinary words only tell that a capitalised word opening a sentence is not a name.
+    ``question`` is never support (a claim is not true because the question says so).
     Raises nothing on bad claims; every failure is a verdict.
     """
     claims = reply.claims if isinstance(reply, GeneratorReply) else tuple(reply)
@@ -319,6 +325,8 @@ def _check_claim(question: str, claim: Claim, by_id: dict[str, EvidenceItem], ha
             fail("frankenquote", "the quote joins pieces of evidence that are not contiguous")
         else:
             fail("fabricated", "the quote does not occur in any evidence item")
+    elif any(_quote_in_instruction(quote, item.text) for item in cited):
+        fail("instruction_text", "the quote comes from evidence text that addresses the model, which is never support")
 
     support = "\n".join(_support_text(item) for item in cited)
     numbers = _number_support(support)
@@ -327,7 +335,7 @@ def _check_claim(question: str, claim: Claim, by_id: dict[str, EvidenceItem], ha
             kind = "year" if _YEAR.fullmatch(number) else "date" if _DATE.fullmatch(number) else "number"
             fail("unsupported_detail", f"a {kind} in the claim text is not in the cited evidence")
     names = _name_support(support)
-    for word in _detail_tokens(claim.text, WordSet([*analyze(support), *analyze(question)])):
+    for word in _detail_tokens(claim.text):
         if not names.has(word):
             fail("unsupported_detail", "a name or title in the claim text is not in the cited evidence")
             break
@@ -336,6 +344,16 @@ def _check_claim(question: str, claim: Claim, by_id: dict[str, EvidenceItem], ha
         for detail in _graph_verdict(claim.text, graph):
             fail("graph_mismatch", detail)
     return ClaimVerdict(claim, not reasons, tuple(reasons), tuple(details))
+
+
+@lru_cache(maxsize=512)
+def _instruction_units(text: str) -> tuple[_Hay, ...]:
+    """The sentences / items of an evidence text that address the model."""
+    return tuple(_Hay.of(u.text) for u in text_units(text) if addresses_model(u.text))
+
+
+def _quote_in_instruction(quote: str, text: str) -> bool:
+    return any(h.contains(quote) for h in _instruction_units(text))
 
 
 def _words(text: str) -> list[str]:

@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 from .errors import InvalidRequestError
 from .evidence import Claim, ClaimVerdict, EvidenceItem, Generator, GeneratorReply, GeneratorUnavailableError
-from .sentences import Unit, content_words, text_units, word_set
+from .sentences import Unit, addresses_model, content_words, text_units, word_set
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +149,8 @@ class ExtractiveGenerator:
         for rank, item in enumerate(evidence):
             base = [item.title or "", *item.heading_path]
             for unit in text_units(item.text):
+                if addresses_model(unit.text):
+                    continue
                 own_words = word_set(unit.text)
                 ctx_words = word_set("\n".join(base + list(unit.headings)))
                 own = frozenset(w for w in wanted if own_words.has(w))
