@@ -47,7 +47,7 @@ from .evidence import (
     GeneratorReply,
     GeneratorUnavailableError,
 )
-from .graph_names import capital_runs, name_forms, tokenize
+from .graph_names import capital_runs, damerau1, name_forms, tokenize
 from .sentences import WordSet, addresses_model, analyze, content_words, fold_word, text_units
 
 _SPACE = re.compile(r"\s+")
@@ -118,7 +118,8 @@ class _Hay:
 
 # --------------------------------------------------------------------------- details
 
-def _support_text(item: EvidenceItem) -> str:
+def support_text(item: EvidenceItem) -> str:
+    """What details of a claim citing ``item`` may rest on: its text, title, heading path and graph facts."""
     parts = [item.text, item.title or "", " / ".join(item.heading_path)]
     parts.extend(_flatten(fact) for fact in item.facts)
     return "\n".join(p for p in parts if p)
@@ -328,7 +329,7 @@ def _check_claim(question: str, claim: Claim, by_id: dict[str, EvidenceItem], ha
     elif any(_quote_in_instruction(quote, item.text) for item in cited):
         fail("instruction_text", "the quote comes from evidence text that addresses the model, which is never support")
 
-    support = "\n".join(_support_text(item) for item in cited)
+    support = "\n".join(support_text(item) for item in cited)
     numbers = _number_support(support)
     for number in _numbers(claim.text):
         if number not in numbers:
@@ -397,15 +398,55 @@ def coverage(question: str, claims: Iterable[Claim], evidence: Sequence[Evidence
     Content words: :func:`query.sentences.content_words` (BM25 folding analyzer, stop words of
     sk/cs/en/de/pl dropped); a word counts as covered when some word of a cited item's text, title
     or heading path matches it (:func:`query.sentences.words_match`, inflection by shared prefix).
-    A question without content words has coverage 0.0.
+    A question without content words, or one that names someone (:func:`question_names`) whom the
+    cited evidence never names, has coverage 0.0.
     """
     wanted = content_words(question)
     if not wanted:
         return 0.0
     by_id = {item.evidence_id: item for item in evidence}
-    cited = {e for claim in claims for e in claim.evidence if e in by_id}
-    words = WordSet(w for e in cited for w in analyze(_support_text(by_id[e])))
+    cited = [by_id[e] for e in dict.fromkeys(e for claim in claims for e in claim.evidence) if e in by_id]
+    support = "\n".join(support_text(item) for item in cited)
+    if not all(name_occurs(name, support) for name in question_names(question)):
+        return 0.0
+    words = WordSet(analyze(support))
     return sum(1 for w in wanted if words.has(w)) / len(wanted)
+
+
+def question_names(question: str) -> list[tuple[str, ...]]:
+    """Full names in ``question``: runs of two or more adjacent capitalised words (``Petry Strakovej``)."""
+    names = []
+    for part in re.split(r"[,;:()/?!.]|\s(?:a|i|aj|and|und|et)\s", unicodedata.normalize("NFC", question)):
+        for run in capital_runs(tokenize(part), set()):
+            if len(run) >= 2:
+                names.append(tuple(t.text for t in run))
+    return names
+
+
+@lru_cache(maxsize=16384)
+def _forms(word: str) -> frozenset[str]:
+    """``word`` and its Slovak case forms, folded (computed from the word as written)."""
+    return frozenset({_squash(word), *(_squash(f) for f in name_forms(word))})
+
+
+def name_occurs(name: tuple[str, ...], text: str) -> bool:
+    """The name's words occur adjacent in ``text``, each in some Slovak case form (folded); one word
+    of 5+ letters may differ by one edit (a typo), as in graph name matching."""
+    raw = [m.group(0) for m in _WORD_RE.finditer(unicodedata.normalize("NFC", text))]
+    targets = [_squash(token) for token in name]
+    wanted = [_forms(token) for token in name]
+
+    def same(i: int, word: str) -> int:  # 2 exact or inflected, 1 typo, 0 no
+        folded = _squash(word)
+        if folded in wanted[i] or targets[i] in _forms(word):
+            return 2
+        return 1 if len(folded) >= 5 and damerau1(folded, targets[i]) else 0
+
+    for start in range(len(raw) - len(name) + 1):
+        scores = [same(i, raw[start + i]) for i in range(len(name))]
+        if all(scores) and scores.count(1) <= 1:
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------- pipeline

@@ -129,8 +129,13 @@ def test_coverage_uses_cited_evidence_and_inflection() -> None:
     full = coverage(fx.QUESTION, [claim(fx.GOOD)], ev)
     # content words: zadani, diplomovej, prace, jany, kovacovej -> all in E1 (zadanie, Diplomová práca, title)
     assert full == pytest.approx(1.0)
-    other = coverage(fx.QUESTION, [Claim("x", ("E3",), "y")], ev)
-    assert 0.0 < other < 0.7  # E3 has zadanie and práca but not the person or "diplomovej"
+    # E3 is another student's page: it never names Jana Kováčová, so it covers nothing of this question
+    assert coverage(fx.QUESTION, [Claim("x", ("E3",), "y")], ev) == 0.0
+    # without a name: zadani, diplomovej, prace -> E3 has "Zadanie" and "práca", not "diplomovej"
+    assert coverage("Čo je v zadaní diplomovej práce?", [Claim("x", ("E3",), "y")], ev) == pytest.approx(2 / 3)
+    # names match in any case form and with one typo, but must be adjacent and complete
+    assert coverage("Čo je v zadaní Jany Kovačovej?", [claim(fx.GOOD)], ev) == pytest.approx(1.0)
+    assert coverage("Čo je v zadaní Jany Horákovej?", [claim(fx.GOOD)], ev) == 0.0
     assert coverage(fx.QUESTION, [], ev) == 0.0
     assert coverage("Čo je to?", [claim(fx.GOOD)], ev) == 0.0  # no content words
     assert coverage(fx.QUESTION, [Claim("x", ("E9",), "y")], ev) == 0.0  # unknown ids cover nothing
