@@ -392,6 +392,8 @@ def test_extractive_assignment_points_on_the_thesis_wiki(tmp_path: Any, hash_emb
         expected = q["expected"]["assignment"]
         points += len(expected)
         delivered += sum(normalize_quote(p) in texts for p in expected)
+    print(f"\ncontent_assignment: {questions} questions, right page {right_page}/{questions}, "
+          f"points delivered verbatim {delivered}/{points} = {delivered / points:.1%}")
     assert questions == 15
     assert right_page == questions
     assert delivered / points >= 0.8, (delivered, points)
