@@ -62,6 +62,9 @@ _DATE = re.compile(r"\d{1,2}[./]\d{1,2}[./](\d{4})")
 _YEAR = re.compile(r"(?:1[5-9]|20)\d{2}")
 _SENTENCE_END = re.compile(r"[.!?:;]\s*[\"'„“”»)*_]*\s*$")
 _MIN_PIECE_WORDS = 3
+_MAX_PIECE_SEARCH_WORDS = 150  # longer non-verbatim quotes are simply "fabricated" (bounds the search)
+MAX_CLAIMS = 50
+"""Claims of one reply that are checked; the rest of an overlong reply is dropped unchecked."""
 
 
 # --------------------------------------------------------------------------- normalisation
@@ -282,14 +285,14 @@ def _graph_verdict(text: str, graph: dict[str, Any]) -> list[str]:
 
 def check_reply(question: str, reply: GeneratorReply | Sequence[Claim], evidence: Sequence[EvidenceItem], *,
                 graph: dict[str, Any] | None = None) -> list[ClaimVerdict]:
-    """Return one :class:`ClaimVerdict` per claim of ``reply``, in order.
+    """Return one :class:`ClaimVerdict` per claim of ``reply`` (at most :data:`MAX_CLAIMS`), in order.
 
     ``evidence``: this request's context (ids ``E1..En``); ``graph``: the ``/graph`` response body
     the graph items came from (``aggregation``, ``answer``), enabling ``graph_mismatch``.
     ``question`` is never support (a claim is not true because the question says so).
     Raises nothing on bad claims; every failure is a verdict.
     """
-    claims = reply.claims if isinstance(reply, GeneratorReply) else tuple(reply)
+    claims = (reply.claims if isinstance(reply, GeneratorReply) else tuple(reply))[:MAX_CLAIMS]
     by_id = {item.evidence_id: item for item in evidence}
     hays = {item.evidence_id: _Hay.of(item.text) for item in evidence}
     return [_check_claim(question, claim, by_id, hays, graph) for claim in claims]
@@ -368,7 +371,7 @@ def _is_frankenquote(quote: str, hays: list[_Hay]) -> bool:
     some item; every word of the quote must be inside such a piece.
     """
     words = [w for w in _words(quote) if w]
-    if len(words) < 2 * _MIN_PIECE_WORDS:
+    if len(words) < 2 * _MIN_PIECE_WORDS or len(words) > _MAX_PIECE_SEARCH_WORDS:
         return False
     pieces = 0
     i = 0
@@ -492,7 +495,7 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
     attempts = [_attempt_record(1, reply, verdicts)]
     if not reply.claims:
         return GenerationOutcome([], "no_answer", "insufficient_evidence", 0.0, attempts)
-    passed = [v.claim for v in verdicts if v.ok]
+    passed = [v.claim for v in verdicts if v.ok]  # verdicts cover at most MAX_CLAIMS claims
     failed = [v for v in verdicts if not v.ok]
     repaired = False
     if failed:

@@ -177,3 +177,13 @@ def test_no_evidence_or_no_content_words_is_insufficient() -> None:
     assert (empty.status, empty.reason) == ("no_answer", "insufficient_evidence")
     vague = asyncio.run(run_generation("Čo je to?", fx.evidence(), ExtractiveGenerator()))
     assert (vague.status, vague.reason) == ("no_answer", "insufficient_evidence")
+
+
+def test_overlong_replies_are_bounded() -> None:
+    from query.checker import MAX_CLAIMS
+
+    many = [claim(fx.GOOD)] * (MAX_CLAIMS + 10)
+    assert len(check_reply(fx.QUESTION, many, fx.evidence())) == MAX_CLAIMS
+    long_quote = " ".join(["Vypracujte prehľad metód rozpoznávania reči."] * 60)  # 300 words, not verbatim
+    v = verdict(dict(fx.GOOD, quote=long_quote))
+    assert v.reasons[0] == "fabricated"
