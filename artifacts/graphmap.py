@@ -206,18 +206,16 @@ works:
     bp:
       label: Bakalárska práca
       heading: "^Bakalárska\\s+práca"
-      words: {sk: [bakalár*, záverečn*], cs: [bakalář*, závěrečn*], en: [bachelor*, bsc, "final thesis"]}
+      words: {sk: [bakalár*], cs: [bakalář*], en: [bachelor*, bsc]}
     dp:
       label: Diplomová práca
       heading: "^Diplomová\\s+práca"
-      words: {sk: [diplom*, inžiniersk*, záverečn*], cs: [diplom*, inženýrsk*, závěrečn*],
-              en: [master*, msc, diploma, "final thesis"]}
+      words: {sk: [diplom*, inžiniersk*], cs: [diplom*, inženýrsk*], en: [master*, msc, diploma]}
     dr:
       label: Dizertačná práca
       heading: "^Dizertačná\\s+práca"
-      words: {sk: [dizertač*, disertač*, doktorand*, doktorsk*, záverečn*],
-              cs: [disertač*, dizertač*, doktorand*, doktorsk*, závěrečn*],
-              en: [dissertation*, doctoral, doctorate, phd, "final thesis"]}
+      words: {sk: [dizertač*, disertač*, doktorand*, doktorsk*], cs: [disertač*, dizertač*, doktorand*, doktorsk*],
+              en: [dissertation*, doctoral, doctorate, phd]}
     vp:
       label: Výskumný projekt
       heading: "^Výskumný\\s+projekt"
