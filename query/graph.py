@@ -273,15 +273,19 @@ class Analysis:
         return len(self.work_types) == 1
 
 
-def _sentence_starts(question: str, tokens: list[Token]) -> set[int]:
-    starts = {0}
+def _boundaries(question: str, tokens: list[Token]) -> tuple[set[int], set[int]]:
+    """``(sentence starts, words preceded by punctuation)``, as token positions."""
+    starts, punctuated = {0}, {0}
     text = unicodedata.normalize("NFC", question)
     words = list(_WORD_RE.finditer(text))
     for i in range(1, len(words)):
         between = text[words[i - 1].end() : words[i].start()]
         if any(c in between for c in ".?!:;"):
             starts.add(i)
-    return starts & {t.index for t in tokens}
+        if between.strip():
+            punctuated.add(i)
+    positions = {t.index for t in tokens}
+    return starts & positions, punctuated & positions
 
 
 def _find_named(tokens: list[Token], free: set[int], named: list[_Named], vocab: Vocabulary) -> tuple[_Named, int] | None:
@@ -306,7 +310,7 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
     known = index.by_published[published_only]
     tokens = tokenize(question, vocab.possessive_suffixes)
     a = Analysis(tokens=tokens, years=find_years(tokens))
-    starts = _sentence_starts(question, tokens)
+    starts, punctuated = _boundaries(question, tokens)
     free = {t.index for t in tokens if not t.text.isdigit()}
 
     a.persons = known.names.match(tokens)
@@ -352,6 +356,11 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
             continue
         if not token.capital and len(token.folded) < 4:
             continue
+        neighbours = [n for n in (pos - 1, pos + 1) if 0 <= n < len(tokens)
+                      and max(n, pos) not in punctuated and not (n in starts and n < pos)]
+        if any(n in free and n not in vocab_positions and not vocab.is_stopword(tokens[n])
+               and (tokens[n].capital or not token.capital) for n in neighbours):
+            continue  # next to another unknown word: part of a name nobody has ("Peter Lukáč")
         surname = known.names.match_surname(token)
         if surname is not None:
             a.persons.append(surname)

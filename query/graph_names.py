@@ -24,7 +24,7 @@ _YEAR = re.compile(r"(?:19|20)[0-9]{2}")
 # Case endings added to a stem; which stem and which endings depends on how the name ends.
 # Slovak endings, plus the Czech ones that differ (-em, -ě, -é, -ího).
 _MASC_CONSONANT = ("a", "ovi", "om", "e", "u", "ovia", "ov", "em", "ové", "ů")
-_FEM_A = ("y", "e", "u", "ou", "i", "ě")
+_FEM_A = ("y", "e", "u", "ou", "i", "ě", "ej")  # -ej: adjectival surnames with a short -a (Čierna)
 _FEM_IA = ("e", "i", "u", "ou")
 _ADJ_FEM = ("ej", "ú", "ou", "u", "é")
 _ADJ_MASC_LONG = ("ého", "ému", "ým", "om")
