@@ -46,10 +46,11 @@ matched against NFC text)::
     questions:                   # extra question words, same shape as artifacts/graphwords.yaml
       concepts: {tag: {sk: [nálepka]}}
 
-``words`` of a work type are question words per language (a list applies to every language),
-matched like the question vocabulary: a lemma, or a prefix ending in ``*``, compared with
+``words`` of a work type are question words per language, matched like the question
+vocabulary: a lemma, or a prefix ending in ``*``, compared with
 diacritics-folded, lowercased question words and their lemmas (``bakalár*`` matches
-``bakalársku``, ``bakalárka``).  A word listed under several types names all of them.  The
+``bakalársku``, ``bakalárka``).  A word listed under several types names all of them.  A plain
+list (the first format, still read) applies to every language and every entry is a prefix.  The
 vocabulary of question words shared by every mapping is :data:`QUESTION_WORDS_FILE`
 (see :func:`question_words`).
 """

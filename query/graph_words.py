@@ -101,8 +101,9 @@ class Vocabulary:
         work_types: dict[str, list[Entry]] = {}
         if mapping.works is not None:
             for key, work_type in mapping.works.types.items():
+                # a plain list is the first mapping format: stems compared by prefix ("bakalar")
                 work_types[key] = _entries(work_type.words, languages) if isinstance(work_type.words, dict) \
-                    else _entries(words_of(work_type.words), languages)
+                    else _entries([w if w.endswith("*") else w + "*" for w in words_of(work_type.words)], languages)
         links_data = data.get("links") or {}
         links = {
             name: _entries(links_data.get(name) or {}, languages, literal=name in ("incoming", "outgoing"))
