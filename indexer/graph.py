@@ -385,7 +385,9 @@ def _data_files(repo: pygit2.Repository, tree: Any, prefix: str) -> list[tuple[s
     return sorted(found, key=lambda item: item[0])
 
 
-def load_author_names(repo: pygit2.Repository, tree: str, mapping: GraphMapping | dict[str, Any] | None) -> dict[str, str]:
+def load_author_names(
+    repo: pygit2.Repository, tree: str, mapping: GraphMapping | dict[str, Any] | None
+) -> dict[str, str]:
     """Return author id -> name from the mapping's ``author_names`` file in ``tree`` ({} when none).
 
     A missing, oversized, non-UTF-8 or malformed file gives ``{}`` (authors then keep their ids as

@@ -288,7 +288,9 @@ def _boundaries(question: str, tokens: list[Token]) -> tuple[set[int], set[int]]
     return starts & positions, punctuated & positions
 
 
-def _find_named(tokens: list[Token], free: set[int], named: list[_Named], vocab: Vocabulary) -> tuple[_Named, int] | None:
+def _find_named(
+    tokens: list[Token], free: set[int], named: list[_Named], vocab: Vocabulary
+) -> tuple[_Named, int] | None:
     """The longest title/topic whose words appear consecutively on free positions (a one-word
     name may also match through a lemma of the question word)."""
     for item in named:
@@ -311,7 +313,7 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
     tokens = tokenize(question, vocab.possessive_suffixes)
     a = Analysis(tokens=tokens, years=find_years(tokens))
     starts, punctuated = _boundaries(question, tokens)
-    free = {t.index for t in tokens if not t.text.isdigit()}
+    free = {t.index for t in tokens}
 
     a.persons = known.names.match(tokens)
     free -= {p for m in a.persons for p in m.positions}
@@ -334,7 +336,8 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
         tag_words = {p for c in ("tag", "topic") for s, e, _ in a.concepts[c] for p in range(s, e)}
         for pos in sorted(free - tag_words):
             token = tokens[pos]
-            tag = known.tags.get(token.folded) or next((known.tags[f] for f in vocab.forms(token) if f in known.tags), None)
+            tag = known.tags.get(token.folded) or next(
+                (known.tags[f] for f in vocab.forms(token) if f in known.tags), None)
             if tag is not None and tag not in a.tags:
                 a.tags.append(tag)
                 free.discard(pos)
@@ -818,7 +821,8 @@ def _common(out: _Answer, persons: list[_Person], what: str) -> dict[str, Any]:
     for person in persons:
         where = "WHERE d.published OR NOT $published_only "
         if what == "tags":
-            cypher = _person_documents_cypher(person) + where + "MATCH (d)-[:TAGGED]->(t:Tag) RETURN DISTINCT t.name, d.path"
+            cypher = (_person_documents_cypher(person) + where
+                      + "MATCH (d)-[:TAGGED]->(t:Tag) RETURN DISTINCT t.name, d.path")
         else:
             cypher = (_person_documents_cypher(person) + where
                       + "MATCH (d)-[:HAS_TOPIC]->(t:Topic) RETURN DISTINCT t.id, d.path, t.name")
@@ -869,7 +873,8 @@ def _with_tag(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
         for (path,) in rows:
             out.fact(path, "tagged" if label == "tag" else "has_topic", value, path)
         answer = {label: value, "count": count, "documents": [r[0] for r in rows]}
-        return out.body("ok", complete=not out.truncation, answer=answer, aggregation={"count": count, "complete": True})
+        return out.body("ok", complete=not out.truncation, answer=answer,
+                        aggregation={"count": count, "complete": True})
     rel = "DESCRIBES" if index.person_kind == "page" else "AUTHORED_BY"
     edge = "(d)-[:DESCRIBES]->(p:Person)" if rel == "DESCRIBES" else "(d)-[:AUTHORED_BY]->(p:Person)"
     match = doc_match + f"MATCH {edge} "

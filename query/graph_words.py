@@ -131,7 +131,9 @@ class Vocabulary:
         """Number of words ``entry`` covers when it starts at ``start`` (0: no match)."""
         for k, (word, prefix) in enumerate(entry.words):
             pos = start + k
-            if pos >= len(tokens) or pos not in free or not self._word_matches(tokens[pos], word, prefix, entry.literal):
+            if pos >= len(tokens) or pos not in free:
+                return 0
+            if not self._word_matches(tokens[pos], word, prefix, entry.literal):
                 return 0
         return len(entry.words)
 

@@ -305,7 +305,8 @@ def test_query_field_with_question_as_alias(wiki: dict[str, Any]) -> None:
 ])
 def test_questions_not_understood_keep_the_entities(wiki: dict[str, Any], question: str) -> None:
     body = ask(wiki["first"], question)
-    assert (body["status"], body["reason"], body["suggested_endpoint"]) == ("no_answer", "unsupported_question", "/search")
+    assert (body["status"], body["reason"], body["suggested_endpoint"]) == (
+        "no_answer", "unsupported_question", "/search")
     assert body["facts"] == [] and body["answer"] is None
     assert [(p["name"], p["path"]) for p in body["entities"]["persons"]] == [
         ("Ján Holp", "pages/students/2016/jan_holp/README.md")]
