@@ -393,8 +393,46 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
     return a
 
 
+# Concepts each intent may contain besides ``filler``, ``who`` and ``person`` (question words and
+# nouns for people): a concept the intent does not use ("Kolik stran má diplomová práce X?" has a
+# count the works of a person do not answer) means the question asks for something else.
+_ALLOWED: dict[str, set[str]] = {
+    "works_of_person": {"work", "year", "author", "document"},
+    "title_of_work": {"title", "work", "topic", "year", "start", "author", "document"},
+    "year_of_work": {"year", "work", "start", "author", "document"},
+    "supervisor_of_work": {"supervisor", "work", "year", "start", "document"},
+    "start_year_of_person": {"start", "year"},
+    "tags_of_person": {"tag", "topic", "document", "author", "start", "year"},
+    "topics_of_person": {"topic", "document", "author", "start", "year"},
+    "common_tags": {"tag", "topic", "common", "document", "author", "start", "year"},
+    "common_topics": {"topic", "common", "document", "author", "start", "year"},
+    "persons_with_tag": {"tag", "topic", "document", "author", "count"},
+    "documents_with_tag": {"tag", "topic", "document", "count"},
+    "documents_of_author": {"document", "author", "count"},
+    "author_of_document": {"author", "document"},
+    "persons_with_work": {"work", "count", "year", "author", "document"},
+    "persons_started": {"start", "year", "count"},
+}
+_ALWAYS = {"filler", "who", "person"}
+
+
 def _intent(a: Analysis, index: GraphIndex) -> str:
-    """The intent whose slots the question fills, else ``unsupported`` / ``content``."""
+    """The intent whose slots the question fills and whose words explain the question, else
+    ``unsupported`` (or ``content``, ``needs_person``, ``links_unknown_page``)."""
+    intent = _choose_intent(a, index)
+    allowed = _ALLOWED.get(intent)
+    if allowed is None:
+        return intent
+    allowed = allowed | _ALWAYS
+    # a word may belong to several concepts ("téma": title and topic): it is explained by any of them
+    used = {p for c, hits in a.concepts.items() if c in allowed for s, e, _ in hits for p in range(s, e)}
+    for concept, hits in a.concepts.items():
+        if concept not in allowed and any(not set(range(s, e)) <= used for s, e, _ in hits):
+            return "unsupported"
+    return intent
+
+
+def _choose_intent(a: Analysis, index: GraphIndex) -> str:
     persons = bool(a.persons)
     if a.has("link"):
         return "links" if (a.pages or persons) else "links_unknown_page"
