@@ -293,7 +293,10 @@ def _find_named(
 ) -> tuple[_Named, int] | None:
     """The longest title/topic whose words appear consecutively on free positions (a one-word
     name may also match through a lemma of the question word)."""
+    firsts = {w for p in free for w in (tokens[p].folded, *vocab.forms(tokens[p]))}
     for item in named:
+        if not item.words or item.words[0] not in firsts:
+            continue
         n = len(item.words)
         for start in sorted(free):
             span = range(start, start + n)
