@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from artifacts.errors import ArtifactError
+from artifacts.errors import ArtifactError, BundleIntegrityError
 
 from .contract import error_body
-from .errors import QueryError
+from .errors import QueryError, from_artifact_error
 
 
 @click.command("search")
@@ -45,14 +45,16 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
         bundle = open_bundle(Store(store_dir).current_path(), verify=not no_verify)
         body = search(bundle, request, SearchOptions(base_url=base_url))
     except (QueryError, ArtifactError) as exc:
-        reason = exc.reason if isinstance(exc, QueryError) else "retrieval_unavailable"
-        fields = exc.fields if isinstance(exc, QueryError) else []
+        mapped = from_artifact_error(exc) if isinstance(exc, ArtifactError) else exc
+        reason, fields = mapped.reason, mapped.fields
         if as_json:
             body = error_body(reason)
             if fields:
                 body["errors"] = fields
             click.echo(json.dumps(body, ensure_ascii=False, indent=2))
             sys.exit(1)
+        if isinstance(exc, BundleIntegrityError):  # name the files at fault, as `gitrag verify` does
+            raise click.ClickException(f"{reason}: {exc}: " + "; ".join(exc.problems)) from exc
         detail = "; ".join(f"{f['field']}: {f['problem']}" for f in fields)
         raise click.ClickException(f"{reason}: {detail or exc}") from exc
     if as_json:

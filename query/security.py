@@ -234,32 +234,44 @@ async def headers_middleware(request: web.Request, handler: Any) -> web.StreamRe
 
 @web.middleware
 async def envelope_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Turn every error into the contract's envelope with a stable reason and no echoed input."""
+    """Turn every error into the contract's envelope with a stable reason and no echoed input.
+
+    An error answered before the body was read to its end closes the connection, so aiohttp does
+    not go on reading (or decoding) a body that was refused.
+    """
     try:
         return await handler(request)
-    except RateLimitedError as exc:
+    except Exception as exc:  # noqa: BLE001 - every error becomes an envelope
+        response = _envelope(exc)
+        if request.body_exists and not request.content.is_eof():
+            response.force_close()
+        return response
+
+
+def _envelope(exc: Exception) -> web.Response:
+    """The contract's envelope for ``exc`` (the one mapping from exceptions to HTTP answers)."""
+    if isinstance(exc, RateLimitedError):
         return error_response(exc.reason, exc.status, {"Retry-After": str(max(1, round(exc.retry_after)))})
-    except UnauthorizedError as exc:
+    if isinstance(exc, UnauthorizedError):
         return error_response(exc.reason, exc.status, {"WWW-Authenticate": 'Bearer realm="gitrag"'})
-    except ClientDisconnectedError:
+    if isinstance(exc, ClientDisconnectedError):
         log.info("client disconnected before sending its whole body", extra={"event": "client_disconnected"})
         return error_response("invalid_request", 400)  # nobody reads it; aiohttp drops it quietly
-    except QueryError as exc:
+    if isinstance(exc, QueryError):
         return error_response(exc.reason, exc.status, fields=exc.fields)
-    except ArtifactError as exc:
+    if isinstance(exc, ArtifactError):
         mapped = from_artifact_error(exc)
         return error_response(mapped.reason, mapped.status, fields=mapped.fields)
-    except web.HTTPRequestEntityTooLarge:
+    if isinstance(exc, web.HTTPRequestEntityTooLarge):
         return error_response("payload_too_large", 413)
-    except web.HTTPNotFound:
+    if isinstance(exc, web.HTTPNotFound):
         return error_response("not_found", 404)
-    except web.HTTPMethodNotAllowed as exc:
+    if isinstance(exc, web.HTTPMethodNotAllowed):
         return error_response("method_not_allowed", 405, {"Allow": ", ".join(sorted(exc.allowed_methods))})
-    except web.HTTPException as exc:
+    if isinstance(exc, web.HTTPException):
         return error_response("invalid_request", exc.status)
-    except Exception:  # noqa: BLE001 - logged, never shown to the client
-        log.exception("unhandled error")
-        return error_response("internal_error", 500)
+    log.error("unhandled error", exc_info=exc)  # logged, never shown to the client
+    return error_response("internal_error", 500)
 
 
 @web.middleware

@@ -33,7 +33,7 @@ from typing import Any
 
 from aiohttp import ClientConnectionResetError, web
 from aiohttp.http_exceptions import ContentEncodingError
-from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_protocol import RequestHandler, RequestPayloadError
 from pydantic import BaseModel
 
 from artifacts import __version__
@@ -263,8 +263,10 @@ async def _read_body(request: web.Request, limit: int) -> bytes:
         raw = await request.read()
     except (ConnectionResetError, ClientConnectionResetError) as exc:
         raise ClientDisconnectedError("client went away") from exc
-    except ContentEncodingError as exc:
-        raise MediaTypeError("undecodable body", reason="unsupported_content_encoding") from exc
+    except (ContentEncodingError, RequestPayloadError) as exc:
+        if isinstance(exc, ContentEncodingError) or isinstance(exc.__cause__, ContentEncodingError):
+            raise MediaTypeError("undecodable body", reason="unsupported_content_encoding") from exc
+        raise InvalidRequestError("malformed body") from exc  # e.g. bad chunked framing
     if len(raw) > limit:
         raise PayloadTooLargeError("body too large")
     return raw
