@@ -302,6 +302,32 @@ def _atomic_write(path: Path, text: str) -> None:
         _fsync_dir(path.parent)
 
 
+LOW_SPACE_BYTES = 1024 * 1024
+"""Free bytes below which a failed write is reported as a full disk (see :func:`out_of_space`)."""
+
+
+def out_of_space(exc: BaseException, path: Path | str) -> str | None:
+    """Return a one-line reason (``no space left on device ...``) if ``exc`` was caused by a full disk, else ``None``.
+
+    True when an :class:`OSError` with ``ENOSPC``/``EDQUOT`` is in ``exc``'s cause chain, or when the
+    filesystem holding ``path`` has less than :data:`LOW_SPACE_BYTES` free: engines such as the graph
+    database report a full disk as a failed read or checkpoint, without the errno.  Call it before
+    removing what the failed write left behind.
+    """
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return _os_reason(seen)
+        seen = seen.__cause__ or seen.__context__
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return None
+    if free < LOW_SPACE_BYTES:
+        return f"no space left on device ({free / 1e6:.1f} MB free on the store's filesystem)"
+    return None
+
+
 def _os_reason(exc: OSError) -> str:
     """A one-line, path-free reason for an OS error (``no space left on device``...)."""
     if exc.errno == errno.ENOSPC:

@@ -303,3 +303,90 @@ def test_one_log_line_per_request_and_per_swap(store: Path, hash_embedder,  # no
     swaps = [r for r in caplog.records if getattr(r, "event", None) == "swap"]
     assert len(swaps) == 1 and swaps[0].bundle_id == current and current.startswith(swaps[0].commit)
     assert swaps[0].getMessage().startswith(f"serving commit {swaps[0].commit[:12]} (change) bundle {current}")
+
+
+def test_json_log_lines_and_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from artifacts.logs import configure_logging, resolve_level
+
+    saved = {name: (lg.handlers[:], lg.level, lg.propagate)
+             for name, lg in (("gitrag", logging.getLogger("gitrag")), ("aiohttp", logging.getLogger("aiohttp")))}
+    stream = io.StringIO()
+    try:
+        assert configure_logging("warning", stream) == logging.WARNING
+        logging.getLogger("gitrag.access").info("hidden")
+        logging.getLogger("gitrag.access").warning("GET %s %d", "/health", 200,
+                                                   extra={"event": "request", "route": "/health", "duration_ms": 1.5})
+    finally:
+        for name, (handlers, level, propagate) in saved.items():
+            lg = logging.getLogger(name)
+            lg.handlers[:], lg.level, lg.propagate = handlers, level, propagate
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert len(lines) == 1
+    assert lines[0] | {"ts": None} == {"ts": None, "level": "warning", "logger": "gitrag.access",
+                                       "msg": "GET /health 200", "event": "request", "route": "/health",
+                                       "duration_ms": 1.5}
+    monkeypatch.setenv("GITRAG_LOG_LEVEL", "debug")
+    assert resolve_level() == logging.DEBUG and resolve_level("error") == logging.ERROR
+    monkeypatch.setenv("GITRAG_LOG_LEVEL", "loud")
+    with pytest.raises(ValueError):
+        resolve_level()
+
+
+@pytest.mark.e2e
+def test_gitrag_serve_logs_start_requests_and_swaps(store: Path, repo, hash_embedder) -> None:  # noqa: F811  # type: ignore[no-untyped-def]
+    """The real command: JSON lines for the listening socket, the served commit, each request, each swap."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from artifacts.store import Store
+    from indexer.build import build_bundle
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "GITRAG_LOG_LEVEL": "info",
+           "GITRAG_SEARCH_KEY": "", "GITRAG_ADMIN_KEY": "", "GITRAG_SYNC_KEY": ""}
+    gitrag = str(Path(sys.executable).with_name("gitrag"))
+    proc = subprocess.Popen([gitrag, "serve", "--store", str(store), "--port", str(port), "--poll-interval", "0.2"],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    lines: list[dict] = []
+
+    def wait_for(predicate, timeout: float = 120.0) -> dict:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()  # type: ignore[union-attr]
+            if not line:
+                break
+            if line.startswith("{"):
+                lines.append(json.loads(line))
+                if predicate(lines[-1]):
+                    return lines[-1]
+        raise AssertionError(f"log line not found in {lines}")
+
+    try:
+        first = wait_for(lambda r: r.get("event") == "swap")
+        assert first["bundle_id"] == Store(store).current_id() and first["msg"].startswith("serving commit ")
+        wait_for(lambda r: r.get("event") == "listening")
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/search", data=b'{"query": "holp"}',
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            assert resp.status == 200
+        line = wait_for(lambda r: r.get("event") == "request")
+        assert (line["route"], line["status"], line["bundle_id"]) == ("/search", 200, first["bundle_id"])
+        assert isinstance(line["duration_ms"], float)
+        repo.write("wiki/new.md", "# Nové\n\nNová stránka.\n")
+        repo.commit("second commit")
+        new = build_bundle(repo.path, store, embedder=hash_embedder)
+        swap = wait_for(lambda r: r.get("event") == "swap")
+        assert swap["bundle_id"] == new.bundle_id and swap["previous_bundle_id"] == first["bundle_id"]
+        assert "(second commit)" in swap["msg"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
