@@ -180,6 +180,8 @@ def test_a_bundle_failing_verification_keeps_the_old_one_serving(history: dict[s
         health = await (await http.get(base + "/health")).json()
         assert health["ready"] is True and health["bundle"]["bundle_id"] == served
         assert health["failed_bundle"] == bad.bundle_id and "BundleIntegrityError" in health["last_reload_error"]
+        assert "chunks.jsonl: sha256/size mismatch" in health["last_reload_error"]  # names the file, as verify does
+        assert history["store"] not in health["last_reload_error"]
         async with http.post(base + "/search", json={"query": "text"}) as resp:
             assert resp.status == 200 and (await resp.json())["index_version"]["bundle_id"] == served
 
