@@ -458,11 +458,11 @@ def resolve_bundle_ref(store: Store, ref: str, repo_path: Path | str | None = No
             if commit is not None:
                 break
     if commit is None:
-        _raise_if_unreadable(store, ref)
+        _raise_if_unreadable(store, ref, bundles)
         raise UnknownRevisionError(f"unknown revision {ref}")
     matches = [b for b in bundles if b.manifest.commit == commit]
     if not matches:
-        _raise_if_unreadable(store, commit)
+        _raise_if_unreadable(store, commit, bundles)
         raise BundleNotFoundError(f"no bundle for commit {commit[:12]}")
     suffix = prefer.config_fingerprint[:8] if prefer is not None else None
     return sorted(matches, key=lambda b: b.bundle_id.rsplit(".", 1)[-1] != suffix)[0]  # stable: newest first
@@ -475,9 +475,20 @@ def _current_manifest(store: Store) -> Manifest | None:
         return None
 
 
-def _raise_if_unreadable(store: Store, ref: str) -> None:
-    """Raise :class:`BundleIntegrityError` when ``ref`` names (or is the commit of) an unreadable bundle."""
-    for name in store.unreadable_bundles():
+def _raise_if_unreadable(store: Store, ref: str, known: list[BundleInfo]) -> None:
+    """Raise :class:`BundleIntegrityError` when ``ref`` names (or is the commit of) an unreadable bundle.
+
+    Only directories missing from ``known`` (the readable bundles) are read, so an unknown revision
+    costs a directory listing, not a read of every manifest.
+    """
+    try:
+        names = sorted(p.name for p in store.bundles_dir.iterdir())
+    except OSError:
+        return
+    readable = {b.bundle_id for b in known}
+    for name in names:
+        if name in readable:
+            continue
         if name == ref or (_HEX_PREFIX.fullmatch(ref) and name.startswith(ref.lower())):
             try:
                 read_manifest(store.bundles_dir / name)
