@@ -161,18 +161,30 @@ def authorize(config: ServerConfig, request: web.Request, role: str) -> str:
 
 
 class RateLimiter:
-    """Token buckets per identity: ``per_minute`` sustained, ``burst`` at most; thread-safe."""
+    """Token buckets per identity: ``per_minute`` sustained, ``burst`` at most; thread-safe.
 
-    def __init__(self, per_minute: int, burst: int) -> None:
+    Buckets that have refilled completely are forgotten once more than ``max_identities`` are
+    tracked (a full bucket is the same as none), so many client addresses cannot grow it without bound.
+    """
+
+    def __init__(self, per_minute: int, burst: int, max_identities: int = 10_000) -> None:
         self.rate = per_minute / 60.0
         self.burst = float(burst)
+        self.max_identities = max_identities
         self._buckets: dict[str, tuple[float, float]] = {}
         self._lock = threading.Lock()
+
+    def _prune(self, now: float) -> None:
+        full = [k for k, (tokens, last) in self._buckets.items() if tokens + (now - last) * self.rate >= self.burst]
+        for key in full:
+            del self._buckets[key]
 
     def take(self, identity: str) -> float:
         """Take one token; return 0 when allowed, else the seconds until a token is available."""
         now = time.monotonic()
         with self._lock:
+            if len(self._buckets) >= self.max_identities:
+                self._prune(now)
             tokens, last = self._buckets.get(identity, (self.burst, now))
             tokens = min(self.burst, tokens + (now - last) * self.rate)
             if tokens >= 1.0:

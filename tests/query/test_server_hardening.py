@@ -390,3 +390,39 @@ def test_gitrag_serve_logs_start_requests_and_swaps(store: Path, repo, hash_embe
         proc.terminate()
         proc.wait(timeout=30)
     assert proc.returncode == 0
+
+
+def test_gzip_bomb_is_413_and_valid_gzip_works(store: Path, hash_embedder) -> None:  # noqa: F811
+    import gzip
+
+    async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        bomb = gzip.compress(b'{"query": "' + b" " * 20_000_000 + b'holp"}')
+        assert len(bomb) < 64 * 1024  # the compressed body passes the size check; the decoded one must not
+        async with http.post(base + "/search", data=bomb, headers={
+                "Content-Type": "application/json", "Content-Encoding": "gzip"}) as resp:
+            body = await resp.json()
+        assert resp.status == 413 and body["reason"] == "payload_too_large"
+        async with http.post(base + "/search", data=gzip.compress(b'{"query": "zebraplankton holp"}'), headers={
+                "Content-Type": "application/json", "Content-Encoding": "gzip"}) as resp:
+            assert resp.status == 200 and (await resp.json())["results"][0]["document_path"] == "wiki/holp.md"
+
+    with_server(store, hash_embedder, scenario)
+
+
+def test_rate_limiter_forgets_refilled_buckets(monkeypatch: pytest.MonkeyPatch) -> None:
+    import itertools
+
+    from query import security
+    from query.security import RateLimiter
+
+    clock = itertools.count(0.0, 1.0)  # each call to monotonic() is one second later
+    monkeypatch.setattr(security.time, "monotonic", lambda: next(clock))
+    limiter = RateLimiter(per_minute=60, burst=1, max_identities=100)  # a bucket refills in 1 s
+    for n in range(1000):
+        assert limiter.take(f"addr:{n}") == 0.0
+    assert len(limiter._buckets) <= 100
+    limiter = RateLimiter(per_minute=1, burst=1, max_identities=10)  # refills in 60 s
+    assert limiter.take("a") == 0.0 and limiter.take("a") > 0
+    for n in range(20):
+        limiter.take(f"b{n}")
+    assert limiter.take("a") > 0  # a bucket still refilling is never forgotten early
