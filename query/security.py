@@ -104,9 +104,23 @@ def match_key(config: ServerConfig, presented: str) -> str | None:
 
 
 def has_valid_key(config: ServerConfig, request: web.Request) -> bool:
-    """True when the request presents one of the configured keys (any role)."""
+    """True when the request presents one of the configured keys (any role).
+
+    For public routes that show more to key holders (``/health``).  A wrong key counts as a failed
+    attempt like on keyed routes, and an address that has used up its attempts is not checked at all,
+    so such a route cannot serve as an oracle that bypasses the failed-key limit.
+    """
     presented = presented_key(request)
-    return presented is not None and match_key(config, presented) is not None
+    if presented is None:
+        return False
+    failures = request.app[AUTH_FAILURES]
+    address = f"addr:{request.remote}"
+    if failures.peek(address) > 0:
+        return False
+    if match_key(config, presented) is not None:
+        return True
+    failures.take(address)
+    return False
 
 
 def is_loopback_host_header(host: str | None) -> bool:

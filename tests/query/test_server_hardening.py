@@ -249,8 +249,16 @@ def test_health_on_a_keyed_server_shows_details_only_with_a_key(store: Path, has
             assert full["bundle"]["commit_summary"] == "change" and full["swaps"] == 1
         async with http.get(base + "/health", headers={"X-API-Key": "z" * 40}) as resp:
             assert "bundle" not in await resp.json()
+        # /health is no key-guessing oracle: wrong keys count as failed attempts there too.
+        for _ in range(3):
+            await (await http.get(base + "/health", headers={"X-API-Key": "q" * 40})).read()
+        async with http.get(base + "/health", headers={"X-API-Key": ADMIN_KEY}) as resp:
+            assert resp.status == 200 and "bundle" not in await resp.json()  # blocked: the right key shows nothing
+        async with http.post(base + "/search", json={"query": "holp"}, headers={"X-API-Key": SEARCH_KEY}) as resp:
+            assert resp.status == 429
 
-    with_server(store, hash_embedder, scenario, config=config)
+    with_server(store, hash_embedder, scenario, config=config.model_copy(
+        update={"auth_failures_burst": 4, "auth_failures_per_minute": 1}))
 
 
 def test_empty_store_health_says_to_run_build(tmp_path: Path, hash_embedder) -> None:  # type: ignore[no-untyped-def]
