@@ -18,7 +18,7 @@ import click
 from . import __version__
 from .compare import diff_bundles
 from .errors import ArtifactError, BundleIntegrityError
-from .store import Store, gc_bundles, pin, resolve_bundle_ref, unpin, verify_bundle
+from .store import Store, gc_bundles, pin, resolve_bundle_ref, unpin, use_bundle, verify_bundle
 
 ENTRY_POINT_GROUP = "gitrag.commands"
 
@@ -90,19 +90,8 @@ def verify_command(store_dir: str, bundle: str | None, as_json: bool) -> None:
 STORE_OPTION = click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False),
                             help="Bundle store directory.")
 REPO_OPTION = click.option("--repo", "repo", default=None, type=click.Path(exists=True, file_okay=False),
-                           help="Source repository to resolve branches and tags (default: the one recorded "
-                                "in the CURRENT bundle's manifest).")
-
-
-def _source_repo(store: Store, repo: str | None) -> str | None:
-    if repo:
-        return repo
-    try:
-        from .manifest import read_manifest
-
-        return read_manifest(store.current_path()).source.repo
-    except ArtifactError:
-        return None
+                           help="Source repository to resolve branches, tags and REV~N (default: the ones "
+                                "recorded in the bundles' manifests, CURRENT's first).")
 
 
 def _fail(message: str) -> None:
@@ -145,6 +134,10 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
         return
     import datetime as dt
 
+    if not rows:
+        click.echo("no bundles (run `gitrag build --repo REPO --store STORE`)")
+        return
+    click.echo(f"{'*P':<2} {'COMMIT':<12} {'COMMITTED (UTC)':<16} {'SIZE':>10}  {'BUNDLE':<49}  SUMMARY")
     for row in rows:
         mark = ("*" if row["current"] else " ") + ("P" if row["pinned"] else " ")
         if row.get("error"):
@@ -153,6 +146,7 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
         when = dt.datetime.fromtimestamp(int(row["commit_time"]), dt.UTC).strftime("%Y-%m-%d %H:%M")
         click.echo(f"{mark} {row['commit'][:12]} {when} {row['size_bytes'] / 1e6:7.1f} MB  "
                    f"{row['bundle_id']}  {row['summary'][:60]}")
+    click.echo("(* = CURRENT, P = pinned)")
 
 
 @main.command("use")
@@ -160,13 +154,14 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
 @STORE_OPTION
 @REPO_OPTION
 def use_command(ref: str, store_dir: str, repo: str | None) -> None:
-    """Point CURRENT at the bundle of REF (bundle id, commit, branch or tag): rollback and roll-forward."""
+    """Point CURRENT at the bundle of REF: rollback and roll-forward.
+
+    REF is a bundle id, a full or short commit id, a branch or tag, optionally with ~N / ^ (main~2).
+    The bundle is verified first; one that fails verification never becomes CURRENT.
+    """
     store = _existing_store(store_dir)
     try:
-        info = resolve_bundle_ref(store, ref, _source_repo(store, repo))
-        verify_bundle(info.path)  # never point CURRENT at a bundle that fails verification
-        with store.writer_lock(wait=True, timeout=60):
-            store.set_current(info.bundle_id)
+        info = use_bundle(store, ref, repo)  # resolve, verify, lock, write: the same function as POST /admin/use
     except BundleIntegrityError as exc:
         _fail(f"{exc}: " + "; ".join(exc.problems))
     except ArtifactError as exc:
@@ -219,9 +214,8 @@ def diff_command(old: str, new: str, store_dir: str, repo: str | None, as_json: 
     """Report documents added, removed, renamed and changed between bundles OLD and NEW."""
     store = _existing_store(store_dir)
     try:
-        source = _source_repo(store, repo)
-        a = resolve_bundle_ref(store, old, source)
-        b = resolve_bundle_ref(store, new, source)
+        a = resolve_bundle_ref(store, old, repo)
+        b = resolve_bundle_ref(store, new, repo)
     except ArtifactError as exc:
         _fail(str(exc))
     report = {"old": a.bundle_id, "new": b.bundle_id, **diff_bundles(a.path, b.path)}

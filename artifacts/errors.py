@@ -4,9 +4,12 @@ Tree::
 
     ArtifactError
     ├── BundleNotFoundError      no bundle for that commit / id, or no CURRENT pointer
+    │   └── UnknownRevisionError a well-formed revision that names no commit (any source repository)
+    ├── InvalidRevisionError     a revision that is not a commit id, ref name, REV~N or REV^
     ├── BundleIntegrityError     a file's sha256/size differs from the manifest, or a file is missing
     ├── FormatVersionError       bundle written by an incompatible format_version
     ├── StoreLockedError         another writer holds the store lock
+    ├── StoreWriteError          a store file (CURRENT, PINNED) could not be written (disk full...)
     └── EmbedderError            embedding model cannot be loaded or does not match the bundle
 """
 
@@ -19,6 +22,14 @@ class ArtifactError(Exception):
 
 class BundleNotFoundError(ArtifactError):
     """No bundle matches the requested commit, bundle id or ``CURRENT`` pointer."""
+
+
+class UnknownRevisionError(BundleNotFoundError):
+    """A well-formed revision names no commit (unknown branch, tag or sha)."""
+
+
+class InvalidRevisionError(ArtifactError):
+    """A revision is malformed: not a commit id, ref name, ``REV~N`` or ``REV^`` (see ``store.check_revision``)."""
 
 
 class BundleIntegrityError(ArtifactError):
@@ -38,6 +49,10 @@ class FormatVersionError(ArtifactError):
 
 class StoreLockedError(ArtifactError):
     """Another process holds the store's writer lock."""
+
+
+class StoreWriteError(ArtifactError):
+    """A store pointer could not be written; the message is one line (e.g. "no space left on device")."""
 
 
 class EmbedderError(ArtifactError):

@@ -22,10 +22,18 @@ Invariants and concurrency:
 * At most one worker per store: it holds ``fcntl.flock`` on ``<store>/worker.lock`` for its whole
   life.  So a job found ``running`` by a worker that has just taken the lock belongs to a dead
   worker and is re-queued (restart survival).
-* Spawning protocol (no lost wake-up): a producer commits the job *then* probes the lock and
-  spawns a worker when it is free; a worker that goes idle releases the lock *then* looks at the
-  queue once more.  Whichever happens second sees the other's effect.
+* Spawning protocol (no lost wake-up, one worker): a producer commits the job *then* tries to take
+  the worker lock itself; if it gets it, it starts ``gitrag worker --lock-fd N`` with that locked
+  file as descriptor N, so the lock passes to the child without ever being free (the child holds
+  the same open file description; the producer closes its copy).  While a worker is starting,
+  another producer therefore finds the lock held and starts none (30 concurrent calls used to
+  start 16 workers).  A worker that goes idle releases the lock *then* looks at the queue once
+  more.  Whichever happens second sees the other's effect.
 * Webhook delivery ids are remembered in ``deliveries`` so a redelivery maps to the same job.
+  The delivery id is not signed, so a replay is also recognised by ``replay_key`` (the signed
+  payload's branch and pushed commit): it maps to its job as long as that job is the newest of its
+  branch and has not failed; after a newer push the same payload queues again (it may be a
+  force-push back to that commit), which at worst rebuilds the branch tip once.
 """
 
 from __future__ import annotations
@@ -155,11 +163,13 @@ class JobQueue:
 
     def enqueue(self, *, kind: str, repo: str, branch: str, commit: str | None = None,
                 old_commit: str | None = None, remote: str | None = None,
-                delivery_id: str | None = None) -> Enqueued:
+                delivery_id: str | None = None, replay_key: str | None = None) -> Enqueued:
         """Queue a build, coalescing with a queued job of the same ``(kind, repo, branch)``.
 
         ``delivery_id`` (webhooks) makes the call idempotent: a second call with the same id
-        returns the first job with ``duplicate=True`` and changes nothing.
+        returns the first job with ``duplicate=True`` and changes nothing.  ``replay_key`` (the
+        signed content, e.g. ``push:<repo>:<branch>:<after sha>``) does the same while its job is
+        the newest of ``(kind, repo, branch)`` and has not failed (see the module docstring).
         """
         if kind not in ("push", "sync"):
             raise ValueError("kind must be 'push' or 'sync'")
@@ -169,6 +179,16 @@ class JobQueue:
                 row = db.execute("SELECT job_id FROM deliveries WHERE delivery_id = ?", (delivery_id,)).fetchone()
                 if row is not None:
                     return Enqueued(self._get(db, row["job_id"]), duplicate=True)  # type: ignore[arg-type]
+            if replay_key is not None:
+                row = db.execute("SELECT job_id FROM deliveries WHERE delivery_id = ?", (replay_key,)).fetchone()
+                newest = db.execute("SELECT MAX(id) FROM jobs WHERE kind = ? AND repo = ? AND branch = ?",
+                                    (kind, repo, branch)).fetchone()[0]
+                replayed = self._get(db, row["job_id"]) if row is not None else None
+                if replayed is not None and replayed.id == newest and replayed.status != "failed":
+                    if delivery_id is not None:
+                        db.execute("INSERT INTO deliveries (delivery_id, job_id, received) VALUES (?, ?, ?)",
+                                   (delivery_id, replayed.id, now))
+                    return Enqueued(replayed, duplicate=True)
             row = db.execute(
                 "SELECT id FROM jobs WHERE status = 'queued' AND kind = ? AND repo = ? AND branch = ? "
                 "ORDER BY id DESC LIMIT 1", (kind, repo, branch)).fetchone()
@@ -186,6 +206,9 @@ class JobQueue:
             if delivery_id is not None:
                 db.execute("INSERT INTO deliveries (delivery_id, job_id, received) VALUES (?, ?, ?)",
                            (delivery_id, job_id, now))
+            if replay_key is not None:
+                db.execute("INSERT OR REPLACE INTO deliveries (delivery_id, job_id, received) VALUES (?, ?, ?)",
+                           (replay_key, job_id, now))
             job = self._get(db, job_id)  # type: ignore[arg-type]
         assert job is not None
         return Enqueued(job, coalesced=coalesced)
@@ -281,14 +304,19 @@ def _job(row: sqlite3.Row) -> Job:
 
 
 @contextlib.contextmanager
-def worker_lock(store_root: Path | str) -> Iterator[bool]:
+def worker_lock(store_root: Path | str, inherited_fd: int | None = None) -> Iterator[bool]:
     """Try to take the store's worker lock without waiting; yield whether it was taken.
 
     The lock is held until the ``with`` block ends (closing the file releases the flock).
+    ``inherited_fd`` is the descriptor of the lock file a producer locked and passed to this
+    worker (``spawn_worker``); locking it again is a no-op for the same open file description.
     """
     root = Path(store_root)
     root.mkdir(parents=True, exist_ok=True)
-    handle = open(root / WORKER_LOCK, "a+")  # noqa: SIM115 - closed in finally
+    if inherited_fd is not None:
+        handle = os.fdopen(inherited_fd, "a+")
+    else:
+        handle = open(root / WORKER_LOCK, "a+")  # noqa: SIM115 - closed in finally
     try:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -316,20 +344,28 @@ def gitrag_command() -> list[str]:
 
 def spawn_worker(store_root: Path | str, extra_args: list[str] | None = None,
                  env: dict[str, str] | None = None) -> bool:
-    """Start a detached ``gitrag worker --store ROOT`` unless one runs; return True if started.
+    """Start a detached ``gitrag worker --store ROOT`` unless a worker holds (or is taking) the lock.
 
-    The child gets its own session and ``/dev/null`` for stdin, and appends its output to
-    ``<store>/worker.log``, so it holds none of the caller's pipes (a ``git push`` whose hook
-    spawned it returns at once) and survives the caller.
+    Returns True if a worker was started.  The caller takes the worker lock and hands the locked
+    file to the child as ``--lock-fd`` (see the module docstring), so concurrent callers start one
+    worker between them.  The child gets its own session and ``/dev/null`` for stdin, and appends
+    its output to ``<store>/worker.log``, so it holds none of the caller's pipes (a ``git push``
+    whose hook spawned it returns at once) and survives the caller.  Raises :class:`OSError` when
+    the process cannot be started (the lock is then released).
     """
     root = Path(store_root).resolve()
-    if worker_running(root):
-        return False
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / WORKER_LOG, "ab") as log, open(os.devnull, "rb") as devnull:
-        subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-            [*gitrag_command(), "worker", "--store", str(root), *(extra_args or [])],
-            stdin=devnull, stdout=log, stderr=log, close_fds=True, start_new_session=True,
-            env=env if env is not None else os.environ.copy(), cwd=str(root),
-        )
+    with open(root / WORKER_LOCK, "a+") as lock:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a worker runs, or another producer is starting one
+        fd = lock.fileno()
+        with open(root / WORKER_LOG, "ab") as log, open(os.devnull, "rb") as devnull:
+            subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+                [*gitrag_command(), "worker", "--store", str(root), "--lock-fd", str(fd), *(extra_args or [])],
+                stdin=devnull, stdout=log, stderr=log, close_fds=True, pass_fds=(fd,), start_new_session=True,
+                env=env if env is not None else os.environ.copy(), cwd=str(root),
+            )
+    # Closing our descriptor leaves the flock with the child's copy of the open file description.
     return True

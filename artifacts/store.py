@@ -19,6 +19,7 @@ writer removes while holding the lock.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
@@ -30,7 +31,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BundleIntegrityError, BundleNotFoundError, StoreLockedError
+from .errors import (
+    ArtifactError,
+    BundleIntegrityError,
+    BundleNotFoundError,
+    InvalidRevisionError,
+    StoreLockedError,
+    StoreWriteError,
+    UnknownRevisionError,
+)
 from .hashing import combine_digests, digest_lines, hash_bundle_files
 from .layout import CHUNKS_FILE, DOCS_FILE
 from .manifest import MANIFEST_NAME, Manifest, read_manifest
@@ -273,13 +282,59 @@ def _check_records(bundle_dir: Path, manifest: Manifest) -> list[str]:
 
 
 def _atomic_write(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (temp file, fsync, ``os.replace``, fsync of the folder).
+
+    On any failure the temporary file is removed and :class:`StoreWriteError` is raised with a
+    one-line reason (``no space left on device``...); ``path`` keeps its old content.
+    """
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise StoreWriteError(f"cannot write {path.name}: {_os_reason(exc)}") from exc
+    with contextlib.suppress(OSError):  # the new content is in place; a failed directory fsync only weakens durability
+        _fsync_dir(path.parent)
+
+
+LOW_SPACE_BYTES = 1024 * 1024
+"""Free bytes below which a failed write is reported as a full disk (see :func:`out_of_space`)."""
+
+
+def out_of_space(exc: BaseException, path: Path | str) -> str | None:
+    """Return a one-line reason (``no space left on device ...``) if ``exc`` was caused by a full disk, else ``None``.
+
+    True when an :class:`OSError` with ``ENOSPC``/``EDQUOT`` is in ``exc``'s cause chain, or when the
+    filesystem holding ``path`` has less than :data:`LOW_SPACE_BYTES` free: engines such as the graph
+    database report a full disk as a failed read or checkpoint, without the errno.  Call it before
+    removing what the failed write left behind.
+    """
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return _os_reason(seen)
+        seen = seen.__cause__ or seen.__context__
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return None
+    if free < LOW_SPACE_BYTES:
+        return f"no space left on device ({free / 1e6:.1f} MB free on the store's filesystem)"
+    return None
+
+
+def _os_reason(exc: OSError) -> str:
+    """A one-line, path-free reason for an OS error (``no space left on device``...)."""
+    if exc.errno == errno.ENOSPC:
+        return "no space left on device"
+    if exc.errno == errno.EDQUOT:
+        return "disk quota exceeded"
+    return (exc.strerror or type(exc).__name__).lower()
 
 
 def _fsync_dir(path: Path) -> None:
@@ -340,51 +395,143 @@ def unpin(store: Store) -> None:
         pass
 
 
-def resolve_bundle_ref(store: Store, ref: str, repo_path: Path | str | None = None) -> BundleInfo:
-    """Resolve a bundle id, a commit sha or prefix, or (with a source repository) a branch/tag/rev.
+MAX_REVISION_CHARS = 200
+_HEX_PREFIX = re.compile(r"[0-9a-fA-F]{4,40}")
+_REVISION = re.compile(r"(?P<base>[A-Za-z0-9_][A-Za-z0-9._/-]*)(?P<ops>(?:~[0-9]{0,6}|\^[0-9]?)*)")
 
-    When several bundles of one commit exist (different configurations), the one sharing the
-    ``CURRENT`` bundle's configuration wins, else the newest by id.  Raises
-    :class:`BundleNotFoundError` when nothing matches or a prefix is ambiguous between commits.
+
+def check_revision(rev: object) -> str:
+    """Return ``rev`` if it is a revision gitrag accepts, else raise :class:`InvalidRevisionError`.
+
+    Accepted (whole string, :func:`re.fullmatch`): a bundle id, a full or short commit id, a branch or
+    tag name (``refs/...`` too), each optionally followed by ``~N`` and ``^`` / ``^N`` steps
+    (``main~2``, ``v1^``, ``HEAD~20``); at most 200 characters.  Refused: anything Git would read
+    as a path, a range or a reflog (``:``, ``..``, ``@{``), a leading ``-`` or ``/``, whitespace and
+    control characters, and ref names Git itself forbids (``//``, ``/.``, a trailing ``/``, ``.``
+    or ``.lock``).  The same rule serves ``gitrag use``/``verify``/``diff`` and HTTP ``at``.
     """
-    bundles = store.list_bundles()
+    if not isinstance(rev, str) or not rev or len(rev) > MAX_REVISION_CHARS:
+        raise InvalidRevisionError("no bundle: a revision is a non-empty string of at most 200 characters")
+    match = _REVISION.fullmatch(rev)
+    base = match.group("base") if match else ""
+    if (match is None or ".." in base or "//" in base or "/." in base
+            or base.endswith(("/", ".", ".lock"))):
+        raise InvalidRevisionError(f"no bundle: {rev[:60]!r} is not a commit id, branch, tag, REV~N or REV^")
+    return rev
+
+
+def resolve_bundle_ref(store: Store, ref: str, repo_path: Path | str | None = None, *,
+                       bundles: list[BundleInfo] | None = None, prefer: Manifest | None = None) -> BundleInfo:
+    """Resolve a revision (see :func:`check_revision`) to a published bundle: the one resolver.
+
+    Order: an exact bundle id; a hex prefix (4..40) of exactly one published commit; otherwise the
+    revision resolved with pygit2 (``revparse``: branch, tag, ``REV~N``, ``REV^``, sha) in, first,
+    ``repo_path``, then the reference bundle's source repository, then those of the other bundles.
+    The reference bundle ``prefer`` (default: ``CURRENT``'s) also decides between bundles of one
+    commit built with different configurations (its fingerprint wins, then the newest).
+    ``bundles`` is the list to search (default: :meth:`Store.list_bundles`).
+
+    Raises :class:`InvalidRevisionError` (malformed), :class:`UnknownRevisionError` (names no
+    commit), :class:`BundleNotFoundError` (a commit without a bundle, or an ambiguous prefix) and
+    :class:`BundleIntegrityError` when the match is a bundle directory whose manifest is unreadable
+    (truncated or corrupt: reported as such, not as "no bundle").
+    """
+    ref = check_revision(ref)
+    bundles = store.list_bundles() if bundles is None else bundles
     for info in bundles:
         if info.bundle_id == ref:
             return info
+    if prefer is None:
+        prefer = _current_manifest(store)
     commit = None
-    if re.fullmatch(r"[0-9a-fA-F]{4,40}", ref):
+    if _HEX_PREFIX.fullmatch(ref):
         commits = {b.manifest.commit for b in bundles if b.manifest.commit.startswith(ref.lower())}
         if len(commits) > 1:
             raise BundleNotFoundError(f"commit prefix {ref} is ambiguous")
         commit = next(iter(commits), None)
-    if commit is None and repo_path is not None:
-        commit = resolve_revision(repo_path, ref)
     if commit is None:
-        raise BundleNotFoundError(f"no bundle for {ref}")
+        sources = [str(repo_path)] if repo_path is not None else []
+        sources += [prefer.source.repo] if prefer is not None else []
+        sources += [b.manifest.source.repo for b in bundles]
+        for source in dict.fromkeys(sources):
+            commit = resolve_revision(source, ref)
+            if commit is not None:
+                break
+    if commit is None:
+        _raise_if_unreadable(store, ref, bundles)
+        raise UnknownRevisionError(f"unknown revision {ref}")
     matches = [b for b in bundles if b.manifest.commit == commit]
     if not matches:
+        _raise_if_unreadable(store, commit, bundles)
         raise BundleNotFoundError(f"no bundle for commit {commit[:12]}")
-    current = store.current_id()
-    suffix = current.rsplit(".", 1)[-1] if current else None
-    matches.sort(key=lambda b: (b.bundle_id.rsplit(".", 1)[-1] != suffix, b.bundle_id))
-    return matches[0]
+    suffix = prefer.config_fingerprint[:8] if prefer is not None else None
+    return sorted(matches, key=lambda b: b.bundle_id.rsplit(".", 1)[-1] != suffix)[0]  # stable: newest first
+
+
+def _current_manifest(store: Store) -> Manifest | None:
+    try:
+        return read_manifest(store.current_path())
+    except ArtifactError:
+        return None
+
+
+def _raise_if_unreadable(store: Store, ref: str, known: list[BundleInfo]) -> None:
+    """Raise :class:`BundleIntegrityError` when ``ref`` names (or is the commit of) an unreadable bundle.
+
+    Only directories missing from ``known`` (the readable bundles) are read, so an unknown revision
+    costs a directory listing, not a read of every manifest.
+    """
+    try:
+        names = sorted(p.name for p in store.bundles_dir.iterdir())
+    except OSError:
+        return
+    readable = {b.bundle_id for b in known}
+    for name in names:
+        if name in readable:
+            continue
+        if name == ref or (_HEX_PREFIX.fullmatch(ref) and name.startswith(ref.lower())):
+            try:
+                read_manifest(store.bundles_dir / name)
+            except BundleIntegrityError as exc:
+                raise BundleIntegrityError(f"bundle {name} is corrupt: {exc}", exc.problems) from exc
+            except ArtifactError as exc:
+                raise BundleIntegrityError(f"bundle {name} is unreadable: {exc}", [str(exc)]) from exc
 
 
 def resolve_revision(repo_path: Path | str, rev: str) -> str | None:
     """Return the full commit sha ``rev`` names in the Git repository at ``repo_path``, or ``None``.
 
-    Accepts shas, short shas, branches, tags and expressions like ``main~2``; never treats
-    ``rev`` as a filesystem path.
+    Accepts shas, short shas, branches, tags and expressions like ``main~2`` (call
+    :func:`check_revision` first: this function only refuses what could read a path or an option).
     """
     import pygit2
 
-    if not rev or rev.startswith("-") or "\x00" in rev:
+    if not rev or rev.startswith("-") or "\x00" in rev or ":" in rev:
         return None
     try:
         repo = pygit2.Repository(str(repo_path))
         return str(repo.revparse_single(rev).peel(pygit2.Commit).id)
-    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+    except (KeyError, ValueError, TypeError, pygit2.GitError, pygit2.InvalidSpecError):
         return None
+
+
+def use_bundle(store: Store, ref: str, repo_path: Path | str | None = None, *,
+               bundles: list[BundleInfo] | None = None, prefer: Manifest | None = None,
+               lock_timeout: float = 60.0) -> BundleInfo:
+    """Point ``CURRENT`` at the bundle of ``ref`` after verifying it: ``gitrag use`` and ``POST /admin/use``.
+
+    Resolves with :func:`resolve_bundle_ref`, re-hashes the bundle (:func:`verify_bundle`), then
+    takes the store's writer lock (waiting up to ``lock_timeout`` seconds) and replaces ``CURRENT``.
+    A bundle that fails verification never becomes ``CURRENT``.  Returns the bundle.
+
+    Raises what :func:`resolve_bundle_ref` raises, :class:`BundleIntegrityError` (verification),
+    :class:`StoreLockedError` (lock not obtained in time) and :class:`StoreWriteError` (e.g. disk full).
+    """
+    info = resolve_bundle_ref(store, ref, repo_path, bundles=bundles, prefer=prefer)
+    verify_bundle(info.path)
+    with store.writer_lock(wait=True, timeout=lock_timeout):
+        store.set_current(info.bundle_id)
+    return info
 
 
 def gc_bundles(store: Store, keep: int) -> list[str]:

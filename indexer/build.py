@@ -30,7 +30,7 @@ from artifacts.hashing import combine_digests, digest_lines
 from artifacts.layout import CHUNKS_FILE, DOCS_FILE, GRAPH_DIR, TEXT_DIR, VECTORS_DIR
 from artifacts.manifest import BuildStats, Counts, Manifest, SourceInfo, read_manifest
 from artifacts.records import Chunk, Document, SkippedFile, make_chunk_id
-from artifacts.store import Store, make_bundle_id
+from artifacts.store import Store, make_bundle_id, out_of_space
 
 from .chunking import chunk_document, count_tokens
 from .errors import BuildError, SkipFile, SourceError
@@ -261,7 +261,10 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         final = store.publish(staging, manifest, before_rename=lambda: crash_point("before_rename"))
         lap("publish")
     except BaseException as exc:
+        full = out_of_space(exc, staging)  # before the cleanup frees the space again
         shutil.rmtree(staging, ignore_errors=True)
+        if full is not None and isinstance(exc, Exception):
+            raise BuildError(f"building {info.commit[:12]} failed: {full}") from exc
         if isinstance(exc, Exception) and not isinstance(exc, (BuildError, SourceError)):
             raise BuildError(f"building {info.commit[:12]} failed: {type(exc).__name__}: {exc}") from exc
         raise

@@ -112,11 +112,12 @@ def _describe(exc: BaseException) -> str:
 
 def run_worker(store_dir: Path | str, *, embedder: object | None = None, idle_exit: float = 30.0,
                poll: float = 0.2, max_attempts: int = MAX_ATTEMPTS, retry_delay: float = 2.0,
-               max_jobs: int | None = None) -> int:
+               max_jobs: int | None = None, lock_fd: int | None = None) -> int:
     """Process queued jobs until idle for ``idle_exit`` seconds; return the number of jobs run.
 
     Returns 0 at once when another worker holds the store's worker lock.  ``poll`` and
-    ``retry_delay`` are seconds; ``max_jobs`` stops after that many jobs (tests).
+    ``retry_delay`` are seconds; ``max_jobs`` stops after that many jobs (tests).  ``lock_fd`` is
+    the already locked worker-lock file handed over by :func:`artifacts.jobs.spawn_worker`.
     """
     store = Path(store_dir).resolve()
     queue = JobQueue(store)
@@ -129,8 +130,10 @@ def run_worker(store_dir: Path | str, *, embedder: object | None = None, idle_ex
 
     if hasattr(signal, "SIGTERM") and _main_thread():
         signal.signal(signal.SIGTERM, on_term)
+    inherited = lock_fd
     while True:
-        with worker_lock(store) as taken:
+        with worker_lock(store, inherited) as taken:
+            inherited = None  # only the first round uses the handed-over lock
             if not taken:
                 return done
             queue.requeue_running()
@@ -168,9 +171,13 @@ def _main_thread() -> bool:
 @click.option("--idle-exit", default=30.0, show_default=True, envvar="GITRAG_WORKER_IDLE_EXIT",
               help="Exit after this many idle seconds.")
 @click.option("--retry-delay", default=2.0, show_default=True, help="Seconds before a retry, times the attempt.")
-def worker_command(store_dir: str, embedder: str | None, idle_exit: float, retry_delay: float) -> None:
+@click.option("--lock-fd", default=None, type=int, hidden=True,
+              help="Descriptor of the worker lock, already locked by the process that started this worker.")
+def worker_command(store_dir: str, embedder: str | None, idle_exit: float, retry_delay: float,
+                   lock_fd: int | None) -> None:
     """Run queued build jobs of a store (one worker per store; exits when idle)."""
-    done = run_worker(store_dir, embedder=embedder, idle_exit=idle_exit, retry_delay=retry_delay)
+    click.echo(f"gitrag worker: started (pid {os.getpid()})", err=True)
+    done = run_worker(store_dir, embedder=embedder, idle_exit=idle_exit, retry_delay=retry_delay, lock_fd=lock_fd)
     click.echo(f"gitrag worker: {done} job(s) processed", err=True)
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from artifacts.errors import ArtifactError
+from artifacts.errors import ArtifactError, BundleIntegrityError
 
 from .contract import error_body
-from .errors import QueryError
+from .errors import QueryError, from_artifact_error
 
 
 @click.command("search")
@@ -45,14 +45,16 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
         bundle = open_bundle(Store(store_dir).current_path(), verify=not no_verify)
         body = search(bundle, request, SearchOptions(base_url=base_url))
     except (QueryError, ArtifactError) as exc:
-        reason = exc.reason if isinstance(exc, QueryError) else "retrieval_unavailable"
-        fields = exc.fields if isinstance(exc, QueryError) else []
+        mapped = from_artifact_error(exc) if isinstance(exc, ArtifactError) else exc
+        reason, fields = mapped.reason, mapped.fields
         if as_json:
             body = error_body(reason)
             if fields:
                 body["errors"] = fields
             click.echo(json.dumps(body, ensure_ascii=False, indent=2))
             sys.exit(1)
+        if isinstance(exc, BundleIntegrityError):  # name the files at fault, as `gitrag verify` does
+            raise click.ClickException(f"{reason}: {exc}: " + "; ".join(exc.problems)) from exc
         detail = "; ".join(f"{f['field']}: {f['problem']}" for f in fields)
         raise click.ClickException(f"{reason}: {detail or exc}") from exc
     if as_json:
@@ -85,14 +87,24 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), envvar="GITRAG_SERVER_CONFIG",
               help="TOML server config (keys, CORS, limits, webhook); GITRAG_*_KEY variables override it.")
 @click.option("--poll-interval", default=None, type=float, help="Seconds between CURRENT checks (default 2).")
+@click.option("--log-level", default=None, envvar="GITRAG_LOG_LEVEL",
+              type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+              help="Log level of the JSON log lines on stderr (default info; env GITRAG_LOG_LEVEL).")
 def serve_command(store_dir: str, host: str, port: int, base_url: str | None, config_file: str | None,
-                  poll_interval: float | None) -> None:
-    """Serve the HTTP API (see /openapi.json) over the store's CURRENT bundle, swapping when it changes."""
+                  poll_interval: float | None, log_level: str | None) -> None:
+    """Serve the HTTP API (see /openapi.json) over the store's CURRENT bundle, swapping when it changes.
+
+    Logs one JSON line per request (route, status, duration_ms, bundle_id), one per bundle swap
+    (the served commit and bundle, also at start) and one per failed reload, on stderr.
+    """
+    from artifacts.logs import configure_logging
+
     from .config import load_config
     from .hybrid import SearchOptions
     from .server import run_server
 
     try:
+        configure_logging(log_level)
         config = load_config(config_file)
         config.check(host)
         click.echo(f"gitrag serving {store_dir} on http://{host}:{port}", err=True)

@@ -23,14 +23,15 @@ key the server binds only to a loopback address.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
 import tomllib
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
 MIN_KEY_CHARS = 32
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 class ConfigError(ValueError):
@@ -62,6 +63,8 @@ class ServerConfig(BaseModel):
     max_body_bytes: int = Field(64 * 1024, ge=1024, description="bytes, JSON endpoints")
     rate_limit_per_minute: int = Field(600, ge=1, description="requests per minute per key (or client address)")
     rate_limit_burst: int = Field(60, ge=1)
+    auth_failures_per_minute: int = Field(10, ge=1, description="failed key attempts per minute per client address")
+    auth_failures_burst: int = Field(20, ge=1, description="failed key attempts allowed at once per client address")
     poll_interval: float = Field(2.0, gt=0, description="seconds between CURRENT checks")
     cache_bundles: int = Field(4, ge=1, description="historical bundles kept open (count)")
     cache_megabytes: int = Field(1024, ge=1, description="historical bundles kept open (approximate size)")
@@ -88,8 +91,23 @@ class ServerConfig(BaseModel):
 
 
 def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ``::1`` and ``localhost``."""
-    return host in LOOPBACK_HOSTS or host.startswith("127.")
+    """True when every address ``host`` resolves to is a loopback address (127.0.0.0/8, ``::1``).
+
+    An IP literal is checked as is; a name is resolved (``getaddrinfo``) and each address checked,
+    so ``127.0.0.1.example.org`` is not loopback unless it really resolves to one.  A name that
+    does not resolve is not loopback.
+    """
+    name = host.strip().strip("[]")
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return False
+    addresses = {info[4][0].split("%", 1)[0] for info in infos}
+    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
 
 
 def load_config(path: Path | str | None = None, environ: dict[str, str] | None = None) -> ServerConfig:

@@ -8,6 +8,7 @@ filesystem paths: ``message`` is chosen from a fixed table by ``reason``.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
@@ -31,7 +32,14 @@ ERROR_MESSAGES = {
     "webhook_unavailable": "Webhooks are not configured on this server.",
     "sync_unavailable": "Sync is not configured on this server.",
     "job_not_found": "No such job.",
-    "invalid_at": "The 'at' value is not a commit id, branch or tag name.",
+    "invalid_at": "The 'at' value is not a commit id, branch, tag, REV~N or REV^.",
+    "unknown_revision": "The 'at' revision names no commit of the source repository.",
+    "bundle_corrupt": "The bundle fails verification against its manifest; run `gitrag verify`.",
+    "store_busy": "Another writer holds the store lock; retry later.",
+    "store_write_failed": "The store pointer could not be written (for example, the disk is full).",
+    "misdirected_request": "This server answers only requests addressed to a loopback host name.",
+    "cross_site_forbidden": "Cross-site requests may not change this server's state.",
+    "unsupported_content_encoding": "The request body's Content-Encoding is not supported; send it uncompressed.",
     "unsupported_media_type": "The request body must be application/json.",
 }
 
@@ -84,23 +92,68 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 def validate_request(payload: Any, model: type[ModelT], text_field: str, max_chars: int = 1000) -> ModelT:
     """Validate a decoded JSON body whose ``text_field`` holds the user's query or question.
 
-    Raises :class:`~query.errors.InvalidQueryError` when that field is missing, not a string, blank,
-    longer than ``max_chars`` characters or not valid Unicode (lone surrogates), and
-    :class:`~query.errors.InvalidRequestError` for anything else (not an object, unknown fields,
-    wrong types, out of range) with ``fields`` naming each field and the constraint it breaks.
+    The one request validator of the HTTP API and the CLI.  Raises
+    :class:`~query.errors.InvalidQueryError` when that field is missing, not a string, longer than
+    ``max_chars`` characters, not valid Unicode (lone surrogates) or *visibly* empty (only
+    whitespace, control or format characters such as a zero-width space or a BOM), and
+    :class:`~query.errors.InvalidRequestError` for anything else (not an object, unknown fields, wrong
+    types, out of range, a lone surrogate in any other string, key included) with ``fields``
+    naming each field and the constraint it breaks.
     """
     if not isinstance(payload, dict):
         raise InvalidRequestError("body must be a JSON object")
     text = payload.get(text_field)
-    if not isinstance(text, str) or not text.strip() or len(text) > max_chars:
+    if not isinstance(text, str) or len(text) > max_chars or not is_visible_text(text):
         raise InvalidQueryError(f"{text_field} must be a non-empty string of at most {max_chars} characters")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:  # lone surrogates (JSON "\ud800", undecodable argv bytes)
-        raise InvalidQueryError(f"{text_field} is not valid Unicode text") from exc
+    bad = [where for where in _invalid_unicode(payload, "")]
+    if text_field in bad:
+        raise InvalidQueryError(f"{text_field} is not valid Unicode text")
+    if bad:
+        raise InvalidRequestError("invalid Unicode", fields=[{"field": where or "body", "problem": "not valid Unicode "
+                                                              "text (lone surrogate)"} for where in bad[:20]])
     try:
         return model.model_validate(payload)
     except ValidationError as exc:
         fields = [{"field": ".".join(str(p) for p in err["loc"]) or "body", "problem": err["msg"]}
                   for err in exc.errors(include_input=False, include_url=False)]
         raise InvalidRequestError(f"invalid {model.__name__}", fields=fields) from exc
+
+
+def is_visible_text(text: str) -> bool:
+    """True when ``text`` has at least one character that is not whitespace, control or format (Cc, Cf, Zs...).
+
+    A query made only of zero-width spaces, BOMs or direction marks is as empty as one of spaces.
+    """
+    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+               for ch in text)
+
+
+def _invalid_unicode(value: Any, where: str) -> list[str]:
+    """Dotted paths (``filter.path_prefix``, ``filter.tags.2``) of strings, keys included, with lone surrogates.
+
+    Iterative, so a deeply nested body cannot exhaust the interpreter's recursion limit.
+    """
+    found: list[str] = []
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if not _encodable(item):
+                found.append(path)
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if isinstance(key, str) and not _encodable(key):
+                    found.append(path or "body")
+                    continue
+                stack.append((sub, f"{path}.{key}" if path else str(key)))
+        elif isinstance(item, list):
+            stack.extend((sub, f"{path}.{i}" if path else str(i)) for i, sub in enumerate(item))
+    return sorted(found)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -6,7 +6,15 @@ Tree::
     ├── InvalidQueryError        empty, oversized or malformed query            400 invalid_query
     ├── InvalidRequestError      request body not JSON / wrong field types       400 invalid_request
     ├── PayloadTooLargeError     request body over the size limit                413 payload_too_large
+    ├── InvalidRequestError
+    │   └── InvalidAtError       ``at`` is not a revision (see artifacts.store)  400 invalid_at
     ├── NotFoundError            unknown route or bundle                         404 bundle_not_found
+    │   └── UnknownRevisionError ``at`` names no commit in any source repository 404 unknown_revision
+    ├── BundleCorruptError       the chosen bundle fails verification            422 bundle_corrupt
+    ├── StoreBusyError           the store lock is held by a build               503 store_busy
+    ├── StoreWriteFailedError    CURRENT could not be written (disk full...)     503 store_write_failed
+    ├── ClientDisconnectedError  the client went away while sending the body     (no response is read)
+    ├── MisdirectedRequestError  no keys and a Host that is not loopback (DNS rebinding)  421 misdirected_request
     ├── UnauthorizedError        missing or wrong API key                        401 unauthorized
     ├── ForbiddenError           key lacks the role for the endpoint             403 forbidden
     ├── RateLimitedError         per-key request rate exceeded                   429 rate_limited
@@ -17,6 +25,8 @@ Tree::
 """
 
 from __future__ import annotations
+
+from artifacts import errors as artifact_errors
 
 
 class QueryError(Exception):
@@ -93,3 +103,62 @@ class PlainNotFoundError(QueryError):
 class RetrievalUnavailableError(QueryError):
     reason = "retrieval_unavailable"
     status = 503
+
+
+class InvalidAtError(InvalidRequestError):
+    reason = "invalid_at"
+
+
+class UnknownRevisionError(NotFoundError):
+    reason = "unknown_revision"
+
+
+class BundleCorruptError(QueryError):
+    """The bundle asked for fails verification; ``fields`` name the bad files (bundle-relative)."""
+
+    reason = "bundle_corrupt"
+    status = 422
+
+
+class StoreBusyError(QueryError):
+    reason = "store_busy"
+    status = 503
+
+
+class StoreWriteFailedError(QueryError):
+    reason = "store_write_failed"
+    status = 503
+
+
+class ClientDisconnectedError(QueryError):
+    """The client closed the connection before its body arrived; logged quietly, never a 500."""
+
+    reason = "invalid_request"
+    status = 400
+
+
+class MisdirectedRequestError(QueryError):
+    reason = "misdirected_request"
+    status = 421
+
+
+def from_artifact_error(exc: artifact_errors.ArtifactError) -> QueryError:
+    """Map an ``artifacts`` error to the transport error with its status and reason (the one mapping).
+
+    ``BundleIntegrityError`` keeps its ``problems`` (bundle-relative file names, never filesystem paths)
+    as ``fields``; every other detail stays in the server log.
+    """
+    if isinstance(exc, artifact_errors.InvalidRevisionError):
+        return InvalidAtError("bad revision")
+    if isinstance(exc, artifact_errors.UnknownRevisionError):
+        return UnknownRevisionError("unknown revision")
+    if isinstance(exc, artifact_errors.BundleNotFoundError):
+        return NotFoundError("no bundle")
+    if isinstance(exc, artifact_errors.BundleIntegrityError):
+        return BundleCorruptError("bundle fails verification",
+                                  fields=[{"field": "bundle", "problem": p} for p in exc.problems[:20]])
+    if isinstance(exc, artifact_errors.StoreLockedError):
+        return StoreBusyError("store locked")
+    if isinstance(exc, artifact_errors.StoreWriteError):
+        return StoreWriteFailedError("store write failed")
+    return RetrievalUnavailableError("bundle unavailable")

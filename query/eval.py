@@ -137,6 +137,19 @@ def load_questions(path: Path | str) -> QuestionSet:
     missing or mistyped field, an unknown field (JSONL), a duplicate id, an invalid filter, an
     empty file.
     """
+    qset, problems = read_questions(path)
+    if problems:
+        raise QuestionFileError(f"question file has {len(problems)} problem(s)", problems)
+    return qset
+
+
+def read_questions(path: Path | str) -> tuple[QuestionSet, list[str]]:
+    """Read a question file and return its valid questions with the list of every problem found.
+
+    Like :func:`load_questions`, but returns the problems instead of raising, so that a caller can
+    add the problems of later checks (relevant paths missing from the commit) and report all of
+    them at once.  Raises :class:`QuestionFileError` only when the file is unreadable or not UTF-8.
+    """
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -181,9 +194,7 @@ def load_questions(path: Path | str) -> QuestionSet:
         seen.add(q.id)
     if not questions and not problems:
         problems.append(f"{path.name}: no questions")
-    if problems:
-        raise QuestionFileError(f"question file has {len(problems)} problem(s)", problems)
-    return QuestionSet(path=path.resolve(), sha256=digest, format=fmt, questions=questions)
+    return QuestionSet(path=path.resolve(), sha256=digest, format=fmt, questions=questions), problems
 
 
 def select_questions(qset: QuestionSet, split: str, commit: str) -> tuple[list[Question], dict[str, int]]:

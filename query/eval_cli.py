@@ -56,11 +56,15 @@ def _print_table(result: dict[str, Any]) -> None:
 def _run(*, questions: str, repo: str, store: str, rev: str, split: str, engines: tuple[str, ...],
          build_args: list[str], search: dict[str, Any], bundle_id: str | None = None) -> dict[str, Any]:
     from .bundle import open_bundle
-    from .eval import check_relevant_paths, evaluate, load_questions, make_result, select_questions
+    from .eval import QuestionFileError, check_relevant_paths, evaluate, make_result, read_questions, select_questions
     from .hybrid import SearchOptions
 
-    qset = load_questions(questions)  # validate before spending time on a build
-    _check_against_tree(qset, repo, rev, split, build_args)
+    # Validate before spending time on a build, and report every problem of the file at once: its
+    # own (JSON, fields, duplicates) and relevant paths missing from REV's tree.
+    qset, problems = read_questions(questions)
+    problems += _check_against_tree(qset, repo, rev, split, build_args)
+    if problems:
+        raise QuestionFileError(f"question file has {len(problems)} problem(s)", problems)
     # Reproducing: the recorded bundle itself when the store still has it (vectors then match
     # exactly); otherwise the bundle this version builds for the recorded commit and configuration.
     recorded = Store(store).bundles_dir / bundle_id if bundle_id else None
@@ -81,24 +85,23 @@ def _run(*, questions: str, repo: str, store: str, rev: str, split: str, engines
         bundle.close()
 
 
-def _check_against_tree(qset: Any, repo: str, rev: str, split: str, build_args: list[str]) -> None:
-    """Reject relevant paths missing from REV's tree (or excluded by --include) before any build.
+def _check_against_tree(qset: Any, repo: str, rev: str, split: str, build_args: list[str]) -> list[str]:
+    """Return one problem per relevant path missing from REV's tree (or excluded by --include).
 
-    Raises :class:`~query.eval.QuestionFileError` listing every problem; a bad ``rev`` is left to
-    the build, which reports it.
+    A bad ``rev`` is left to the build, which reports it.
     """
     import pygit2
 
     from artifacts.config import path_included
     from artifacts.gittree import markdown_entries
 
-    from .eval import QuestionFileError, select_questions
+    from .eval import select_questions
 
     try:
         git = pygit2.Repository(repo)
         commit = git.revparse_single(rev).peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError):
-        return
+        return []
     paths = {path for path, _ in markdown_entries(git, commit.tree)}
     include = [build_args[i + 1] for i, arg in enumerate(build_args[:-1]) if arg == "--include"]
     chosen, _ = select_questions(qset, split, str(commit.id))
@@ -109,8 +112,7 @@ def _check_against_tree(qset: Any, repo: str, rev: str, split: str, build_args: 
                 problems.append(f"question {q.id!r}: relevant path {p!r} is not in commit {str(commit.id)[:12]}")
             elif not path_included(p, include):
                 problems.append(f"question {q.id!r}: relevant path {p!r} is excluded by --include {' '.join(include)}")
-    if problems:
-        raise QuestionFileError(f"question file has {len(problems)} problem(s)", problems)
+    return problems
 
 
 def _read_result(path: str) -> dict[str, Any]:

@@ -18,8 +18,10 @@ from artifacts import __version__
 from .contract import Envelope
 from .hybrid import SearchRequest
 
-AT_DESCRIPTION = ("Answer from the bundle of this commit instead of the served one: a full or short commit id, "
-                  "a branch or a tag of the source repository. 404 bundle_not_found when that commit has no bundle.")
+AT_DESCRIPTION = ("Answer from the bundle of this revision instead of the served one - what `gitrag use` accepts: "
+                  "a bundle id, a full or short commit id, a branch or a tag of the source repository, optionally "
+                  "with ~N / ^ steps (main~2, v1^). 400 invalid_at when malformed, 404 unknown_revision when it "
+                  "names no commit, 404 bundle_not_found when that commit has no bundle.")
 
 
 class SearchBody(SearchRequest):
@@ -65,17 +67,22 @@ class BundleSummary(BaseModel):
 
 
 class HealthResponse(BaseModel):
-    """Readiness.  ``auth`` says whether API keys are required; ``last_reload_error`` names a bundle that failed."""
+    """Readiness.  ``auth`` says whether API keys are required; ``message`` says what to do when not ready.
+
+    On a server with API keys, the details (``bundle``, ``last_reload_error``, ``failed_bundle``,
+    ``swaps``, ``history_cache``) are present only for a request with a valid key (any role).
+    """
 
     status: str
     ready: bool
     reason: str | None
+    message: str | None = Field(None, description="what to do when not ready (e.g. run `gitrag build`)")
     auth: str
-    last_reload_error: str | None
-    failed_bundle: str | None
-    swaps: int
-    bundle: BundleSummary | None
-    history_cache: dict[str, Any]
+    last_reload_error: str | None = Field(None, description="why the last reload failed (files at fault)")
+    failed_bundle: str | None = None
+    swaps: int | None = None
+    bundle: BundleSummary | None = None
+    history_cache: dict[str, Any] | None = None
 
 
 class BundleItem(BaseModel):
@@ -144,13 +151,19 @@ class JobResponse(BaseModel):
     job: JobInfo
 
 
-_ERRORS = {"400": "Invalid request", "401": "Missing or wrong API key", "403": "Key not allowed here",
-           "404": "Not found (bundle_not_found for an `at` without a bundle)", "413": "Body too large",
-           "415": "Body is not application/json", "429": "Rate limited", "503": "No bundle or feature unavailable"}
+_ERRORS = {"400": "Invalid request (invalid_at for a malformed `at`)", "401": "Missing or wrong API key",
+           "403": "Key not allowed here, or a cross-site request to a state-changing route",
+           "404": "Not found (unknown_revision / bundle_not_found for `at`)", "413": "Body too large",
+           "415": "Body is not application/json, or its Content-Encoding is not supported",
+           "421": "Host is not a loopback name (server without keys)",
+           "422": "The bundle asked for fails verification (bundle_corrupt)",
+           "429": "Rate limited (also after too many failed key attempts)",
+           "503": "No bundle, store busy, or feature unavailable"}
 
 
 def _operation_id(method: str, path: str) -> str:
     words = re.sub(r"\{[^}]*\}", "by_id", path).strip("/").replace(".json", "").replace("/", "_").replace("-", "_")
+    words = words or "root"
     return f"{method.lower()}_{words}" if method != "POST" or path.startswith(("/admin", "/sync", "/webhook")) \
         else words
 

@@ -8,14 +8,27 @@ key may do everything; the sync key only ``/sync``; the search key only retrieva
 key configured the server runs only on loopback and every role is open.  Rate limits apply per
 key (and per client address on the webhooks); a server without keys has none.
 
-Middleware order (outermost first): :func:`headers_middleware` (CORS + security headers on every
-response, errors included) -> :func:`envelope_middleware` (exceptions -> contract envelope) ->
-:func:`auth_middleware` (role check, then rate limit).
+Failed key attempts are limited per client address (``auth_failures_per_minute``): once its
+bucket is empty, that address gets ``429`` on keyed routes until it refills, right key or not.
+
+Without keys (loopback only) two browser attacks remain, and both are refused here: DNS
+rebinding (a page on ``evil.example`` whose name now resolves to 127.0.0.1) is answered ``421
+misdirected_request`` because its ``Host`` is not a loopback name; a cross-site "simple" request
+(form post, ``text/plain``, no pre-flight) to a state-changing route (roles ``admin`` and ``sync``)
+is answered ``403 cross_site_forbidden`` from its ``Origin`` / ``Sec-Fetch-Site`` headers.
+
+Middleware order (outermost first): ``server.log_middleware`` (one log line per request) ->
+:func:`headers_middleware` (CORS + security headers on every response, errors included) ->
+:func:`envelope_middleware` (exceptions -> contract envelope) -> :func:`auth_middleware` (Host
+check, cross-site check, failed-key limit, role check, then rate limit).  Errors raised by aiohttp's
+HTTP parser before any middleware runs (an undecodable ``Content-Encoding``, a malformed request
+line) get the same envelope and headers from ``server.EnvelopeRunner``.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import logging
 import threading
 import time
@@ -28,10 +41,13 @@ from artifacts.errors import ArtifactError
 from .config import ServerConfig
 from .contract import error_body
 from .errors import (
+    ClientDisconnectedError,
     ForbiddenError,
+    MisdirectedRequestError,
     QueryError,
     RateLimitedError,
     UnauthorizedError,
+    from_artifact_error,
 )
 
 log = logging.getLogger("gitrag.server")
@@ -87,6 +103,58 @@ def match_key(config: ServerConfig, presented: str) -> str | None:
     return found
 
 
+def has_valid_key(config: ServerConfig, request: web.Request) -> bool:
+    """True when the request presents one of the configured keys (any role).
+
+    For public routes that show more to key holders (``/health``).  A wrong key counts as a failed
+    attempt like on keyed routes, and an address that has used up its attempts is not checked at all,
+    so such a route cannot serve as an oracle that bypasses the failed-key limit.
+    """
+    presented = presented_key(request)
+    if presented is None:
+        return False
+    failures = request.app[AUTH_FAILURES]
+    address = f"addr:{request.remote}"
+    if failures.peek(address) > 0:
+        return False
+    if match_key(config, presented) is not None:
+        return True
+    failures.take(address)
+    return False
+
+
+def is_loopback_host_header(host: str | None) -> bool:
+    """True for a ``Host`` header naming a loopback address (``localhost``, ``*.localhost``, 127.0.0.0/8,
+    ``[::1]``), with or without a port.  A missing header (HTTP/1.0 clients) counts as loopback."""
+    if host is None:
+        return True
+    name = host.strip().lower()
+    if name.startswith("["):  # [::1]:8080
+        name = name[1:].split("]", 1)[0]
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    name = name.rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def is_cross_site(config: ServerConfig, request: web.Request) -> bool:
+    """True when a browser sent the request from another origin that is not on the CORS allow-list.
+
+    ``Origin`` decides when present (same origin or allow-listed is fine); otherwise
+    ``Sec-Fetch-Site`` (``same-origin`` or ``none`` is fine); a request with neither (curl, scripts) is
+    not cross-site.
+    """
+    origin = request.headers.get("Origin")
+    if origin is not None:
+        return not (origin in config.cors_origins or origin == f"{request.scheme}://{request.host}")
+    return request.headers.get("Sec-Fetch-Site", "none") not in ("same-origin", "none")
+
+
 def authorize(config: ServerConfig, request: web.Request, role: str) -> str:
     """Check the request's key for ``role`` and return a rate-limit identity (never the key itself).
 
@@ -107,18 +175,30 @@ def authorize(config: ServerConfig, request: web.Request, role: str) -> str:
 
 
 class RateLimiter:
-    """Token buckets per identity: ``per_minute`` sustained, ``burst`` at most; thread-safe."""
+    """Token buckets per identity: ``per_minute`` sustained, ``burst`` at most; thread-safe.
 
-    def __init__(self, per_minute: int, burst: int) -> None:
+    Buckets that have refilled completely are forgotten once more than ``max_identities`` are
+    tracked (a full bucket is the same as none), so many client addresses cannot grow it without bound.
+    """
+
+    def __init__(self, per_minute: int, burst: int, max_identities: int = 10_000) -> None:
         self.rate = per_minute / 60.0
         self.burst = float(burst)
+        self.max_identities = max_identities
         self._buckets: dict[str, tuple[float, float]] = {}
         self._lock = threading.Lock()
+
+    def _prune(self, now: float) -> None:
+        full = [k for k, (tokens, last) in self._buckets.items() if tokens + (now - last) * self.rate >= self.burst]
+        for key in full:
+            del self._buckets[key]
 
     def take(self, identity: str) -> float:
         """Take one token; return 0 when allowed, else the seconds until a token is available."""
         now = time.monotonic()
         with self._lock:
+            if len(self._buckets) >= self.max_identities:
+                self._prune(now)
             tokens, last = self._buckets.get(identity, (self.burst, now))
             tokens = min(self.burst, tokens + (now - last) * self.rate)
             if tokens >= 1.0:
@@ -127,9 +207,19 @@ class RateLimiter:
             self._buckets[identity] = (tokens, now)
             return (1.0 - tokens) / self.rate
 
+    def peek(self, identity: str) -> float:
+        """Return 0 when ``identity`` has a token left (without taking it), else the seconds until it has."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.get(identity, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - last) * self.rate)
+            return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
 
 CONFIG = web.AppKey("config", ServerConfig)
 LIMITER = web.AppKey("limiter", RateLimiter)
+AUTH_FAILURES = web.AppKey("auth_failures", RateLimiter)
+STATE_CHANGING_ROLES = ("admin", "sync")
 ROLES = web.AppKey("roles", dict)
 
 
@@ -170,37 +260,69 @@ async def headers_middleware(request: web.Request, handler: Any) -> web.StreamRe
 
 @web.middleware
 async def envelope_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Turn every error into the contract's envelope with a stable reason and no echoed input."""
+    """Turn every error into the contract's envelope with a stable reason and no echoed input.
+
+    An error answered before the body was read to its end closes the connection, so aiohttp does
+    not go on reading (or decoding) a body that was refused.
+    """
     try:
         return await handler(request)
-    except RateLimitedError as exc:
+    except Exception as exc:  # noqa: BLE001 - every error becomes an envelope
+        response = _envelope(exc)
+        if request.body_exists and not request.content.is_eof():
+            response.force_close()
+        return response
+
+
+def _envelope(exc: Exception) -> web.Response:
+    """The contract's envelope for ``exc`` (the one mapping from exceptions to HTTP answers)."""
+    if isinstance(exc, RateLimitedError):
         return error_response(exc.reason, exc.status, {"Retry-After": str(max(1, round(exc.retry_after)))})
-    except UnauthorizedError as exc:
+    if isinstance(exc, UnauthorizedError):
         return error_response(exc.reason, exc.status, {"WWW-Authenticate": 'Bearer realm="gitrag"'})
-    except QueryError as exc:
+    if isinstance(exc, ClientDisconnectedError):
+        log.info("client disconnected before sending its whole body", extra={"event": "client_disconnected"})
+        return error_response("invalid_request", 400)  # nobody reads it; aiohttp drops it quietly
+    if isinstance(exc, QueryError):
         return error_response(exc.reason, exc.status, fields=exc.fields)
-    except ArtifactError:
-        return error_response("retrieval_unavailable", 503)
-    except web.HTTPRequestEntityTooLarge:
+    if isinstance(exc, ArtifactError):
+        mapped = from_artifact_error(exc)
+        return error_response(mapped.reason, mapped.status, fields=mapped.fields)
+    if isinstance(exc, web.HTTPRequestEntityTooLarge):
         return error_response("payload_too_large", 413)
-    except web.HTTPNotFound:
+    if isinstance(exc, web.HTTPNotFound):
         return error_response("not_found", 404)
-    except web.HTTPMethodNotAllowed:
-        return error_response("method_not_allowed", 405)
-    except web.HTTPException as exc:
+    if isinstance(exc, web.HTTPMethodNotAllowed):
+        return error_response("method_not_allowed", 405, {"Allow": ", ".join(sorted(exc.allowed_methods))})
+    if isinstance(exc, web.HTTPException):
         return error_response("invalid_request", exc.status)
-    except Exception:  # noqa: BLE001 - logged, never shown to the client
-        log.exception("unhandled error")
-        return error_response("internal_error", 500)
+    log.error("unhandled error", exc_info=exc)  # logged, never shown to the client
+    return error_response("internal_error", 500)
 
 
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-    """Check the route's role, then the identity's rate limit."""
+    """Check the Host (no keys), cross-site state changes (no keys), failed-key limit, role, rate limit."""
+    config: ServerConfig = request.app[CONFIG]
+    if not config.keys_configured and not is_loopback_host_header(request.headers.get("Host")):
+        raise MisdirectedRequestError("Host is not a loopback name")
     role = _route_role(request)
     if role is None:  # unknown route or method: let the router's 404/405 through
         return await handler(request)
-    identity = authorize(request.app[CONFIG], request, role)
+    if not config.keys_configured and role in STATE_CHANGING_ROLES and is_cross_site(config, request):
+        raise ForbiddenError("cross-site", reason="cross_site_forbidden")
+    keyed = config.keys_configured and role not in ("public", "webhook")
+    address = f"addr:{request.remote}"
+    if keyed:
+        wait = request.app[AUTH_FAILURES].peek(address)
+        if wait > 0:
+            raise RateLimitedError("too many failed key attempts", wait)
+    try:
+        identity = authorize(config, request, role)
+    except UnauthorizedError:
+        if keyed:
+            request.app[AUTH_FAILURES].take(address)
+        raise
     if identity.startswith("key:") or role == "webhook":
         wait = request.app[LIMITER].take(identity)
         if wait > 0:

@@ -31,18 +31,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
+from aiohttp import ClientConnectionResetError, web
+from aiohttp.http_exceptions import ContentEncodingError
+from aiohttp.web_protocol import RequestHandler, RequestPayloadError
 from pydantic import BaseModel
 
+from artifacts import __version__
 from artifacts.embedding import Embedder
-from artifacts.errors import ArtifactError
+from artifacts.errors import ArtifactError, BundleIntegrityError
 from artifacts.jobs import JobQueue, spawn_worker
-from artifacts.store import Store
+from artifacts.store import Store, resolve_bundle_ref, use_bundle
 
 from . import openapi
 from .bundle import OpenedBundle, open_bundle
 from .config import ConfigError, ServerConfig, is_loopback
 from .errors import (
+    ClientDisconnectedError,
     InvalidRequestError,
     MediaTypeError,
     PayloadTooLargeError,
@@ -55,19 +59,39 @@ from .errors import (
 from .graph import GraphRequest, answer_graph
 from .hybrid import SearchOptions, parse_search_request, search
 from .security import (
+    AUTH_FAILURES,
     CONFIG,
     LIMITER,
     ROLES,
+    SECURITY_HEADERS,
     RateLimiter,
     auth_middleware,
     envelope_middleware,
+    error_response,
+    has_valid_key,
     headers_middleware,
 )
-from .timetravel import BundleCache, BundleIndex, Leases, check_at, resolve_at
+from .timetravel import BundleCache, BundleIndex, Leases, check_at
 
 log = logging.getLogger("gitrag.server")
+access_log = logging.getLogger("gitrag.access")
 MAX_BODY_BYTES = 64 * 1024
 ZERO = "0" * 40
+USE_LOCK_TIMEOUT = 10.0
+"""Seconds ``POST /admin/use`` waits for the store lock (a build holds it) before ``503 store_busy``."""
+BUNDLE_ID = web.RequestKey("bundle_id", str)
+"""The bundle that answered a request, for its access-log line."""
+
+
+def describe_failure(exc: BaseException) -> str:
+    """Say why a bundle failed to open: the error class, plus the files at fault for a failed verification.
+
+    The files are bundle-relative (``chunks.jsonl: sha256/size mismatch``), as ``gitrag verify``
+    prints them; exception text, which may hold filesystem paths, is left out.
+    """
+    if isinstance(exc, BundleIntegrityError) and exc.problems:
+        return f"{type(exc).__name__}: {'; '.join(exc.problems[:5])}"
+    return type(exc).__name__
 
 
 class BundleHolder:
@@ -122,7 +146,13 @@ class BundleHolder:
                 if bundle is None:
                     try:
                         fresh = self._open(bundle_id)
+                    except BundleIntegrityError as exc:
+                        log.warning("bundle %s fails verification: %s", bundle_id, "; ".join(exc.problems),
+                                    extra={"event": "open_failed", "bundle_id": bundle_id})
+                        raise  # 422 bundle_corrupt, naming the files (bundle-relative) like `gitrag verify`
                     except (ArtifactError, QueryError, OSError) as exc:
+                        log.warning("bundle %s failed to open: %s", bundle_id, describe_failure(exc),
+                                    extra={"event": "open_failed", "bundle_id": bundle_id})
                         raise RetrievalUnavailableError("historical bundle failed to open") from exc
                     with self.leases.lock:
                         self.cache.insert_and_lease(fresh)
@@ -150,8 +180,9 @@ class BundleHolder:
                 fresh = self._open(wanted)
             except (ArtifactError, QueryError, OSError) as exc:
                 self.failed_bundle = wanted
-                self.last_error = f"bundle {wanted} failed to open: {type(exc).__name__}"
-                log.warning("keeping the served bundle: %s", self.last_error)
+                self.last_error = f"bundle {wanted} failed to open: {describe_failure(exc)}"
+                log.warning("keeping the served bundle: %s", self.last_error,
+                            extra={"event": "swap_failed", "bundle_id": wanted})
                 return False
             with self.leases.lock:
                 old, self.bundle = self.bundle, fresh
@@ -160,16 +191,20 @@ class BundleHolder:
                 self.swaps += 1
                 if old is not None:
                     self.leases.retire(old)
-            log.info("serving bundle %s", fresh.bundle_id)
+            m = fresh.manifest
+            log.info("serving commit %s (%s) bundle %s", m.commit[:12], m.commit_summary[:80], fresh.bundle_id,
+                     extra={"event": "swap", "bundle_id": fresh.bundle_id, "commit": m.commit,
+                            "previous_bundle_id": old.bundle_id if old is not None else None})
             return True
 
     def resolve(self, at: str) -> str:
-        """Return the bundle id for ``at`` (commit, short commit, branch, tag, or a bundle id)."""
-        bundles = self.index.list()
+        """Return the bundle id for ``at`` with the store's one resolver (as ``gitrag use`` does).
+
+        Raises the :func:`~artifacts.store.resolve_bundle_ref` errors (mapped to HTTP by
+        :func:`~query.errors.from_artifact_error`).
+        """
         served = self.bundle.manifest if self.bundle is not None else None
-        if "." in at and any(b.bundle_id == at for b in bundles):
-            return at
-        return resolve_at(at, bundles, served)
+        return resolve_bundle_ref(self.store, at, bundles=self.index.list(), prefer=served).bundle_id
 
     def close(self) -> None:
         with self.leases.lock:
@@ -216,12 +251,33 @@ RETRIEVAL_ROUTES: list[RetrievalRoute] = [
 
 
 async def _read_body(request: web.Request, limit: int) -> bytes:
+    """Read the body (at most ``limit`` bytes).
+
+    Raises :class:`PayloadTooLargeError`, :class:`ClientDisconnectedError` when the client goes away
+    mid-body, and :class:`MediaTypeError` (``unsupported_content_encoding``) for a body aiohttp
+    cannot decode.
+    """
     if request.content_length is not None and request.content_length > limit:
         raise PayloadTooLargeError("body too large")
-    raw = await request.read()
+    try:
+        raw = await request.read()
+    except (ConnectionResetError, ClientConnectionResetError) as exc:
+        raise ClientDisconnectedError("client went away") from exc
+    except (ContentEncodingError, RequestPayloadError) as exc:
+        if isinstance(exc, ContentEncodingError) or isinstance(exc.__cause__, ContentEncodingError):
+            raise MediaTypeError("undecodable body", reason="unsupported_content_encoding") from exc
+        raise InvalidRequestError("malformed body") from exc  # e.g. bad chunked framing
     if len(raw) > limit:
         raise PayloadTooLargeError("body too large")
     return raw
+
+
+def decode_json(raw: bytes) -> Any:
+    """Decode a JSON body; raise :class:`InvalidRequestError` for bad UTF-8, bad JSON or too deep nesting."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InvalidRequestError("body is not JSON") from exc
 
 
 async def _read_json(request: web.Request, *, allow_empty: bool = False) -> Any:
@@ -231,10 +287,7 @@ async def _read_json(request: web.Request, *, allow_empty: bool = False) -> Any:
     if request.content_type != "application/json" and raw:
         # Browsers send text/plain and form posts without a CORS pre-flight: refuse them.
         raise MediaTypeError("wrong content type")
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise InvalidRequestError("body is not JSON") from exc
+    return decode_json(raw)
 
 
 def _retrieval_handler(route: RetrievalRoute) -> Callable[[web.Request], Any]:
@@ -257,7 +310,10 @@ def _retrieval_handler(route: RetrievalRoute) -> Callable[[web.Request], Any]:
                     return route.run(bundle, parsed, options)
                 return route.run(bundle, parsed)
 
-        return web.json_response(await asyncio.to_thread(run))
+        body = await asyncio.to_thread(run)
+        if isinstance(body.get("index_version"), dict):
+            request[BUNDLE_ID] = body["index_version"].get("bundle_id")  # for the access log
+        return web.json_response(body)
 
     handler.__name__ = "handle_" + route.path.strip("/").replace("/", "_")
     return handler
@@ -271,7 +327,14 @@ def _bundle_summary(holder: BundleHolder, bundle: OpenedBundle) -> dict[str, Any
     }
 
 
+NO_BUNDLE_HINT = ("The store has no bundle yet: build one with `gitrag build --repo REPO --store STORE`; "
+                  "the server serves it as soon as CURRENT points at it.")
+BROKEN_CURRENT_HINT = "The CURRENT bundle failed to open; run `gitrag verify --store STORE` and `gitrag use`."
+
+
 async def handle_health(request: web.Request) -> web.Response:
+    """Readiness for everyone; on a server with API keys, the details (bundle, counts, embedder,
+    reload errors, cache) only with a valid key (any role)."""
     holder: BundleHolder = request.app[HOLDER]
     config: ServerConfig = request.app[CONFIG]
     bundle = holder.bundle
@@ -279,14 +342,29 @@ async def handle_health(request: web.Request) -> web.Response:
         "status": "ok" if bundle is not None else "error",
         "ready": bundle is not None,
         "reason": None if bundle is not None else "retrieval_unavailable",
+        "message": None,
         "auth": "api_keys" if config.keys_configured else "none (no API keys configured; loopback only)",
-        "last_reload_error": holder.last_error,
-        "failed_bundle": holder.failed_bundle,
-        "swaps": holder.swaps,
-        "bundle": _bundle_summary(holder, bundle) if bundle is not None else None,
-        "history_cache": holder.cache.info(),
     }
+    if bundle is None:
+        body["message"] = BROKEN_CURRENT_HINT if holder.failed_bundle else NO_BUNDLE_HINT
+    if not config.keys_configured or has_valid_key(config, request):
+        body |= {
+            "last_reload_error": holder.last_error,
+            "failed_bundle": holder.failed_bundle,
+            "swaps": holder.swaps,
+            "bundle": _bundle_summary(holder, bundle) if bundle is not None else None,
+            "history_cache": holder.cache.info(),
+        }
     return web.json_response(body, status=200 if bundle is not None else 503)
+
+
+ROOT_LINKS: dict[str, str] = {"health": "/health", "openapi": "/openapi.json", "bundles": "/bundles"}
+"""Links listed by ``GET /`` (a web page registers itself here)."""
+
+
+async def handle_root(request: web.Request) -> web.Response:
+    """What this server is, with links to ``/health``, ``/openapi.json`` and the other entry points."""
+    return web.json_response({"status": "ok", "name": "gitrag", "version": __version__, "links": dict(ROOT_LINKS)})
 
 
 async def handle_bundles(request: web.Request) -> web.Response:
@@ -325,8 +403,14 @@ async def handle_use(request: web.Request) -> web.Response:
         raise InvalidRequestError("invalid use request") from exc
     holder: BundleHolder = request.app[HOLDER]
     check_at(target.bundle)
-    bundle_id = await asyncio.to_thread(holder.resolve, target.bundle)
-    await asyncio.to_thread(holder.store.set_current, bundle_id)
+
+    def use() -> str:
+        # The same function as `gitrag use`: resolve, verify, take the store lock, write CURRENT.
+        served = holder.bundle.manifest if holder.bundle is not None else None
+        return use_bundle(holder.store, target.bundle, bundles=holder.index.list(), prefer=served,
+                          lock_timeout=USE_LOCK_TIMEOUT).bundle_id
+
+    bundle_id = await asyncio.to_thread(use)
     body = await _reload(request.app, force=True)
     return web.json_response(body, status=200 if body["served"] == bundle_id else 503)
 
@@ -339,11 +423,13 @@ def _mirror(app: web.Application) -> str:
     return str(Path(config.webhook.mirror).resolve() if config.webhook.mirror else app[STORE_ROOT] / "mirror.git")
 
 
-def _enqueue_sync(app: web.Application, commit: str | None, delivery_id: str | None) -> dict[str, Any]:
+def _enqueue_sync(app: web.Application, commit: str | None, delivery_id: str | None,
+                  replay_key: str | None = None) -> dict[str, Any]:
     config: ServerConfig = app[CONFIG]
     queue = JobQueue(app[STORE_ROOT])
     queued = queue.enqueue(kind="sync", repo=_mirror(app), remote=config.webhook.remote,
-                           branch=config.webhook.branch, commit=commit, delivery_id=delivery_id)
+                           branch=config.webhook.branch, commit=commit, delivery_id=delivery_id,
+                           replay_key=replay_key)
     if config.spawn_worker:
         try:
             spawn_worker(app[STORE_ROOT])
@@ -363,7 +449,12 @@ async def handle_sync(request: web.Request) -> web.Response:
 
 
 async def handle_job(request: web.Request) -> web.Response:
-    job = await asyncio.to_thread(JobQueue(request.app[STORE_ROOT]).get, int(request.match_info["job_id"]))
+    raw = request.match_info["job_id"]
+    # Job ids are SQLite integers (< 2**63); a longer number names no job (and int() of thousands of
+    # digits is refused by Python itself).
+    if len(raw) > 19 or int(raw) >= 2**63:
+        raise PlainNotFoundError("no job", reason="job_not_found")
+    job = await asyncio.to_thread(JobQueue(request.app[STORE_ROOT]).get, int(raw))
     if job is None:
         raise PlainNotFoundError("no job", reason="job_not_found")
     data = job.public()
@@ -401,10 +492,7 @@ def _webhook_handler(provider: str) -> Callable[[web.Request], Any]:
         event = request.headers.get(_EVENT_HEADERS[provider]) or request.headers.get("X-GitHub-Event")
         if event != "push":
             return web.json_response({"status": "ok", "accepted": False, "ignored": "event"})
-        try:
-            payload = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise InvalidRequestError("body is not JSON") from exc
+        payload = decode_json(raw)
         if not isinstance(payload, dict):
             raise InvalidRequestError("body must be a JSON object")
         repository = payload.get("repository") if isinstance(payload.get("repository"), dict) else {}
@@ -419,7 +507,10 @@ def _webhook_handler(provider: str) -> Callable[[web.Request], Any]:
             c in "0123456789abcdef" for c in after) else None
         delivery = request.headers.get(_DELIVERY_HEADERS[provider])
         delivery_id = f"{provider}:{delivery[:200]}" if delivery else None
-        body = await asyncio.to_thread(_enqueue_sync, request.app, commit, delivery_id)
+        # The delivery id header is not signed: a replayed body with a new id is recognised by its
+        # signed content (branch + pushed commit) instead.
+        replay_key = f"push:{hook.repository}:{hook.branch}:{after}" if isinstance(after, str) else None
+        body = await asyncio.to_thread(_enqueue_sync, request.app, commit, delivery_id, replay_key)
         return web.json_response(body, status=202)
 
     handler.__name__ = f"handle_webhook_{provider}"
@@ -450,6 +541,7 @@ class Route:
 def route_table() -> list[Route]:
     """Return every route of the server (the source of ``/openapi.json``)."""
     routes = [
+        Route("GET", "/", handle_root, "public", "Links to /health, /openapi.json and the other entry points"),
         Route("GET", "/health", handle_health, "public", "Readiness, served bundle and last reload failure",
               None, openapi.HealthResponse),
         Route("GET", "/openapi.json", handle_openapi, "public", "This OpenAPI 3 document"),
@@ -498,12 +590,13 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     config.check()
     interval = poll_interval if poll_interval is not None else config.poll_interval
     body_limit = max(config.max_body_bytes, config.webhook.max_body_bytes)
-    app = web.Application(middlewares=[headers_middleware, envelope_middleware, auth_middleware],
+    app = web.Application(middlewares=[log_middleware, headers_middleware, envelope_middleware, auth_middleware],
                           client_max_size=body_limit + 1)
     store = Store(store_dir)
     app[STORE_ROOT] = store.root
     app[CONFIG] = config
     app[LIMITER] = RateLimiter(config.rate_limit_per_minute, config.rate_limit_burst)
+    app[AUTH_FAILURES] = RateLimiter(config.auth_failures_per_minute, config.auth_failures_burst)
     app[HOLDER] = BundleHolder(store, embedder=embedder, cache_bundles=config.cache_bundles,
                                cache_bytes=config.cache_megabytes * 1024 * 1024)
     app[OPTIONS] = options or SearchOptions()
@@ -517,6 +610,9 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
 
     async def on_startup(app: web.Application) -> None:
         await asyncio.to_thread(app[HOLDER].load_current)
+        if app[HOLDER].bundle is None:
+            log.warning("no bundle to serve yet: %s", NO_BUNDLE_HINT if app[HOLDER].failed_bundle is None
+                        else app[HOLDER].last_error, extra={"event": "no_bundle"})
         app[WATCHER] = asyncio.create_task(_watch(app, interval))
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -535,13 +631,89 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     return app
 
 
+@web.middleware
+async def log_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Log one line per request: method, route (the pattern, never the raw path), status, ms, bundle id."""
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    finally:
+        resource = request.match_info.route.resource
+        route = resource.canonical if resource is not None else "-"
+        duration_ms = round((time.perf_counter() - started) * 1000, 1)
+        bundle_id = request.get(BUNDLE_ID)
+        access_log.info("%s %s %d %.1f ms", request.method, route, status, duration_ms,
+                        extra={"event": "request", "method": request.method, "route": route, "status": status,
+                               "duration_ms": duration_ms, "bundle_id": bundle_id})
+
+
+class _EnvelopeRequestHandler(RequestHandler):
+    """aiohttp's per-connection handler, answering errors of its HTTP parser with the contract's envelope.
+
+    aiohttp turns a request it cannot parse (an undecodable ``Content-Encoding``, a bad request
+    line, oversized headers) into a plain-text response with the exception text, before any
+    middleware runs; here it becomes the envelope with the security headers, and no traceback is
+    logged for a client's mistake.
+    """
+
+    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        if request.writer.output_size > 0:  # a response is under way: aiohttp closes the connection
+            return super().handle_error(request, status, exc, message)
+        if status >= 500:
+            self.log_exception("Error handling request", exc_info=exc)
+            reason = "internal_error"
+        else:
+            self.logger.info("bad HTTP request (%s, status %d)", type(exc).__name__, status)
+            if isinstance(exc, ContentEncodingError):
+                reason, status = "unsupported_content_encoding", 415
+            else:
+                reason = "payload_too_large" if status == 413 else "invalid_request"
+        response = error_response(reason, status)
+        response.headers.update(SECURITY_HEADERS)
+        response.force_close()
+        return response
+
+
+class _EnvelopeServer(web.Server):
+    def __call__(self) -> RequestHandler:
+        return _EnvelopeRequestHandler(self, loop=self._loop, **self._kwargs)
+
+
+class EnvelopeRunner(web.AppRunner):
+    """An :class:`aiohttp.web.AppRunner` whose connections answer parser errors with the envelope."""
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        server.__class__ = _EnvelopeServer  # same state, one overridden factory method
+        return server
+
+
+async def start_server(app: web.Application, host: str = "127.0.0.1", port: int = 0,
+                       handle_signals: bool = False) -> tuple[EnvelopeRunner, int]:
+    """Start ``app`` on ``host:port`` (0 = any free port); return the runner and the bound port.
+
+    Call ``await runner.cleanup()`` to stop.  aiohttp's own access log is off: :func:`log_middleware`
+    writes one structured line per request instead.
+    """
+    runner = EnvelopeRunner(app, access_log=None, handle_signals=handle_signals)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = runner.addresses[0][1] if runner.addresses else port
+    return runner, int(bound)
+
+
 def run_server(store_dir: Path | str, host: str = "127.0.0.1", port: int = 8080,
                options: SearchOptions | None = None, config: ServerConfig | None = None,
                poll_interval: float | None = None) -> None:
-    """Serve until interrupted.  Without API keys only loopback hosts are allowed.
+    """Serve until interrupted (SIGINT/SIGTERM).  Without API keys only loopback hosts are allowed.
 
     Raises :class:`~query.config.ConfigError` (a :class:`ValueError`) for a non-loopback ``host``
-    without keys, or for short or repeated keys.
+    without keys, or for short or repeated keys, and :class:`OSError` when the port cannot be bound.
     """
     config = config or ServerConfig()
     config.check(host)
@@ -550,8 +722,18 @@ def run_server(store_dir: Path | str, host: str = "127.0.0.1", port: int = 8080,
     started = time.monotonic()
     app = create_app(store_dir, options=options, config=config, poll_interval=poll_interval)
     log.debug("app built in %.3f s", time.monotonic() - started)
-    web.run_app(app, host=host, port=port, print=None, handle_signals=True)
+
+    async def serve() -> None:
+        runner, bound = await start_server(app, host, port, handle_signals=True)
+        log.info("listening on %s:%d", host, bound, extra={"event": "listening", "host": host, "port": bound})
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    with contextlib.suppress(KeyboardInterrupt, web.GracefulExit):
+        asyncio.run(serve())
 
 
-__all__ = ["BundleHolder", "RETRIEVAL_ROUTES", "RetrievalRoute", "Route", "create_app", "route_table", "run_server",
-           "Retrieval"]
+__all__ = ["BundleHolder", "EnvelopeRunner", "RETRIEVAL_ROUTES", "RetrievalRoute", "Route", "create_app",
+           "route_table", "run_server", "start_server", "Retrieval"]

@@ -1,49 +1,35 @@
-"""Time travel: resolve ``at`` (sha, short sha, branch, tag) to a bundle, and keep old bundles open in an LRU.
+"""Time travel: ``at`` (any revision ``gitrag use`` accepts) selects a bundle; old bundles stay open in an LRU.
 
-``at`` is never a path.  It must look like a hex commit id or a Git ref name (letters, digits,
-``. _ - /``, no ``..``, no leading ``/`` or ``-``, no ``@{``, ``~``, ``^`` or ``:``), or it is
-rejected with ``invalid_at`` before anything touches the filesystem.  Resolution order:
-
-1. a hex string of 4..40 characters that prefixes the commit of exactly one published commit;
-2. otherwise a branch (``refs/heads/``), tag (``refs/tags/``, peeled) or full ``refs/...`` name, or
-   a commit id, looked up with pygit2 in the source repositories recorded in the manifests
-   (``source.repo``) — the served bundle's repository first.
-
-The resolved commit must have a published bundle, else :class:`BundleNotFoundError` (404
-``bundle_not_found``).  When a commit has bundles of several configurations, the one with the
-served bundle's config fingerprint wins.
+``at`` is never a path.  It is checked and resolved by the store's one resolver,
+:func:`artifacts.store.resolve_bundle_ref` (the same function as ``gitrag use``, ``verify`` and
+``diff``): a bundle id, a full or short commit id, a branch or tag, optionally with ``~N`` / ``^``
+steps (``main~2``, ``v1^``), resolved with pygit2 in the source repositories recorded in the
+manifests, the served bundle's first.  A malformed value is ``400 invalid_at`` before anything
+touches the filesystem; a revision that names no commit is ``404 unknown_revision``; a commit
+without a bundle is ``404 bundle_not_found``.  When a commit has bundles of several
+configurations, the one with the served bundle's config fingerprint wins.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 
-import pygit2
-
+from artifacts.errors import InvalidRevisionError
 from artifacts.manifest import Manifest
-from artifacts.store import BundleInfo, Store
+from artifacts.store import BundleInfo, Store, check_revision
 
 from .bundle import OpenedBundle
-from .errors import InvalidRequestError, NotFoundError
-
-MAX_AT_CHARS = 200
-_HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
-_REFNAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")
-
-
-class InvalidAtError(InvalidRequestError):
-    reason = "invalid_at"
+from .errors import InvalidAtError
 
 
 def check_at(at: object) -> str:
-    """Return ``at`` if it is a well-formed commit id or ref name; raise :class:`InvalidAtError`."""
-    if not isinstance(at, str) or not at or len(at) > MAX_AT_CHARS:
-        raise InvalidAtError("bad at")
-    if not _REFNAME.match(at) or ".." in at or "//" in at or at.endswith(("/", ".", ".lock")) or "/." in at:
-        raise InvalidAtError("bad at")
-    return at
+    """Return ``at`` if it is a well-formed revision (:func:`~artifacts.store.check_revision`); raise
+    :class:`~query.errors.InvalidAtError` (``400 invalid_at``) otherwise."""
+    try:
+        return check_revision(at)
+    except InvalidRevisionError as exc:
+        raise InvalidAtError("bad at") from exc
 
 
 class BundleIndex:
@@ -66,68 +52,6 @@ class BundleIndex:
                 self._bundles = self.store.list_bundles()
                 self._stamp = stamp
             return list(self._bundles)
-
-
-def _pick(candidates: list[BundleInfo], prefer_fingerprint: str | None) -> BundleInfo:
-    for info in candidates:
-        if info.manifest.config_fingerprint == prefer_fingerprint:
-            return info
-    return candidates[0]
-
-
-def resolve_at(at: str, bundles: list[BundleInfo], served: Manifest | None) -> str:
-    """Return the bundle id for ``at`` (see the module docstring).
-
-    Raises :class:`InvalidAtError` for a malformed value and :class:`NotFoundError`
-    (``bundle_not_found``) when no bundle matches.
-    """
-    at = check_at(at)
-    prefer = served.config_fingerprint if served is not None else None
-    if _HEX.match(at):
-        prefix = at.lower()
-        matches = [b for b in bundles if b.manifest.commit.startswith(prefix)]
-        commits = {b.manifest.commit for b in matches}
-        if len(commits) == 1:
-            return _pick(matches, prefer).bundle_id
-    repos: list[str] = []
-    if served is not None:
-        repos.append(served.source.repo)
-    repos += [b.manifest.source.repo for b in bundles if b.manifest.source.repo not in repos]
-    for repo_path in repos:
-        commit = _resolve_in_repo(repo_path, at)
-        if commit is None:
-            continue
-        matches = [b for b in bundles if b.manifest.commit == commit]
-        if matches:
-            return _pick(matches, prefer).bundle_id
-        break  # the name resolved in the primary repository: that commit simply has no bundle
-    raise NotFoundError("no bundle for at")
-
-
-def _resolve_in_repo(repo_path: str, at: str) -> str | None:
-    try:
-        repo = pygit2.Repository(repo_path)
-    except (pygit2.GitError, KeyError, OSError):
-        return None
-    names = [f"refs/heads/{at}", f"refs/tags/{at}", f"refs/remotes/{at}"]
-    if at.startswith("refs/"):
-        names.insert(0, at)
-    for name in names:
-        try:
-            ref = repo.references.get(name)
-        except (pygit2.GitError, ValueError):
-            ref = None
-        if ref is not None:
-            try:
-                return str(ref.peel(pygit2.Commit).id)
-            except (pygit2.GitError, ValueError, KeyError):
-                return None
-    if _HEX.match(at):
-        try:
-            return str(repo.revparse_single(at).peel(pygit2.Commit).id)
-        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-            return None
-    return None
 
 
 def bundle_bytes(manifest: Manifest) -> int:
@@ -220,4 +144,4 @@ class BundleCache:
         self._entries.clear()
 
 
-__all__ = ["BundleCache", "BundleIndex", "InvalidAtError", "Leases", "check_at", "resolve_at"]
+__all__ = ["BundleCache", "BundleIndex", "InvalidAtError", "Leases", "check_at"]

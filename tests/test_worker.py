@@ -134,3 +134,63 @@ def test_fetch_mirror_fast_forwards_and_reports_divergence(repo: RepoBuilder, tm
     with pytest.raises(DivergedError):
         fetch_mirror(mirror, str(upstream), "main")
     assert git(mirror, "rev-parse", "refs/heads/main").strip() == c2  # not overwritten
+
+
+def test_replayed_payload_maps_to_its_job_until_a_newer_push(tmp_path: Path) -> None:
+    """The delivery id is unsigned: a replay with a fresh id is recognised by the signed payload (ref + after)."""
+    queue = JobQueue(tmp_path)
+    key_a, key_b = "push:o/w:main:" + "a" * 40, "push:o/w:main:" + "b" * 40
+    first = queue.enqueue(kind="sync", repo="/m", branch="main", remote="/x", delivery_id="gh:1", replay_key=key_a)
+    for n in range(2, 30):
+        replay = queue.enqueue(kind="sync", repo="/m", branch="main", remote="/x", delivery_id=f"gh:{n}",
+                               replay_key=key_a)
+        assert replay.duplicate and replay.job.id == first.job.id
+    assert len(queue.list_jobs()) == 1
+    # Once claimed (running) it still absorbs replays: it builds the branch tip anyway.
+    assert queue.claim() is not None
+    assert queue.enqueue(kind="sync", repo="/m", branch="main", delivery_id="gh:x", replay_key=key_a).duplicate
+    newer = queue.enqueue(kind="sync", repo="/m", branch="main", delivery_id="gh:y", replay_key=key_b)
+    assert not newer.duplicate and newer.job.id != first.job.id
+    # After a newer push the old payload may be a force-push back: it queues (coalescing into the queued job).
+    back = queue.enqueue(kind="sync", repo="/m", branch="main", delivery_id="gh:z", replay_key=key_a)
+    assert not back.duplicate and back.coalesced and back.job.id == newer.job.id
+
+
+def test_concurrent_spawns_start_one_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """30 producers at once start one worker: the lock passes from producer to worker without a gap."""
+    import threading
+
+    from artifacts.jobs import WORKER_LOG, spawn_worker
+
+    store = tmp_path / "store"
+    JobQueue(store)
+    monkeypatch.setenv("GITRAG_WORKER_IDLE_EXIT", "1")
+    barrier = threading.Barrier(30)
+    started: list[bool] = []
+
+    def producer() -> None:
+        barrier.wait()
+        started.append(spawn_worker(store))
+
+    threads = [threading.Thread(target=producer) for _ in range(30)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert started.count(True) == 1
+    assert worker_running(store)  # the child holds the lock it was handed
+    _wait_for_workers(store)
+    log = (store / WORKER_LOG).read_text(encoding="utf-8")
+    assert log.count("gitrag worker: started") == 1 and log.count("job(s) processed") == 1, log
+
+
+def _wait_for_workers(store: Path, timeout: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while worker_running(store) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)  # a worker started late would take the lock within this time
+    while worker_running(store) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not worker_running(store)

@@ -11,7 +11,7 @@ from aiohttp.test_utils import TestServer
 
 from artifacts.store import Store
 from indexer.build import build_bundle
-from query.server import create_app
+from query.server import create_app, start_server
 from tests.conftest import RepoBuilder
 
 ENVELOPE = {"status", "reason", "sources", "index_version", "complete", "truncated", "truncation_reasons"}
@@ -135,16 +135,19 @@ WEBHOOK_SECRET = "w" * 16 + "webhook-secret-0123456789"
 
 
 def with_server(store: Path, embedder, scenario, *, config=None, poll: float = 0.2):  # type: ignore[no-untyped-def]
-    """Run ``await scenario(base_url, http_session, app)`` against a loopback TestServer."""
+    """Run ``await scenario(base_url, http_session, app)`` against the server on a loopback port.
+
+    The server runs as ``gitrag serve`` runs it (:func:`query.server.start_server`, whose runner
+    answers aiohttp's parser errors with the envelope).
+    """
 
     async def main() -> None:
         app = create_app(store, embedder=embedder, poll_interval=poll, config=config)
-        server = TestServer(app, host="127.0.0.1")
-        await server.start_server()
+        runner, port = await start_server(app, "127.0.0.1", 0)
         try:
             async with aiohttp.ClientSession() as http:
-                await scenario(f"http://127.0.0.1:{server.port}", http, app)
+                await scenario(f"http://127.0.0.1:{port}", http, app)
         finally:
-            await server.close()
+            await runner.cleanup()
 
     asyncio.run(main())

@@ -8,6 +8,7 @@ server's RSS before and after the swaps (run with ``-s`` to see them).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -62,8 +63,10 @@ def test_zero_failures_and_no_mixed_responses_during_swaps(repo: RepoBuilder, tm
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITRAG_") or k == "GITRAG_EMBEDDER"}
+    log_path = tmp_path / "serve.log"  # a file, not a pipe nobody reads: the server logs every request
+    log_file = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
     server = subprocess.Popen([GITRAG, "serve", "--store", str(store.root), "--port", str(port),
-                               "--poll-interval", "30"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               "--poll-interval", "30"], env=env, stdout=subprocess.DEVNULL, stderr=log_file)
 
     async def scenario() -> dict[str, float]:
         latencies: list[float] = []
@@ -146,6 +149,12 @@ def test_zero_failures_and_no_mixed_responses_during_swaps(repo: RepoBuilder, tm
     finally:
         server.terminate()
         server.wait(timeout=10)
+        log_file.close()
+    events = [json.loads(line) for line in log_path.read_text(encoding="utf-8").splitlines() if line.startswith("{")]
+    swaps = [e for e in events if e.get("event") == "swap"]
+    requests = [e for e in events if e.get("event") == "request" and e["route"] == "/search"]
+    assert len(swaps) == stats["swaps"] + 2  # one line per swap: the start, the reloads, the SIGHUP
+    assert len(requests) >= stats["requests"] and all(e["status"] == 200 for e in requests)
     print("\nswap-under-load:", " ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}"
                                          for k, v in stats.items()))
     assert stats["rss_after_mb"] < stats["rss_before_mb"] + 150

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -49,6 +50,10 @@ def test_at_selects_the_bundle_of_a_commit_branch_or_tag(history: dict[str, str]
             assert body["index_version"]["commit"] == history["c1"], at
             assert _docs(body) == {"wiki/p1.md"}
         assert (await search("main"))["index_version"]["commit"] == history["c3"]
+        # The same revision syntax as `gitrag use`: REV~N, REV^, HEAD, resolved with pygit2.
+        for at, commit in (("main~2", "c1"), ("main^", "c2"), ("HEAD~1", "c2"), ("main^^", "c1"),
+                           ("v1~0", "c1"), ("refs/heads/main~1", "c2")):
+            assert (await search(at))["index_version"]["commit"] == history[commit], at
         async with http.post(base + "/graph", json={"question": "Kto napísal stranu 1?", "at": "v1"}) as resp:
             assert resp.status == 200 and (await resp.json())["index_version"]["commit"] == history["c1"]
         assert (await search(history["c2"][:10]))["index_version"]["commit"] == history["c2"]
@@ -62,15 +67,21 @@ def test_at_selects_the_bundle_of_a_commit_branch_or_tag(history: dict[str, str]
 BAD_AT = [
     ("../../etc/passwd", 400, "invalid_at"),
     ("/etc/passwd", 400, "invalid_at"),
-    ("bundles/x", 404, "bundle_not_found"),
-    ("main~1", 400, "invalid_at"),
+    ("main\n", 400, "invalid_at"),  # full match: a trailing newline is not allowed
+    ("v1\n", 400, "invalid_at"),
+    ("main:wiki/p1.md", 400, "invalid_at"),  # a blob path, not a commit
+    ("main..v1", 400, "invalid_at"),
+    ("main~x", 400, "invalid_at"),
     ("HEAD@{1}", 400, "invalid_at"),
     ("a" * 300, 400, "invalid_at"),
     ("-rf", 400, "invalid_at"),
     ("..", 400, "invalid_at"),
-    ("no-such-branch", 404, "bundle_not_found"),
-    ("0000000", 404, "bundle_not_found"),
-    ("deadbeefdeadbeefdeadbeefdeadbeefdeadbeef", 404, "bundle_not_found"),
+    ("bundles/x", 404, "unknown_revision"),
+    ("no-such-branch", 404, "unknown_revision"),
+    ("no-such-branch~1", 404, "unknown_revision"),
+    ("main~50", 404, "unknown_revision"),  # before the root commit
+    ("0000000", 404, "unknown_revision"),
+    ("deadbeefdeadbeefdeadbeefdeadbeefdeadbeef", 404, "unknown_revision"),
 ]
 
 
@@ -133,7 +144,9 @@ def test_bundles_admin_use_and_reload(history: dict[str, str], hash_embedder) ->
         async with http.post(base + "/admin/use", json={"bundle": "../x"}) as resp:
             assert resp.status == 400
         async with http.post(base + "/admin/use", json={"bundle": "nope"}) as resp:
-            assert resp.status == 404 and (await resp.json())["reason"] == "bundle_not_found"
+            assert resp.status == 404 and (await resp.json())["reason"] == "unknown_revision"
+        async with http.post(base + "/admin/use", json={"bundle": "main~1"}) as resp:
+            assert resp.status == 200 and (await resp.json())["served"].startswith(history["c2"])
         # An outside change to CURRENT, picked up at once by /admin/reload (polling is slow here).
         store.set_current(next(b.bundle_id for b in store.list_bundles() if b.manifest.commit == history["c3"]))
         body = await (await http.post(base + "/admin/reload")).json()
@@ -167,7 +180,57 @@ def test_a_bundle_failing_verification_keeps_the_old_one_serving(history: dict[s
         health = await (await http.get(base + "/health")).json()
         assert health["ready"] is True and health["bundle"]["bundle_id"] == served
         assert health["failed_bundle"] == bad.bundle_id and "BundleIntegrityError" in health["last_reload_error"]
+        assert "chunks.jsonl: sha256/size mismatch" in health["last_reload_error"]  # names the file, as verify does
+        assert history["store"] not in health["last_reload_error"]
         async with http.post(base + "/search", json={"query": "text"}) as resp:
             assert resp.status == 200 and (await resp.json())["index_version"]["bundle_id"] == served
 
     with_server(store.root, hash_embedder, scenario, poll=0.05)
+
+
+def test_admin_use_verifies_before_it_writes_current(history: dict[str, str], repo: RepoBuilder,  # type: ignore[no-untyped-def]
+                                                     hash_embedder) -> None:
+    """POST /admin/use is `gitrag use`: a bundle failing verification is refused and CURRENT stays."""
+    store = Store(history["store"])
+    served = store.current_id()
+    repo.write("wiki/p6.md", "# Strana 6\n\nPoškodený zväzok.\n")
+    repo.commit("will be corrupted")
+    git(repo.path, "tag", "broken")
+    bad = build_bundle(repo.path, store.root, embedder=hash_embedder)
+    store.set_current(served)
+    _corrupt(bad.bundle_path)
+
+    async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        for ref in (bad.bundle_id, "broken"):
+            async with http.post(base + "/admin/use", json={"bundle": ref}) as resp:
+                body = await resp.json()
+            assert resp.status == 422 and body["reason"] == "bundle_corrupt" and ENVELOPE <= set(body)
+            assert {"field": "bundle", "problem": "chunks.jsonl: sha256/size mismatch"} in body["errors"]
+            assert history["store"] not in json.dumps(body)
+            assert store.current_id() == served  # CURRENT never pointed at the corrupted bundle
+        health = await (await http.get(base + "/health")).json()
+        assert health["bundle"]["bundle_id"] == served and health["swaps"] == 1
+
+    with_server(store.root, hash_embedder, scenario, poll=60)
+    # The CLI refuses it the same way (one shared function).
+    from click.testing import CliRunner
+
+    from artifacts.cli import main
+
+    result = CliRunner().invoke(main, ["use", "broken", "--store", str(store.root)])
+    assert result.exit_code == 1 and "chunks.jsonl: sha256/size mismatch" in result.output
+    assert store.current_id() == served
+
+
+def test_at_of_a_bundle_failing_verification_names_the_file(history: dict[str, str], hash_embedder) -> None:  # type: ignore[no-untyped-def]
+    store = Store(history["store"])
+    old = next(b for b in store.list_bundles() if b.manifest.commit == history["c1"])
+    _corrupt(old.path)
+
+    async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        async with http.post(base + "/search", json={"query": "text", "at": "v1"}) as resp:
+            body = await resp.json()
+        assert resp.status == 422 and body["reason"] == "bundle_corrupt"
+        assert body["errors"] == [{"field": "bundle", "problem": "chunks.jsonl: sha256/size mismatch"}]
+
+    with_server(store.root, hash_embedder, scenario)

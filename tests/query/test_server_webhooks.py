@@ -132,3 +132,39 @@ def test_webhooks_are_off_without_configuration(store: Path, hash_embedder) -> N
             assert resp.status == 503 and (await resp.json())["reason"] == "webhook_unavailable"
 
     with_server(store, hash_embedder, scenario)
+
+
+def test_thirty_syncs_start_one_worker_and_replays_make_one_job(store: Path, upstream: Path,  # noqa: F811
+                                                                tmp_path: Path, hash_embedder,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    from artifacts.jobs import WORKER_LOG, JobQueue
+    from tests.test_worker import _wait_for_workers
+
+    monkeypatch.setenv("GITRAG_WORKER_IDLE_EXIT", "0.5")
+    monkeypatch.setenv("GITRAG_EMBEDDER", "hash-64")
+    config = _config(upstream, tmp_path).model_copy(update={"spawn_worker": True})
+
+    async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        async def sync() -> int:
+            async with http.post(base + "/sync", headers={"X-API-Key": SYNC_KEY}) as resp:
+                return resp.status
+
+        assert await asyncio.gather(*(sync() for _ in range(30))) == [202] * 30
+        await asyncio.to_thread(_wait_for_workers, store)
+        log = (store / WORKER_LOG).read_text(encoding="utf-8")
+        assert log.count("gitrag worker: started") == 1 and log.count("job(s) processed") == 1, log
+
+        # A signed push replayed 20 times with fresh (unsigned) delivery ids is one job.
+        body = _payload(after="c" * 40)
+        ids = set()
+        for n in range(20):
+            async with http.post(base + "/webhook/github", data=body, headers=_github(body, delivery=f"r-{n}")) as resp:
+                reply = await resp.json()
+            assert resp.status == 202 and reply["duplicate"] is (n > 0)
+            ids.add(reply["job_id"])
+        assert len(ids) == 1
+        await asyncio.to_thread(_wait_for_workers, store)
+        jobs = JobQueue(store).list_jobs()
+        assert len(jobs) == 2 and all(j.status == "succeeded" for j in jobs), [j.error for j in jobs]
+
+    with_server(store, hash_embedder, scenario, config=config)
