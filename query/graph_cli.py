@@ -10,41 +10,35 @@ from typing import Any
 
 import click
 
-from artifacts.errors import ArtifactError, BundleNotFoundError
+from artifacts.errors import ArtifactError, BundleNotFoundError, InvalidRevisionError, UnknownRevisionError
 
 from .contract import error_body
 from .errors import QueryError
 
 
 def bundle_dir_at(store_dir: str, at: str | None) -> Path:
-    """Return the bundle directory for ``at`` (a bundle id, or a commit sha / hex prefix), else CURRENT.
+    """Return the bundle directory for revision ``at`` (as ``gitrag use`` accepts it), else CURRENT's.
 
-    Several bundles of one commit (different configurations): the one sharing CURRENT's
-    configuration fingerprint, else the first listed.
+    Resolved by the one resolver, :func:`artifacts.store.resolve_bundle_ref` (bundle id, sha, short
+    sha, branch, tag, ``REV~N``, ``REV^``).
 
-    :raises BundleNotFoundError: no bundle matches.
+    :raises InvalidRevisionError, UnknownRevisionError, BundleNotFoundError: as that resolver.
     """
-    from artifacts.store import Store
+    from artifacts.store import Store, resolve_bundle_ref
 
     store = Store(store_dir)
     if at is None:
         return store.current_path()
-    if (store.bundles_dir / at).is_dir() and "/" not in at and at not in (".", ".."):
-        return store.bundle_path(at)
-    matches = store.find_bundles_for_commit(at) if all(c in "0123456789abcdefABCDEF" for c in at) else []
-    if not matches:
-        raise BundleNotFoundError("no bundle for that revision")
-    if len({m.manifest.commit for m in matches}) > 1:
-        raise BundleNotFoundError("the commit prefix is ambiguous")
-    current = store.current_id()
-    suffix = current.rsplit(".", 1)[-1] if current else None
-    chosen = next((m for m in matches if suffix and m.bundle_id.endswith("." + suffix)), matches[0])
-    return chosen.path
+    return resolve_bundle_ref(store, at).path
 
 
 def _fail(exc: Exception, as_json: bool) -> None:
     if isinstance(exc, QueryError):
         reason = exc.reason
+    elif isinstance(exc, UnknownRevisionError):
+        reason = "unknown_revision"
+    elif isinstance(exc, InvalidRevisionError):
+        reason = "invalid_at"
     elif isinstance(exc, BundleNotFoundError):
         reason = "bundle_not_found"
     else:
@@ -58,7 +52,7 @@ def _fail(exc: Exception, as_json: bool) -> None:
 @click.command("graph")
 @click.argument("question")
 @click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory.")
-@click.option("--at", default=None, help="Bundle id, or commit sha / prefix (default: CURRENT).")
+@click.option("--at", default=None, help="Revision as for `gitrag use` (default: CURRENT).")
 @click.option("--limit", default=100, show_default=True, help="Rows per list (persons, works, documents).")
 @click.option("--all", "include_unpublished", is_flag=True, help="Include pages with published: false.")
 @click.option("--base-url", default=None, envvar="GITRAG_BASE_URL", help="Base URL for source_url.")
@@ -108,7 +102,7 @@ def _print_text(body: dict[str, Any]) -> None:
 
 @click.command("graph-export")
 @click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory.")
-@click.option("--at", default=None, help="Bundle id, or commit sha / prefix (default: CURRENT).")
+@click.option("--at", default=None, help="Revision as for `gitrag use` (default: CURRENT).")
 @click.option("--format", "fmt", type=click.Choice(["graphml", "json"]), default="graphml", show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None, help="File to write (default stdout).")
 def graph_export_command(store_dir: str, at: str | None, fmt: str, output: str | None) -> None:

@@ -222,7 +222,16 @@ def test_cli_at_and_export(wiki: dict[str, Any]) -> None:
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["answer"]["person"] == "Ivana Verešová"
     missing = runner.invoke(graph_command, ["x", "--store", store, "--at", "deadbeef", "--json"])
-    assert missing.exit_code == 1 and json.loads(missing.output)["reason"] == "bundle_not_found"
+    assert missing.exit_code == 1 and json.loads(missing.output)["reason"] in ("bundle_not_found", "unknown_revision")
+    # the one revision syntax of `gitrag use` and HTTP `at`: REV~N and branch names resolve too
+    older = runner.invoke(graph_command, ["Aké práce má Ivana Verešová?", "--store", store,
+                                          "--at", "main~1", "--json"])
+    assert older.exit_code == 0, older.output
+    assert json.loads(older.output)["answer"]["person"] == "Ivana Verešová"
+    unknown = runner.invoke(graph_command, ["x", "--store", store, "--at", "no-such-branch", "--json"])
+    assert unknown.exit_code == 1 and json.loads(unknown.output)["reason"] == "unknown_revision"
+    malformed = runner.invoke(graph_command, ["x", "--store", store, "--at", "main\n", "--json"])
+    assert malformed.exit_code == 1 and json.loads(malformed.output)["reason"] == "invalid_at"
     exported = runner.invoke(graph_export_command, ["--store", store, "--format", "json"])
     graph = json.loads(exported.output)
     assert "Person:pages/students/2016/holp_jan/README.md" in {n["id"] for n in graph["nodes"]}
