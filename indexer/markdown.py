@@ -418,10 +418,10 @@ def _yaml_problem(exc: BaseException) -> str:
 
 
 def _toml_problem(exc: tomllib.TOMLDecodeError) -> str:
-    """The TOML problem without the quoted document text, with its line in the file."""
-    line = getattr(exc, "lineno", None)
-    msg = str(getattr(exc, "msg", "") or "invalid TOML").split(" (at ")[0]
-    return f"{msg} (line {line + 1})"[:200] if line else msg[:200]
+    """``invalid TOML`` and the problem's line in the file (block starts at line 2); tomllib's own
+    message can quote a character of the document, so it is not repeated."""
+    found = re.search(r"\(at line ([0-9]+)", str(exc))
+    return f"invalid TOML (line {int(found.group(1)) + 1})" if found else "invalid TOML"
 
 
 def _expanded_size(value: Any, memo: dict[int, int], active: set[int]) -> int:
