@@ -61,8 +61,8 @@ LANGS: dict[str, dict[str, object]] = {
     "de": {
         "filler": ["der", "die", "das", "und", "ist", "in", "was", "wie", "welche", "ein", "zu", "für"],
         "question": "Was ist die {a} der {b} und wie wirkt das in der {c}?",
-        "faq": ["Was ist die Antwort und wie ist das zu verstehen?", "Welche ist die beste und was ist das für eine?",
-                "Wie ist die Seite und was ist in der Seite?", "Was ist die Frage des Tages und wie wird die gestellt?"],
+        "faq": ["Was ist die Antwort und wie ist das zu verstehen?",
+                "Welche ist die beste und was ist das für eine?", "Wie ist die Seite und was ist in der Seite?", "Was ist die Frage des Tages und wie wird die gestellt?"],
         "topics": [
             ("uhrwerk", "Mechanisches Uhrwerk", ["unruh", "hemmung", "zahnrad", "federhaus", "aufzug"]),
             ("weinbau", "Weinbau Mosel", ["rebstock", "riesling", "steillage", "lese", "schiefer"]),
@@ -102,7 +102,7 @@ def _corpus() -> tuple[dict[str, str], list[Question]]:
         filler: list[str] = spec["filler"]  # type: ignore[assignment]
         topics: list[tuple[str, str, list[str]]] = spec["topics"]  # type: ignore[assignment]
 
-        def prose(words: list[str], n: int) -> str:
+        def prose(words: list[str], n: int, filler: list[str] = filler) -> str:
             out = []
             for _ in range(n):
                 sentence = rng.sample(filler, 6) + rng.sample(words, min(2, len(words)))
