@@ -62,7 +62,8 @@ LANGS: dict[str, dict[str, object]] = {
         "filler": ["der", "die", "das", "und", "ist", "in", "was", "wie", "welche", "ein", "zu", "für"],
         "question": "Was ist die {a} der {b} und wie wirkt das in der {c}?",
         "faq": ["Was ist die Antwort und wie ist das zu verstehen?",
-                "Welche ist die beste und was ist das für eine?", "Wie ist die Seite und was ist in der Seite?", "Was ist die Frage des Tages und wie wird die gestellt?"],
+                "Welche ist die beste und was ist das für eine?", "Wie ist die Seite und was ist in der Seite?",
+                "Was ist die Frage des Tages und wie wird die gestellt?"],
         "topics": [
             ("uhrwerk", "Mechanisches Uhrwerk", ["unruh", "hemmung", "zahnrad", "federhaus", "aufzug"]),
             ("weinbau", "Weinbau Mosel", ["rebstock", "riesling", "steillage", "lese", "schiefer"]),
