@@ -142,20 +142,17 @@ def _scan(body: str) -> tuple[list[str], list[str], dict[int, tuple[int, str]]]:
     open gets a closing line inserted after its last line (the fence's markers, unindented)."""
     parsed = outline(body)
     starts = {h.line: (h.level, h.text) for h in parsed.headings}
+    closers = dict(parsed.unclosed)
     lines: list[str] = []
     kinds: list[str] = []
     titles: dict[int, tuple[int, str]] = {}
-    opener = ""
     for i, (line, kind) in enumerate(zip(parsed.lines, parsed.kinds, strict=True)):
         if i in starts:
             titles[len(lines)] = starts[i]
-        if kind == "fence_open":
-            stripped = line.lstrip(" \t>")
-            opener = stripped[: len(stripped) - len(stripped.lstrip(stripped[:1]))]
         lines.append(line)
         kinds.append(kind)
-        if i in parsed.unclosed:
-            lines.append(opener)
+        if i in closers:
+            lines.append(closers[i])
             kinds.append("fence_close")
     return lines, kinds, titles
 

@@ -119,13 +119,13 @@ class Outline:
     ``lines``: the body's lines with HTML comments and Office XML removed (the line count is
     kept, so token line numbers stay valid); ``kinds``: one per line, ``blank``, ``text``,
     ``heading`` (a heading's first line), ``heading_cont`` (a setext underline or further
-    heading line), ``fence_open``, ``code`` or ``fence_close``; ``unclosed``: the last line
-    of each fenced block left open; ``headings``; ``links`` (``resolved`` unset).
+    heading line), ``fence_open``, ``code`` or ``fence_close``; ``unclosed``: ``(last line,
+    opening marker)`` of each fenced block left open; ``headings``; ``links`` (``resolved`` unset).
     """
 
     lines: tuple[str, ...]
     kinds: tuple[str, ...]
-    unclosed: frozenset[int]
+    unclosed: tuple[tuple[int, str], ...]
     headings: tuple[Heading, ...]
     links: tuple[Link, ...]
 
@@ -153,7 +153,7 @@ def outline(body: str) -> Outline:
     raw = body.split("\n")
     kinds = ["text"] * len(raw)
     code = [False] * len(raw)
-    unclosed: set[int] = set()
+    unclosed: list[tuple[int, str]] = []
     found: list[tuple[int, int, Link]] = []
     heads: list[tuple[int, int, int, str]] = []  # (line, end, level, text)
     for index, token in enumerate(tokens):
@@ -167,7 +167,7 @@ def outline(body: str) -> Outline:
             if end - start >= 2 and _closes_fence(raw[end - 1], token.markup):
                 kinds[end - 1] = "fence_close"
             else:
-                unclosed.add(end - 1)
+                unclosed.append((end - 1, token.markup))
         elif token.type == "code_block":
             for i in range(start, end):
                 code[i] = True  # indented code: kept as text, never cleaned or parsed further
@@ -198,7 +198,7 @@ def outline(body: str) -> Outline:
         result.append(Heading(len(result), level, text, start, tuple(t for _, t in path if t), end))
     found.sort(key=lambda item: (item[0], item[1]))
     links = _dedupe_links(link for _, _, link in found)
-    return Outline(tuple(lines), tuple(kinds), frozenset(unclosed), tuple(result), tuple(links))
+    return Outline(tuple(lines), tuple(kinds), tuple(unclosed), tuple(result), tuple(links))
 
 
 def headings(body: str) -> list[Heading]:
@@ -208,7 +208,7 @@ def headings(body: str) -> list[Heading]:
 
 def _closes_fence(line: str, markup: str) -> bool:
     """Whether ``line`` (container markers ``>`` allowed) closes a fence opened by ``markup``."""
-    stripped = line.strip().lstrip(">").strip()
+    stripped = line.strip().lstrip("> \t")
     return bool(markup) and stripped.startswith(markup) and not stripped.strip(markup[0])
 
 

@@ -438,3 +438,11 @@ def test_empty_heading_gives_the_same_paths_as_the_parser() -> None:
     chunks = chunk_document(make_doc(body), cfg(64, min_tokens=0))
     assert [c.heading_path for c in chunks] == [[], ["Child"]]
     assert [list(h.path) for h in headings(body)] == [[], ["Child"]]
+
+
+@pytest.mark.parametrize(("opener", "closer"), [("- ```python", "```"), ("> ```", "```"), ("> > ~~~~", "~~~~")])
+def test_unclosed_fence_in_a_container_is_closed_with_its_own_marker(opener: str, closer: str) -> None:
+    body = f"# A\n\n{opener}\n\nAfter.\n"
+    text = "\n".join(c.text for c in chunk_document(make_doc(body), cfg(64)))
+    # The fence is closed by its own marker (blank lines it holds may come first), never by "-" or ">".
+    assert re.search(rf"^{re.escape(opener)}\n(?:[ \t]*\n)*{re.escape(closer)}\n+After\.$", text, re.M), text
