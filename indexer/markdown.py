@@ -61,6 +61,7 @@ _HIDDEN = re.compile(
     r"|<!\[(?:if\b[^\]]*|endif)\]>"
     r"|</?xml\b[^<>]*>"
 )
+_WIKILINK_SPAN = re.compile(r"\[\[[^\[\]\n]*\]\]")
 _DATE_KEYS = ("date", "created", "updated", "modified")
 _FOLDER_NOTES = ("readme.md", "index.md", "_index.md")
 _FM_MIN_LIMIT = 64 * 1024  # bytes; the expanded front matter may always be this large
@@ -149,7 +150,9 @@ def outline(body: str) -> Outline:
     parser and the chunker of one build share one parse).
     """
     env: dict[str, Any] = {}
-    tokens = _MD.parse(body, env)
+    # Obsidian reads wikilinks before tables: `| [[Page|alias]] |` is one cell holding a link, so
+    # the parser sees the pipe escaped (line numbers unchanged; text is taken from ``body``).
+    tokens = _MD.parse(_WIKILINK_SPAN.sub(_escape_pipes, body) if "[[" in body else body, env)
     raw = body.split("\n")
     kinds = ["text"] * len(raw)
     code = [False] * len(raw)
@@ -175,7 +178,7 @@ def outline(body: str) -> Outline:
             for i in range(start, end):
                 raw[i] = ""  # an unclosed comment: the whole block is hidden
         elif token.type == "heading_open" and token.level == 0:
-            text = " ".join(strip_hidden(tokens[index + 1].content).split())
+            text = " ".join(strip_hidden(_WIKILINK_SPAN.sub(_unescape_pipes, tokens[index + 1].content)).split())
             heads.append((start, end, int(token.tag[1]), text))
         elif token.type == "inline":
             found.extend((start, n, link) for n, link in enumerate(_inline_links(token.children or [])))
@@ -199,6 +202,14 @@ def outline(body: str) -> Outline:
     found.sort(key=lambda item: (item[0], item[1]))
     links = _dedupe_links(link for _, _, link in found)
     return Outline(tuple(lines), tuple(kinds), tuple(unclosed), tuple(result), tuple(links))
+
+
+def _escape_pipes(match: re.Match[str]) -> str:
+    return match.group(0).replace("\\|", "|").replace("|", "\\|")
+
+
+def _unescape_pipes(match: re.Match[str]) -> str:
+    return match.group(0).replace("\\|", "|")
 
 
 def headings(body: str) -> list[Heading]:

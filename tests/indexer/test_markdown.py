@@ -632,3 +632,10 @@ def test_office_xml_and_comments_do_not_make_links_or_titles():
     assert doc.title == "Real title"
     assert [x.target for x in doc.links] == ["Real"]
     assert "StartFragment" in doc.body  # the raw body keeps everything
+
+
+def test_unescaped_pipe_of_a_wikilink_in_a_table_keeps_the_link():
+    body = ("| Name | Meaning |\n|---|---|\n| Views | Rows from the [[Properties|properties]] of notes. |\n"
+            "| Escaped | [[Table\\|alias]] |\n")
+    links = extract_links(body)
+    assert [(x.target, x.alias) for x in links] == [("Properties", "properties"), ("Table", "alias")]
