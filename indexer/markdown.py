@@ -63,6 +63,17 @@ _HIDDEN = re.compile(
 )
 _WIKILINK_SPAN = re.compile(r"\[\[[^\[\]\n]*\]\]")
 _DATE_KEYS = ("date", "created", "updated", "modified")
+# Compatibility only: indexer.graph_extract.url_link_targets (graph helper, main since bc807b4) imports
+# these line-scanner patterns to find URL links.  This module no longer uses them; that function
+# should read link destinations from the token stream (:func:`outline`) and these should go.
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
+_MD_LINK = re.compile(
+    r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]"  # [text], one level of nested brackets
+    r"\(\s*(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)"  # (destination
+    r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)"  # optional "title")
+)
+_REF_DEF = re.compile(r"^ {0,3}\[([^\]\n^][^\]\n]*)\]:[ \t]*(<[^<>\n]*>|\S+)", re.M)
 _FOLDER_NOTES = ("readme.md", "index.md", "_index.md")
 _FM_MIN_LIMIT = 64 * 1024  # bytes; the expanded front matter may always be this large
 _FM_NODE_BYTES = 8  # counted per value besides its text, so that many tiny values also add up
