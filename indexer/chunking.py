@@ -1,8 +1,10 @@
 """Split a document's Markdown body into token-bounded chunks (sizes in ``cl100k_base`` tokens).
 
-1. Scan lines, tracking fenced code (any indentation); a fence left open is closed at the end.
-2. Split into sections at ATX headings outside fences.  A section's heading path lists the
-   enclosing heading texts, outermost first, including its own heading (``[]`` before the first).
+1. Take the body's structure from its one CommonMark parse (:func:`indexer.markdown.outline`):
+   line kinds (fenced code, headings incl. setext), with HTML comments and Office XML already
+   removed from the text; a fence left open is closed where its block ends.
+2. Split into sections at top-level headings.  A section's heading path lists the enclosing
+   non-empty heading texts, outermost first, including its own heading (``[]`` before the first).
 3. Merge: while a section is under ``min_tokens`` it absorbs the following section if the result
    fits ``max_tokens``; the heading path becomes the *common prefix* of the merged paths (exactly
    the headings enclosing all of its text).  A small section before an oversized one is packed
@@ -31,9 +33,8 @@ import tiktoken
 from artifacts.config import ChunkConfig
 from artifacts.records import Chunk, Document, make_chunk_id
 
-_FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
-_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_CLOSING_HASHES_RE = re.compile(r"(?:^|[ \t]+)#+$")
+from .markdown import outline
+
 _TABLE_DELIM_RE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _LIST_ITEM_RE = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _SENTENCE_SEP_RE = re.compile(r"([ \t]*\n\s*|(?<=[.!?])\s+)")
@@ -107,8 +108,8 @@ def _chunk_body(body: str, config: ChunkConfig) -> list[_Piece]:
     """Chunk a Markdown body; the pieces keep a ``core`` so that tests can check coverage."""
     max_t = config.max_tokens
     overlap = min(config.overlap_tokens, max_t // 2)
-    lines, kinds = _scan(body)
-    sections = _merge_small(_sections(lines, kinds), config)
+    lines, kinds, titles = _scan(body)
+    sections = _merge_small(_sections(lines, kinds, titles), config)
     pieces: list[_Piece] = []
     big = [sec.tokens > max_t for sec in sections] + [False]
     # A small section right before an oversized one is packed into that one's first piece.
@@ -135,40 +136,33 @@ def _clean(text: str) -> str:
     return _LEADING_BLANK_LINES_RE.sub("", text.rstrip())
 
 
-def _scan(body: str) -> tuple[list[str], list[str]]:
-    """Return the body's lines and their kinds: blank, text, heading, fence_open, code or
-    fence_close.  An unclosed fence gets a closing line appended."""
-    lines = body.split("\n")
+def _scan(body: str) -> tuple[list[str], list[str], dict[int, tuple[int, str]]]:
+    """Return the body's lines (hidden HTML removed), their kinds (see
+    :class:`~indexer.markdown.Outline`) and ``line -> (level, text)`` of every heading.  A fence left
+    open gets a closing line inserted after its last line (the fence's markers, unindented)."""
+    parsed = outline(body)
+    starts = {h.line: (h.level, h.text) for h in parsed.headings}
+    closers = dict(parsed.unclosed)
+    lines: list[str] = []
     kinds: list[str] = []
-    fence: tuple[str, int] | None = None  # (character, length) of the open fence
-    for line in lines:
-        m = _FENCE_RE.match(line)
-        marker, info = (m.group(1), m.group(2)) if m else ("", "")
-        if fence is not None:
-            closes = marker[:1] == fence[0] and len(marker) >= fence[1] and not info.strip()
-            kind, fence = ("fence_close", None) if closes else ("code", fence)
-        elif marker and not (marker[0] == "`" and "`" in info):
-            kind, fence = "fence_open", (marker[0], len(marker))
-        elif not line.strip():
-            kind = "blank"
-        else:
-            kind = "heading" if _HEADING_RE.match(line) else "text"
+    titles: dict[int, tuple[int, str]] = {}
+    for i, (line, kind) in enumerate(zip(parsed.lines, parsed.kinds, strict=True)):
+        if i in starts:
+            titles[len(lines)] = starts[i]
+        lines.append(line)
         kinds.append(kind)
-    if fence is not None:
-        lines.append(fence[0] * fence[1])
-        kinds.append("fence_close")
-    return lines, kinds
+        if i in closers:
+            lines.append(closers[i])
+            kinds.append("fence_close")
+    return lines, kinds, titles
 
 
-def _sections(lines: list[str], kinds: list[str]) -> list[_Piece]:
+def _sections(lines: list[str], kinds: list[str], titles: dict[int, tuple[int, str]]) -> list[_Piece]:
     """Split scanned lines at headings; drop whitespace-only sections."""
     starts: list[tuple[int, tuple[str, ...]]] = [(0, ())]
     stack: list[tuple[int, str]] = []
-    for i, kind in enumerate(kinds):
-        if kind != "heading" or not (m := _HEADING_RE.match(lines[i])):
-            continue
-        level = len(m.group(1))
-        title = _CLOSING_HASHES_RE.sub("", (m.group(2) or "").strip()).strip()
+    for i in sorted(titles):
+        level, title = titles[i]
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
@@ -218,6 +212,9 @@ def _blocks(lines: list[str], kinds: list[str], start: int, end: int) -> list[tu
         j, block_kind = i + 1, "text"
         if kind == "fence_open":  # _scan closed every fence before the next heading
             block_kind, j = "fence", kinds.index("fence_close", i, end) + 1
+        elif kind == "heading":
+            while j < end and kinds[j] == "heading_cont":
+                j += 1
         elif _is_table_start(lines, kinds, i, end):
             block_kind, j = "table", i + 2
             while j < end and kinds[j] == "text" and "|" in lines[j]:

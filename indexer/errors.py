@@ -11,7 +11,8 @@ Tree::
 
 from __future__ import annotations
 
-SKIP_REASONS = ("not_utf8", "binary", "too_large", "invalid_front_matter")
+SKIP_REASONS = ("not_utf8", "binary", "too_large", "invalid_front_matter", "front_matter_too_large",
+                "lfs_pointer")
 """Reason codes :class:`SkipFile` is raised with by the Markdown parser."""
 
 

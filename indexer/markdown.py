@@ -1,8 +1,14 @@
-"""Parse Markdown files with YAML front matter into :class:`~artifacts.records.Document` records.
+"""Parse Markdown files with YAML or TOML front matter into :class:`~artifacts.records.Document` records.
 
-Two public functions: :func:`parse_markdown` turns one file's bytes into a ``Document`` (or
-raises :class:`~indexer.errors.SkipFile`), :func:`resolve_links` fills ``Link.resolved`` across
-all documents of a commit.  Both are pure and deterministic: equal input gives equal output.
+One CommonMark parse per document (markdown-it-py, GFM tables, an inline rule for Obsidian
+``[[wikilinks]]``): :func:`outline` turns a body into its token-derived structure (line kinds,
+headings with their paths, links, the text with HTML comments and Office XML removed), and the
+title, the links, the chunker's sections and boundaries (:mod:`indexer.chunking`) all come from it.
+
+Public functions: :func:`parse_markdown` turns one file's bytes into a ``Document`` (or raises
+:class:`~indexer.errors.SkipFile`), :func:`outline` / :func:`headings` give a body's structure,
+:func:`extract_links` its links, :func:`resolve_links` fills ``Link.resolved`` across all documents
+of a commit.  All are pure and deterministic: equal input gives equal output.
 """
 
 from __future__ import annotations
@@ -14,25 +20,52 @@ import json
 import math
 import posixpath
 import re
+import tomllib
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-import yaml
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
+from ruamel.yaml import YAML
+from ruamel.yaml.constructor import SafeConstructor
+from ruamel.yaml.error import MarkedYAMLError
 
 from artifacts.records import Document, Link
 
 from .errors import SkipFile
 
-__all__ = ["SkipFile", "extract_links", "parse_markdown", "resolve_links"]
+__all__ = ["Heading", "Outline", "SkipFile", "extract_links", "headings", "outline", "parse_markdown",
+           "resolve_links"]
 
-_DELIM = re.compile(r"---[ \t]*")
+_YAML_DELIM = re.compile(r"---[ \t]*")
+_TOML_DELIM = re.compile(r"\+\+\+[ \t]*")
 _KEY_LINE = re.compile(r"""(?:[A-Za-z0-9_][\w.-]*|"[^"\n]*"|'[^'\n]*')[ \t]*:(?:[ \t]|$)""")
+_TOML_KEY_LINE = re.compile(r"""(?:[A-Za-z0-9_][\w.-]*|"[^"\n]*"|'[^'\n]*')[ \t]*=|\[""")
 _FIRST_LINE = re.compile(r"^[ \t]*([^\s#].*)$", re.M)
-_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?")
-_SETEXT_H1 = re.compile(r" {0,3}=+[ \t]*")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,7})$")
+_LFS_POINTER = re.compile(rb"version https://git-lfs\.github\.com/spec/v1\n(?:[a-z0-9.-]+ [^\n]*\n)*?"
+                          rb"oid sha256:[0-9a-f]{64}\nsize ([0-9]+)\n?(?:[a-z0-9.-]+ [^\n]*\n?)*")
+_LFS_MAX_BYTES = 1024  # git-lfs: a pointer file is < 1024 bytes
+# Kept out of the indexed text (they stay in the raw body): HTML comments, Office XML tags pasted from
+# Word (``<w:p>``, ``<o:p>``, ``<![if !supportLists]>``, ``<xml>``); code spans are matched first so
+# that such text inside backticks is kept.
+_HIDDEN = re.compile(
+    r"(?P<code>(?<!`)(`+)(?!`)[\s\S]*?(?<!`)\2(?!`))"
+    r"|<!--[\s\S]*?-->"
+    r"|</?[A-Za-z][\w-]*:[A-Za-z][\w.-]*(?:\s[^<>]*)?/?>"
+    r"|<!\[(?:if\b[^\]]*|endif)\]>"
+    r"|</?xml\b[^<>]*>"
+)
+_WIKILINK_SPAN = re.compile(r"\[\[[^\[\]\n]*\]\]")
+_DATE_KEYS = ("date", "created", "updated", "modified")
+# Compatibility only: indexer.graph_extract.url_link_targets (graph helper, main since bc807b4) imports
+# these line-scanner patterns to find URL links.  This module no longer uses them; that function
+# should read link destinations from the token stream (:func:`outline`) and these should go.
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
 _MD_LINK = re.compile(
@@ -41,25 +74,243 @@ _MD_LINK = re.compile(
     r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)"  # optional "title")
 )
 _REF_DEF = re.compile(r"^ {0,3}\[([^\]\n^][^\]\n]*)\]:[ \t]*(<[^<>\n]*>|\S+)", re.M)
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-_EXTENSION = re.compile(r"\.([A-Za-z][A-Za-z0-9]{0,7})$")
-_DATE_KEYS = ("date", "created", "updated", "modified")
 _FOLDER_NOTES = ("readme.md", "index.md", "_index.md")
-_MAX_FM_NODES = 100_000  # guards against YAML alias bombs expanding on conversion
+_FM_MIN_LIMIT = 64 * 1024  # bytes; the expanded front matter may always be this large
+_FM_NODE_BYTES = 8  # counted per value besides its text, so that many tiny values also add up
 _nfc = functools.partial(unicodedata.normalize, "NFC")
 
 
-class _Loader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that keeps an impossible timestamp (``2021-02-30``) as its string."""
+# --- the one Markdown parse -------------------------------------------------------------------
 
-    def construct_yaml_timestamp(self, node: yaml.Node) -> Any:  # type: ignore[override]
+
+def _wikilink_rule(state: StateInline, silent: bool) -> bool:
+    """Inline rule: ``[[target#heading|alias]]`` on one line becomes a ``wikilink`` token.
+
+    Runs before CommonMark's link rule, as Obsidian reads wikilinks before Markdown links
+    (``[[Wiki]](x.md)`` is a wikilink followed by text).
+    """
+    src, pos = state.src, state.pos
+    if not src.startswith("[[", pos):
+        return False
+    end = src.find("]]", pos + 2)
+    inner = src[pos + 2 : end] if end >= 0 else ""
+    if not inner.strip() or "[" in inner or "]" in inner or "\n" in inner:
+        return False
+    if not silent:
+        state.push("wikilink", "", 0).content = inner
+    state.pos = end + 2
+    return True
+
+
+_MD = MarkdownIt("commonmark").enable("table")
+_MD.inline.ruler.before("link", "wikilink", _wikilink_rule)
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A top-level heading (ATX ``## x`` or setext ``x\\n---``) of a body.
+
+    ``ordinal`` 0-based among headings, ``level`` 1-6, ``text`` its inline source with comments
+    and Office XML removed and whitespace collapsed, ``line`` its first and ``end`` one past its
+    last 0-based line, ``path`` the texts of the enclosing non-empty headings, outermost first,
+    this one last when non-empty (the same rule as a chunk's ``heading_path``).
+    """
+
+    ordinal: int
+    level: int
+    text: str
+    line: int
+    path: tuple[str, ...]
+    end: int = 0
+
+
+@dataclass(frozen=True)
+class Outline:
+    """What the one parse of a body gives (see :func:`outline`).
+
+    ``lines``: the body's lines with HTML comments and Office XML removed (the line count is
+    kept, so token line numbers stay valid); ``kinds``: one per line, ``blank``, ``text``,
+    ``heading`` (a heading's first line), ``heading_cont`` (a setext underline or further
+    heading line), ``fence_open``, ``code`` or ``fence_close``; ``unclosed``: ``(last line,
+    opening marker)`` of each fenced block left open; ``headings``; ``links`` (``resolved`` unset).
+    """
+
+    lines: tuple[str, ...]
+    kinds: tuple[str, ...]
+    unclosed: tuple[tuple[int, str], ...]
+    headings: tuple[Heading, ...]
+    links: tuple[Link, ...]
+
+
+def strip_hidden(text: str) -> str:
+    """Remove HTML comments and Office XML tags outside code spans, keeping every newline."""
+    if "<" not in text:
+        return text
+    return _HIDDEN.sub(lambda m: m.group(0) if m.group("code") else "\n" * m.group(0).count("\n"), text)
+
+
+@functools.lru_cache(maxsize=16)
+def outline(body: str) -> Outline:
+    """Parse ``body`` (Markdown after the front matter) once with CommonMark + GFM tables.
+
+    Code (fenced and indented), HTML blocks, headings, tables and links come from the token
+    stream, so a heading inside an HTML comment or a fence is no heading, and setext headings
+    are headings.  Only top-level headings make sections (not those inside lists or quotes).
+    HTML comments (block and inline) and Office XML are removed from ``lines`` and from heading
+    texts; an HTML comment never closed runs to the end of its block.  Cached per body (the
+    parser and the chunker of one build share one parse).
+    """
+    env: dict[str, Any] = {}
+    # Obsidian reads wikilinks before tables: `| [[Page|alias]] |` is one cell holding a link, so
+    # the parser sees the pipe escaped (line numbers unchanged; text is taken from ``body``).
+    tokens = _MD.parse(_WIKILINK_SPAN.sub(_escape_pipes, body) if "[[" in body else body, env)
+    raw = body.split("\n")
+    kinds = ["text"] * len(raw)
+    code = [False] * len(raw)
+    unclosed: list[tuple[int, str]] = []
+    found: list[tuple[int, int, Link]] = []
+    heads: list[tuple[int, int, int, str]] = []  # (line, end, level, text)
+    for index, token in enumerate(tokens):
+        if token.map is None:
+            continue
+        start, end = token.map
+        if token.type == "fence":
+            for i in range(start, end):
+                code[i], kinds[i] = True, "code"
+            kinds[start] = "fence_open"
+            if end - start >= 2 and _closes_fence(raw[end - 1], token.markup):
+                kinds[end - 1] = "fence_close"
+            else:
+                unclosed.append((end - 1, token.markup))
+        elif token.type == "code_block":
+            for i in range(start, end):
+                code[i] = True  # indented code: kept as text, never cleaned or parsed further
+        elif token.type == "html_block" and token.content.lstrip().startswith("<!--") and "-->" not in token.content:
+            for i in range(start, end):
+                raw[i] = ""  # an unclosed comment: the whole block is hidden
+        elif token.type == "heading_open" and token.level == 0:
+            text = " ".join(strip_hidden(_WIKILINK_SPAN.sub(_unescape_pipes, tokens[index + 1].content)).split())
+            heads.append((start, end, int(token.tag[1]), text))
+        elif token.type == "inline":
+            found.extend((start, n, link) for n, link in enumerate(_inline_links(token.children or [])))
+    for label, ref in env.get("references", {}).items():
+        if not label.startswith("^") and (link := _markdown_link(ref.get("href", ""), None)) is not None:
+            found.append((ref.get("map", [len(raw)])[0], 1 << 30, link))
+    lines = _clean_lines(raw, code)
+    for i, line in enumerate(lines):
+        if kinds[i] == "text" and not line.strip():
+            kinds[i] = "blank"
+    path: list[tuple[int, str]] = []
+    result: list[Heading] = []
+    for start, end, level, text in heads:
+        while path and path[-1][0] >= level:
+            path.pop()
+        path.append((level, text))
+        kinds[start] = "heading"
+        for i in range(start + 1, end):
+            kinds[i] = "heading_cont"
+        result.append(Heading(len(result), level, text, start, tuple(t for _, t in path if t), end))
+    found.sort(key=lambda item: (item[0], item[1]))
+    links = _dedupe_links(link for _, _, link in found)
+    return Outline(tuple(lines), tuple(kinds), tuple(unclosed), tuple(result), tuple(links))
+
+
+def _escape_pipes(match: re.Match[str]) -> str:
+    return match.group(0).replace("\\|", "|").replace("|", "\\|")
+
+
+def _unescape_pipes(match: re.Match[str]) -> str:
+    return match.group(0).replace("\\|", "|")
+
+
+def headings(body: str) -> list[Heading]:
+    """Return the top-level headings of ``body`` in document order (see :class:`Heading`)."""
+    return list(outline(body).headings)
+
+
+def _closes_fence(line: str, markup: str) -> bool:
+    """Whether ``line`` (container markers ``>`` allowed) closes a fence opened by ``markup``."""
+    stripped = line.strip().lstrip("> \t")
+    return bool(markup) and stripped.startswith(markup) and not stripped.strip(markup[0])
+
+
+def _clean_lines(raw: list[str], code: list[bool]) -> list[str]:
+    """Apply :func:`strip_hidden` to every run of non-code lines, keeping the line count."""
+    out = list(raw)
+    i = 0
+    while i < len(raw):
+        if code[i]:
+            i += 1
+            continue
+        j = i
+        while j < len(raw) and not code[j]:
+            j += 1
+        out[i:j] = strip_hidden("\n".join(raw[i:j])).split("\n")
+        i = j
+    return out
+
+
+def _inline_links(children: list[Token]) -> Iterable[Link]:
+    """Links of one inline token's children in order: wikilinks and ``.md`` Markdown links."""
+    open_link: tuple[str, list[str]] | None = None
+    for child in children:
+        if child.type == "wikilink":
+            if link := _wikilink(child.content):
+                yield link
+        elif child.type == "link_open":
+            open_link = (str(child.attrs.get("href", "")), [])
+        elif child.type == "link_close" and open_link is not None:
+            if link := _markdown_link(open_link[0], "".join(open_link[1])):
+                yield link
+            open_link = None
+        elif open_link is not None and child.type in ("text", "code_inline"):
+            open_link[1].append(child.content)
+        elif open_link is not None and child.type in ("softbreak", "hardbreak"):
+            open_link[1].append(" ")
+
+
+def _dedupe_links(links: Iterable[Link]) -> list[Link]:
+    return list({link.model_dump_json(): link for link in links}.values())
+
+
+def extract_links(body: str) -> list[Link]:
+    """Links of a Markdown body in document order, exact duplicates dropped, ``resolved=None``.
+
+    * wikilinks ``[[Target]]``, ``[[Target|alias]]``, ``[[Target#Heading|alias]]`` and embeds
+      ``![[Target]]`` (``kind="wikilink"``); targets with a file extension other than ``.md``
+      (images, PDFs, canvases...) and same-note links ``[[#Heading]]`` are dropped;
+    * inline ``[text](path.md#anchor "title")``, reference links and reference definitions
+      ``[ref]: path.md`` (``kind="markdown"``, ``alias`` = link text); the path is URL-decoded and
+      must end in ``.md``; URLs with a scheme (``http:``, ``mailto:``, ``obsidian:``...),
+      ``//host`` and ``#anchor``-only links, images and footnote labels (``[^1]:``) are dropped.
+
+    Links in code (fenced, indented, inline spans) and in HTML comments are ignored.
+    """
+    return [link.model_copy() for link in outline(body).links]
+
+
+# --- front matter and the document record --------------------------------------------------
+
+
+class _Constructor(SafeConstructor):
+    """ruamel's YAML 1.2 safe constructor; an impossible timestamp (``2021-02-30``) stays a string."""
+
+    def construct_yaml_timestamp(self, node: Any, values: Any = None) -> Any:
         try:
-            return super().construct_yaml_timestamp(node)  # type: ignore[arg-type]
+            return super().construct_yaml_timestamp(node, values)
         except ValueError:
-            return self.construct_scalar(node)  # type: ignore[arg-type]
+            return self.construct_scalar(node)
 
 
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_timestamp)
+_Constructor.add_constructor("tag:yaml.org,2002:timestamp", _Constructor.construct_yaml_timestamp)
+
+
+def _yaml() -> YAML:
+    # pure=True: the C loader of ruamel.yaml implements YAML 1.1 (``no`` -> False); the pure one 1.2.
+    loader = YAML(typ="safe", pure=True)
+    loader.Constructor = _Constructor
+    loader.allow_duplicate_keys = True  # a repeated key keeps its first value (PyYAML kept the last)
+    return loader
 
 
 def parse_markdown(path: str, data: bytes, *, blob_id: str, max_bytes: int) -> Document:
@@ -68,15 +319,21 @@ def parse_markdown(path: str, data: bytes, *, blob_id: str, max_bytes: int) -> D
     :param path: repository path with ``/`` separators; stored NFC-normalised.
     :param data: the file's raw bytes.
     :param blob_id: Git blob sha (hex) the bytes were read from.
-    :param max_bytes: size limit in bytes; larger files are skipped.
+    :param max_bytes: size limit in bytes; larger files are skipped, and so is a front matter
+        whose value, expanded (YAML aliases repeated), is larger than this (or than 64 KiB when
+        ``max_bytes`` is smaller).
     :returns: the document: body NFC with ``\\n`` line endings (BOM stripped), JSON-safe front
-        matter (dates as ISO strings), normalised title/authors/tags/categories/dates, links.
+        matter (dates as ISO strings, integers beyond 64 bits as their decimal digits),
+        normalised title/authors/tags/categories/dates, links.
     :raises SkipFile: ``too_large`` (``len(data) > max_bytes``), ``binary`` (contains a NUL
-        byte), ``not_utf8`` (not valid UTF-8), ``invalid_front_matter`` (see below).
+        byte), ``lfs_pointer`` (a Git LFS pointer instead of the file), ``not_utf8`` (not valid
+        UTF-8), ``invalid_front_matter`` (see below), ``front_matter_too_large`` (expanded
+        front matter over the limit).
 
-    Front matter rule: the first line is ``---`` and a later line is ``---`` (trailing blanks
-    allowed); the lines between are the block.  An empty (or comments-only) block is an empty
-    mapping.  Otherwise the block is parsed with a ``yaml.SafeLoader``:
+    YAML front matter: the first line is ``---`` and a later line is ``---`` (trailing blanks
+    allowed); the lines between are the block, read with YAML 1.2 semantics (ruamel.yaml, safe):
+    ``no``/``off``/``on`` are strings, only ``true``/``false`` are booleans.  An empty (or
+    comments-only) block is an empty mapping.  Otherwise:
 
     * it parses to a mapping: that is the front matter;
     * it parses to anything else (a string of prose, a list, a number): the ``---`` lines were
@@ -85,13 +342,17 @@ def parse_markdown(path: str, data: bytes, *, blob_id: str, max_bytes: int) -> D
       word or quoted key followed by ``:`` and a blank or end of line): ``invalid_front_matter``;
     * it fails to parse otherwise: prose between thematic breaks, no front matter.
 
-    With no closing ``---`` there is no front matter.
+    TOML front matter (Hugo): between ``+++`` lines, read with :mod:`tomllib`; a block that fails
+    to parse is ``invalid_front_matter`` when its first line is a ``key =`` line or a table.
+    With no closing delimiter there is no front matter.
     """
     path = _nfc(path)
     if len(data) > max_bytes:
         raise SkipFile("too_large", f"{len(data)} bytes > limit of {max_bytes} bytes")
     if b"\x00" in data:
         raise SkipFile("binary", f"NUL byte at offset {data.index(0)}")
+    if len(data) < _LFS_MAX_BYTES and (lfs := _LFS_POINTER.fullmatch(data)):
+        raise SkipFile("lfs_pointer", f"Git LFS pointer to a {int(lfs.group(1))}-byte file (run git lfs pull)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -99,11 +360,19 @@ def parse_markdown(path: str, data: bytes, *, blob_id: str, max_bytes: int) -> D
     text = _nfc(text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n"))
     front_matter, body = _split_front_matter(text)
     try:
-        fm = _json_safe(front_matter, [0], set())
+        size = _expanded_size(front_matter, {}, set())
+    except RecursionError:
+        raise SkipFile("invalid_front_matter", "front matter nested too deeply") from None
+    if size > (limit := max(max_bytes, _FM_MIN_LIMIT)):
+        raise SkipFile("front_matter_too_large",
+                       f"front matter expands to about {size} bytes > limit of {limit} bytes")
+    try:
+        fm = _json_safe(front_matter)
     except RecursionError:
         raise SkipFile("invalid_front_matter", "front matter nested too deeply") from None
 
-    title, title_source = _title(fm, _mask_fences(body), path)
+    parsed = outline(body)
+    title, title_source = _title(fm, parsed, path)
     # Dates are already ISO strings (see _json_safe); a bare year (``date: 2021``) stringifies.
     dates = {k: v for k in _DATE_KEYS if (v := _scalar_text(fm.get(k))) is not None}
     date = dates.get("date") or next(iter(dates.values()), None)
@@ -123,7 +392,7 @@ def parse_markdown(path: str, data: bytes, *, blob_id: str, max_bytes: int) -> D
         year=year,
         dates=dates,
         front_matter=fm,
-        links=extract_links(body),
+        links=[link.model_copy() for link in parsed.links],
         body=body,
     )
 
@@ -131,16 +400,28 @@ def parse_markdown(path: str, data: bytes, *, blob_id: str, max_bytes: int) -> D
 def _split_front_matter(text: str) -> tuple[dict[Any, Any], str]:
     """Return ``(raw front matter mapping, body)`` by the rule of :func:`parse_markdown`."""
     lines = text.split("\n")
-    if not lines or not _DELIM.fullmatch(lines[0]):
+    if lines and _TOML_DELIM.fullmatch(lines[0]):
+        close = next((i for i in range(1, len(lines)) if _TOML_DELIM.fullmatch(lines[i])), None)
+        if close is None:
+            return {}, text
+        block = "\n".join(lines[1:close])
+        try:
+            return tomllib.loads(block), "\n".join(lines[close + 1 :])
+        except tomllib.TOMLDecodeError as exc:
+            first = _FIRST_LINE.search(block)
+            if first and _TOML_KEY_LINE.match(first.group(1)):
+                raise SkipFile("invalid_front_matter", _toml_problem(exc)) from None
+            return {}, text
+    if not lines or not _YAML_DELIM.fullmatch(lines[0]):
         return {}, text
-    close = next((i for i in range(1, len(lines)) if _DELIM.fullmatch(lines[i])), None)
+    close = next((i for i in range(1, len(lines)) if _YAML_DELIM.fullmatch(lines[i])), None)
     if close is None:
         return {}, text
     block = "\n".join(lines[1:close])
     body = "\n".join(lines[close + 1 :])
     try:
-        value = yaml.load(block, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
-    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        value = _yaml().load(block)
+    except Exception as exc:  # noqa: BLE001 - ruamel raises YAMLError, ValueError, TypeError...
         first = _FIRST_LINE.search(block)  # first non-blank, non-comment line
         if first and _KEY_LINE.match(first.group(1)):
             raise SkipFile("invalid_front_matter", _yaml_problem(exc)) from None
@@ -152,20 +433,54 @@ def _split_front_matter(text: str) -> tuple[dict[Any, Any], str]:
 
 def _yaml_problem(exc: BaseException) -> str:
     """One line naming the YAML problem and its line in the file (block starts at line 2)."""
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+    if isinstance(exc, MarkedYAMLError) and exc.problem:
         where = f" (line {exc.problem_mark.line + 2})" if exc.problem_mark else ""
         return f"{exc.problem}{where}"[:200]
-    return (str(exc).strip().split("\n")[0] or type(exc).__name__)[:200]
+    return type(exc).__name__
 
 
-def _json_safe(value: Any, budget: list[int], active: set[int]) -> Any:
-    """Convert a YAML value to JSON-safe data: dates to ISO, other non-JSON scalars to ``str``."""
-    budget[0] += 1
-    if budget[0] > _MAX_FM_NODES:
-        raise SkipFile("invalid_front_matter", "front matter has too many values (alias expansion)")
-    if isinstance(value, int) and value.bit_length() > 64:
-        return hex(value)  # str() of a huge int may raise; JSON readers choke on it anyway
-    if value is None or isinstance(value, bool | int | str):
+def _toml_problem(exc: tomllib.TOMLDecodeError) -> str:
+    """``invalid TOML`` and the problem's line in the file (block starts at line 2); tomllib's own
+    message can quote a character of the document, so it is not repeated."""
+    found = re.search(r"\(at line ([0-9]+)", str(exc))
+    return f"invalid TOML (line {int(found.group(1)) + 1})" if found else "invalid TOML"
+
+
+def _expanded_size(value: Any, memo: dict[int, int], active: set[int]) -> int:
+    """Approximate size in bytes of ``value`` written out with every alias expanded.
+
+    Walks the loaded value as the graph it is (an alias is a shared object), once per distinct
+    object, so the cost is bounded by the size of the YAML text, not of the expansion.
+    :raises SkipFile: ``invalid_front_matter`` for a recursive alias.
+    """
+    if isinstance(value, str | bytes):
+        return len(value) + _FM_NODE_BYTES
+    if not isinstance(value, dict | list | tuple | set | frozenset):
+        return _FM_NODE_BYTES + 24
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    if key in active:
+        raise SkipFile("invalid_front_matter", "front matter contains a recursive alias")
+    active.add(key)
+    items = [x for kv in value.items() for x in kv] if isinstance(value, dict) else list(value)
+    total = _FM_NODE_BYTES + sum(_expanded_size(item, memo, active) for item in items)
+    active.discard(key)
+    memo[key] = total
+    return total
+
+
+def _json_safe(value: Any) -> Any:
+    """Convert a front matter value to JSON-safe data: dates to ISO, other non-JSON scalars to ``str``.
+
+    Integers beyond 64 bits become their decimal digits as a string (JSON readers lose them).
+    Called only after :func:`_expanded_size` has bounded the result and ruled out recursion.
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else _big_int(value)
+    if value is None or isinstance(value, str):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
@@ -173,25 +488,27 @@ def _json_safe(value: Any, budget: list[int], active: set[int]) -> Any:
         return value.isoformat()
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
-    if isinstance(value, dict | list | tuple | set | frozenset):
-        if id(value) in active:
-            raise SkipFile("invalid_front_matter", "front matter contains a recursive alias")
-        active.add(id(value))
-        try:
-            if isinstance(value, dict):
-                return {_key(k): _json_safe(v, budget, active) for k, v in value.items()}
-            items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
-            return [_json_safe(v, budget, active) for v in items]
-        finally:
-            active.discard(id(value))
+    if isinstance(value, dict):
+        return {_key(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        return [_json_safe(v) for v in sorted(value, key=repr)]
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
     return str(value)
+
+
+def _big_int(value: int) -> str:
+    try:
+        return str(value)
+    except ValueError:  # more digits than int -> str allows (sys.get_int_max_str_digits)
+        return hex(value)
 
 
 def _key(key: Any) -> str:
     """A mapping key as a string: ``null``/``true``/``false`` as in JSON, a date in ISO."""
     if key is None or isinstance(key, bool):
         return json.dumps(key)
-    return str(_json_safe(key, [0], set()))
+    return str(_json_safe(key))
 
 
 def _scalar_text(value: Any) -> str | None:
@@ -201,22 +518,15 @@ def _scalar_text(value: Any) -> str | None:
     return str(value).strip() or None
 
 
-def _title(fm: dict[str, Any], masked: str, path: str) -> tuple[str, str]:
+def _title(fm: dict[str, Any], parsed: Outline, path: str) -> tuple[str, str]:
     """Title and its source: front matter ``title`` (non-empty string or number), else the first
-    level-1 heading (ATX ``# x`` or setext ``x\\n===``) of the fence-masked body, else the file
-    name without ``.md`` (``README`` for ``README.md``)."""
+    non-empty top-level level-1 heading (ATX ``# x`` or setext ``x\\n===``), else the file name
+    without ``.md`` (``README`` for ``README.md``)."""
     if title := _scalar_text(fm.get("title")):
         return title, "front_matter"
-    previous = ""
-    for line in masked.split("\n"):
-        atx = _ATX.fullmatch(line)
-        if atx and len(atx.group(1)) == 1:
-            text = re.sub(r"(?:^|[ \t]+)#+[ \t]*$", "", atx.group(2) or "").strip()
-            if text:
-                return text, "heading"
-        elif _SETEXT_H1.fullmatch(line) and previous.strip() and not previous.startswith("    "):
-            return previous.strip(), "heading"
-        previous = line
+    for heading in parsed.headings:
+        if heading.level == 1 and heading.text:
+            return heading.text, "heading"
     name = posixpath.basename(path)
     return (name[:-3] if name.lower().endswith(".md") else name) or path, "filename"
 
@@ -243,55 +553,13 @@ def _names(fm: dict[str, Any], taxonomy: dict[str, Any], keys: Iterable[str], *,
 
 
 def _mask_fences(body: str) -> str:
-    """Blank every line of fenced code blocks (fence lines included), keeping line count.
+    """The body's lines (see :attr:`Outline.lines`) with fenced code blanked, line count kept.
 
-    A fence is 3+ backticks or tildes (any indentation, so fences inside list items count); it
-    closes at a line of the same character at least as long; an unclosed fence runs to the end.
+    Kept for callers that scan lines themselves; new code should use :func:`outline`.
     """
-    out: list[str] = []
-    fence: str | None = None
-    for line in body.split("\n"):
-        match = _FENCE.fullmatch(line)
-        if fence is None:
-            if match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
-                fence = match.group(1)
-                line = ""
-        else:
-            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
-                if not match.group(2).strip():
-                    fence = None
-            line = ""
-        out.append(line)
-    return "\n".join(out)
-
-
-def extract_links(body: str) -> list[Link]:
-    """Links of a Markdown body in document order, exact duplicates dropped, ``resolved=None``.
-
-    * wikilinks ``[[Target]]``, ``[[Target|alias]]``, ``[[Target#Heading|alias]]`` and embeds
-      ``![[Target]]`` (``kind="wikilink"``); targets with a file extension other than ``.md``
-      (images, PDFs, canvases...) and same-note links ``[[#Heading]]`` are dropped;
-    * inline ``[text](path.md#anchor "title")`` and reference definitions ``[ref]: path.md``
-      (``kind="markdown"``, ``alias`` = link text); the path is URL-decoded and must end in
-      ``.md``; URLs with a scheme (``http:``, ``mailto:``, ``obsidian:``...), ``//host`` and
-      ``#anchor``-only links are dropped.
-
-    Links inside fenced code blocks and inline code spans are ignored.
-    """
-    text = _CODE_SPAN.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), _mask_fences(body))
-    found: list[tuple[int, Link]] = []
-    for match in _WIKILINK.finditer(text):
-        if link := _wikilink(match.group(2)):
-            found.append((match.start(), link))
-    text = _WIKILINK.sub(lambda m: " " * len(m.group(0)), text)
-    for match in _MD_LINK.finditer(text) if "](" in text else ():
-        if not match.group(1) and (link := _markdown_link(match.group(3), match.group(2))):
-            found.append((match.start(), link))
-    for match in _REF_DEF.finditer(text):
-        if link := _markdown_link(match.group(2), None):
-            found.append((match.start(), link))
-    found.sort(key=lambda item: item[0])
-    return list({link.model_dump_json(): link for _, link in found}.values())
+    parsed = outline(body)
+    code = ("fence_open", "code", "fence_close")
+    return "\n".join("" if kind in code else line for line, kind in zip(parsed.lines, parsed.kinds, strict=True))
 
 
 def _wikilink(inner: str) -> Link | None:

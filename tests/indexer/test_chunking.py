@@ -384,3 +384,65 @@ def test_obsidian_help_vault(tmp_path) -> None:
             count += 1
     assert count > 6000
     assert time.perf_counter() - started < 120
+
+
+# --- issue 12/13: sections from the one CommonMark parse ---------------------------------------
+
+
+def test_setext_headings_are_sections_like_atx() -> None:
+    body = "Title\n=====\n\nIntro text here.\n\nPart\n----\n\nPart text here.\n"
+    atx = "# Title\n\nIntro text here.\n\n## Part\n\nPart text here.\n"
+    for text in (body, atx):
+        chunks = chunk_document(make_doc(text), cfg(max_tokens=64, min_tokens=0))
+        assert [c.heading_path for c in chunks] == [["Title"], ["Title", "Part"]]
+    assert chunk_document(make_doc(body), cfg(64))[1].text == "Part\n----\n\nPart text here."
+
+
+def test_heading_inside_html_comment_is_no_section_and_comment_is_not_indexed() -> None:
+    comment = "<!--\n## Old section\n" + "Old secret words. " * 40 + "\n-->"
+    body = f"# Doc\n\nIntro.\n\n{comment}\n\n## New\n\nNew text.\n"
+    chunks = chunk_document(make_doc(body), cfg(max_tokens=32, min_tokens=0))
+    assert [c.heading_path for c in chunks] == [["Doc"], ["Doc", "New"]]
+    joined = "\n".join(c.text for c in chunks)
+    for hidden in ("<!--", "-->", "Old section", "secret"):
+        assert hidden not in joined
+
+
+def test_unclosed_html_comment_hides_its_block_only() -> None:
+    chunks = chunk_document(make_doc("Visible.\n\n<!-- never closed\n## Not a heading\n"), cfg(64))
+    assert [(c.text, c.heading_path) for c in chunks] == [("Visible.", [])]
+
+
+def test_office_xml_and_inline_comments_are_kept_out_of_chunk_text() -> None:
+    body = ("# Pasted\n\nBefore <!--StartFragment--><w:p><w:r><w:t>Hello Word</w:t></w:r></w:p>"
+            "<o:p></o:p><!--EndFragment--> after.\n\n<!--[if gte mso 9]><xml><w:WordDocument>"
+            "<w:View>Normal</w:View></w:WordDocument></xml><![endif]-->\n\n"
+            "Code keeps it: `<!-- literal -->` and\n\n```html\n<!-- in a fence -->\n```\n")
+    text = "\n".join(c.text for c in chunk_document(make_doc(body), cfg(128)))
+    assert "Hello Word" in text and "Before" in text and "after." in text
+    for hidden in ("StartFragment", "EndFragment", "<w:", "</w:", "<o:p>", "WordDocument", "mso", "Normal"):
+        assert hidden not in text
+    assert "`<!-- literal -->`" in text and "<!-- in a fence -->" in text
+
+
+def test_heading_in_a_fence_inside_a_list_is_no_section() -> None:
+    body = "# A\n\n- item\n\n  ```\n  # not a heading\n  ```\n\ntext\n"
+    chunks = chunk_document(make_doc(body), cfg(64))
+    assert [c.heading_path for c in chunks] == [["A"]]
+
+
+def test_empty_heading_gives_the_same_paths_as_the_parser() -> None:
+    from indexer.markdown import headings
+
+    body = "#\n\nIntro under an empty heading.\n\n## Child\n\nChild text.\n"
+    chunks = chunk_document(make_doc(body), cfg(64, min_tokens=0))
+    assert [c.heading_path for c in chunks] == [[], ["Child"]]
+    assert [list(h.path) for h in headings(body)] == [[], ["Child"]]
+
+
+@pytest.mark.parametrize(("opener", "closer"), [("- ```python", "```"), ("> ```", "```"), ("> > ~~~~", "~~~~")])
+def test_unclosed_fence_in_a_container_is_closed_with_its_own_marker(opener: str, closer: str) -> None:
+    body = f"# A\n\n{opener}\n\nAfter.\n"
+    text = "\n".join(c.text for c in chunk_document(make_doc(body), cfg(64)))
+    # The fence is closed by its own marker (blank lines it holds may come first), never by "-" or ">".
+    assert re.search(rf"^{re.escape(opener)}\n(?:[ \t]*\n)*{re.escape(closer)}\n+After\.$", text, re.M), text

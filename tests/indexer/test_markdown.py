@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from artifacts.records import Document, Link
-from indexer.errors import IndexerError, SkipFile
+from indexer.errors import SKIP_REASONS, IndexerError, SkipFile
 from indexer.markdown import extract_links, parse_markdown, resolve_links
 
 LIMIT = 1024 * 1024
@@ -213,7 +213,8 @@ def test_tags_and_categories_shapes():
     [
         ("published: false", False),
         ("publish: false", False),  # Obsidian Publish
-        ("published: no", False),  # YAML 1.1 boolean
+        ("published: no", True),  # YAML 1.2: a string, not a boolean
+        ("published: off", True),
         ("published: 'false'", True),  # a string is not an explicit boolean false
         ("published: true", True),
         ("title: x", True),
@@ -528,8 +529,113 @@ def test_parse_never_raises_anything_but_skipfile(data, max_bytes):
     try:
         doc = parse_markdown("p/x.md", data, blob_id="0" * 40, max_bytes=max_bytes)
     except SkipFile as error:
-        assert error.reason in {"not_utf8", "binary", "too_large", "invalid_front_matter"}
+        assert error.reason in set(SKIP_REASONS)
         return
     json.dumps(doc.model_dump(mode="json"), allow_nan=False)
     assert "\r" not in doc.body and doc.title
     resolve_links([doc])
+
+
+# --- issue 12: one CommonMark parse, YAML 1.2, TOML, LFS pointers, alias bombs --------------
+
+
+def test_setext_headings_are_headings_with_paths():
+    from indexer.markdown import headings
+
+    body = "Title\n=====\n\nIntro.\n\nPart\n----\n\nText.\n\n### Deep\n\nMore.\n"
+    doc = parse(body)
+    assert (doc.title, doc.title_source) == ("Title", "heading")
+    found = [(h.level, h.text, h.line, h.path) for h in headings(body)]
+    assert found == [(1, "Title", 0, ("Title",)), (2, "Part", 5, ("Title", "Part")),
+                     (3, "Deep", 10, ("Title", "Part", "Deep"))]
+
+
+def test_heading_in_html_comment_is_no_heading_and_its_links_are_ignored():
+    from indexer.markdown import headings
+
+    body = "<!--\n# Old title\n## Old section\n[[Hidden]]\n-->\n\n## Live\n\n[[Shown]]\n"
+    doc = parse(body)
+    assert [h.text for h in headings(body)] == ["Live"]
+    assert doc.title_source == "filename"
+    assert [x.target for x in doc.links] == ["Shown"]
+
+
+def test_empty_heading_is_not_in_paths():
+    from indexer.markdown import headings
+
+    found = headings("#\n\nintro\n\n## Child\n\ntext\n")
+    assert [(h.level, h.text, h.path) for h in found] == [(1, "", ()), (2, "Child", ("Child",))]
+
+
+def test_toml_front_matter_is_parsed_and_never_body():
+    doc = parse('+++\ntitle = "T"\ntags = ["a", "b"]\ndate = 2021-03-04\npublished = false\n+++\nBody\n')
+    assert doc.front_matter == {"title": "T", "tags": ["a", "b"], "date": "2021-03-04", "published": False}
+    assert (doc.title, doc.tags, doc.date, doc.published) == ("T", ["a", "b"], "2021-03-04", False)
+    assert doc.body == "Body\n"
+
+
+def test_invalid_toml_front_matter_is_skipped_without_echoing_it():
+    error = skip_reason('+++\ntitle = "unterminated\nx = 1\n+++\nBody\n')
+    assert error.reason == "invalid_front_matter"
+    assert "unterminated" not in error.detail and "line 2" in error.detail
+
+
+def test_git_lfs_pointer_is_skipped():
+    pointer = ("version https://git-lfs.github.com/spec/v1\n"
+               "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
+               "size 12345\n")
+    error = skip_reason(pointer)
+    assert error.reason == "lfs_pointer" and "12345" in error.detail
+    # Prose that merely quotes the first line is a document.
+    assert parse("version https://git-lfs.github.com/spec/v1 is the pointer format.\n").body
+
+
+def test_yaml_1_2_keeps_norway_and_friends_as_strings():
+    doc = parse("---\ntitle: No\ntags: [en, no, on, off]\npublished: off\n"
+                "n: 123456789012345678901234567890123456789\nsmall: 12\n---\n")
+    assert (doc.title, doc.title_source) == ("No", "front_matter")
+    assert doc.tags == ["en", "no", "on", "off"]
+    assert doc.published is True
+    assert doc.front_matter["n"] == "123456789012345678901234567890123456789"
+    assert doc.front_matter["small"] == 12
+    assert parse("---\npublished: false\n---\n").published is False
+
+
+def test_alias_bomb_is_skipped_by_expanded_size_at_bounded_memory():
+    import tracemalloc
+
+    # ~2.3 KB of YAML that expands to 85,000 copies of a 1,800-character string (~153 MB).
+    text = ("---\ns: &s " + "x" * 1800 + "\n"
+            "a: &a [" + ", ".join(["*s"] * 10) + "]\n"
+            "b: &b [" + ", ".join(["*a"] * 10) + "]\n"
+            "c: &c [" + ", ".join(["*b"] * 10) + "]\n"
+            "d: [" + ", ".join(["*c"] * 85) + "]\n---\nBody\n")
+    assert 2000 < len(text) < 2600
+    tracemalloc.start()
+    try:
+        error = skip_reason(text)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert error.reason == "front_matter_too_large"
+    assert peak < 8 * 1024 * 1024, f"peak {peak} bytes"
+
+
+def test_front_matter_within_the_limit_keeps_its_aliases_expanded():
+    doc = parse("---\nbase: &b {x: 1}\nitems: [*b, *b]\n---\n")
+    assert doc.front_matter["items"] == [{"x": 1}, {"x": 1}]
+
+
+def test_office_xml_and_comments_do_not_make_links_or_titles():
+    doc = parse("# <!--StartFragment-->Real <w:p>title</w:p>\n\n<!-- [[NotALink]] -->\n"
+                "Text `<!-- kept in code -->` [[Real]]\n")
+    assert doc.title == "Real title"
+    assert [x.target for x in doc.links] == ["Real"]
+    assert "StartFragment" in doc.body  # the raw body keeps everything
+
+
+def test_unescaped_pipe_of_a_wikilink_in_a_table_keeps_the_link():
+    body = ("| Name | Meaning |\n|---|---|\n| Views | Rows from the [[Properties|properties]] of notes. |\n"
+            "| Escaped | [[Table\\|alias]] |\n")
+    links = extract_links(body)
+    assert [(x.target, x.alias) for x in links] == [("Properties", "properties"), ("Table", "alias")]

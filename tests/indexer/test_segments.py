@@ -159,3 +159,53 @@ def test_a_bundle_with_another_configuration_donates_its_vectors(seg_repo: RepoB
     ids_s, vec_s = _rows(scratch.bundle_path)
     assert ids_f == ids_s
     np.testing.assert_allclose(vec_f, vec_s, atol=1e-6)
+
+
+def test_cap_header_shortens_the_longest_line_first() -> None:
+    from artifacts.embedding import cap_header
+
+    def count(text: str) -> int:  # one token per word plus two special tokens
+        return len(text.split()) + 2
+
+    header = "Title of page\nAlice\n" + ", ".join(f"tag{i}" for i in range(120)) + "\nPart > Sub"
+    capped = cap_header(header, count, 20)
+    assert count(capped) - 2 <= 20
+    lines = capped.split("\n")
+    assert lines[0] == "Title of page" and lines[1] == "Alice" and lines[-1] == "Part > Sub"
+    assert lines[2].startswith("tag0, tag1") and "tag119" not in lines[2]
+    assert cap_header("Short title", count, 20) == "Short title"
+    assert cap_header("a b c", count, 0) == ""
+
+
+@pytest.mark.model
+def test_a_header_longer_than_the_model_input_never_crowds_out_the_body(repo: RepoBuilder,
+                                                                        tmp_path: Path) -> None:
+    from artifacts import embedding
+
+    share = getattr(embedding, "HEADER_SHARE", 0.25)  # getattr: the test also runs on older code
+    model = embedding.load_embedder(MINILM)
+    tags = ", ".join(f"značka-{i}" for i in range(120))
+    body = " ".join(f"Veta {i} opisuje fotosyntézu rastlín a chlorofyl." for i in range(25))
+    repo.write("tags.md", f"---\ntitle: Stránka s mnohými značkami\ntags: [{tags}]\n---\n# Úvod\n\n{body}\n")
+    repo.write("other.md", "# Varenie\n\nRecept na halušky s bryndzou.\n")
+    repo.commit()
+    result = build_bundle(repo.path, tmp_path / "store", embedder=model)
+    chunk = next(c for c in (json.loads(x) for x in (result.bundle_path / "chunks.jsonl").read_text().splitlines())
+                 if c["path"] == "tags.md")
+    head, text = embedding_parts(Chunk.model_validate(chunk), Document(
+        path="tags.md", blob_id="0" * 40, size=1, title=chunk["title"], title_source="front_matter",
+        tags=[f"značka-{i}" for i in range(120)]))
+    segments = model.split_passage(text, head)
+    limit = model.spec.max_seq_tokens
+    tokenizer = model._model.tokenizer
+    for segment in segments:  # every segment fits the model and carries body text after a short header
+        assert len(tokenizer(segment)["input_ids"]) <= limit
+        header_part, _, body_part = segment.partition("\n\n")
+        assert len(tokenizer(header_part, add_special_tokens=False)["input_ids"]) <= limit * share
+        assert len(body_part.split()) > 30
+    assert len(segments) <= 3
+    ids, vectors = _rows(result.bundle_path)
+    rows = vectors[[i for i, cid in enumerate(ids) if cid == chunk["chunk_id"]]]
+    assert len(rows) == len(segments)
+    if len(rows) > 1:  # never identical vectors (the header alone filled the input before)
+        assert float(np.max(rows[0] @ rows[1:].T)) < 0.999
