@@ -12,49 +12,18 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from artifacts.graphmap import GraphMapping, path_matches
 from artifacts.graphschema import name_key
 from artifacts.records import Document
 
-from .markdown import _mask_fences  # the same fence rule as titles and links
+from .markdown import Heading, url_destinations
+from .markdown import headings as parse_headings  # the one CommonMark parse: setext too
 
 Row = tuple[Any, ...]
 
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*")
-_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _YEAR = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
-
-
-@dataclass(frozen=True)
-class Heading:
-    """An ATX heading of a body: 0-based ``ordinal``, ``level`` 1-6, text, 0-based line index and the
-    enclosing headings' texts (outermost first, this one last)."""
-
-    ordinal: int
-    level: int
-    text: str
-    line: int
-    path: tuple[str, ...]
-
-
-def parse_headings(body: str) -> list[Heading]:
-    """Return the ATX headings of ``body`` outside fenced code, in document order."""
-    headings: list[Heading] = []
-    stack: list[tuple[int, str]] = []
-    for index, line in enumerate(_mask_fences(body).split("\n")):
-        match = _ATX.fullmatch(line)
-        if not match:
-            continue
-        level = len(match.group(1))
-        text = _CLOSING_HASHES.sub("", match.group(2) or "").strip()
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, text))
-        headings.append(Heading(len(headings), level, text, index, tuple(t for _, t in stack)))
-    return headings
 
 
 def _section_end(headings: list[Heading], k: int, n_lines: int) -> int:
@@ -165,31 +134,11 @@ def _authors(doc: Document, mapping: GraphMapping, out: Extraction, author_names
 def url_link_targets(body: str) -> list[str]:
     """Return the targets of a body's links that are web URLs or site paths, in order, de-duplicated.
 
-    Inline links and reference definitions are found with the Markdown module's own link scanner
-    (the same regular expressions, fences and code spans masked the same way), so both agree on what
-    a link is; the module keeps ``.md`` targets, this keeps ``http(s)://`` URLs and ``/site/paths``
-    (not ``.md`` files, fragments, ``mailto:`` or other schemes).  Only mappings with ``permalinks``
-    use these links.
+    They come from the one CommonMark parse of :mod:`indexer.markdown` (:func:`url_destinations`):
+    ``http(s)://`` URLs and ``/site/paths``, not ``.md`` files, fragments, ``mailto:`` or other
+    schemes.  Only mappings with ``permalinks`` use these links.
     """
-    from .markdown import _CODE_SPAN, _MD_LINK, _REF_DEF, _WIKILINK
-
-    text = _CODE_SPAN.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), _mask_fences(body))
-    text = _WIKILINK.sub(lambda m: " " * len(m.group(0)), text)
-    found: list[tuple[int, str]] = []
-    for match in _MD_LINK.finditer(text) if "](" in text else ():
-        if not match.group(1):
-            found.append((match.start(), match.group(3)))
-    for match in _REF_DEF.finditer(text):
-        found.append((match.start(), match.group(2)))
-    targets = []
-    for _, raw in sorted(found):
-        href = raw.strip().removeprefix("<").removesuffix(">").strip()
-        bare = href.split("#", 1)[0].split("?", 1)[0]
-        if not bare or bare.lower().endswith(".md"):
-            continue
-        if (bare.startswith("/") and not bare.startswith("//")) or bare.lower().startswith(("http://", "https://")):
-            targets.append(href)
-    return list(dict.fromkeys(targets))
+    return url_destinations(body)
 
 
 def permalink_links(docs: Sequence[Document], mapping: GraphMapping) -> list[tuple[str, str]]:

@@ -63,17 +63,6 @@ _HIDDEN = re.compile(
 )
 _WIKILINK_SPAN = re.compile(r"\[\[[^\[\]\n]*\]\]")
 _DATE_KEYS = ("date", "created", "updated", "modified")
-# Compatibility only: indexer.graph_extract.url_link_targets (graph helper, main since bc807b4) imports
-# these line-scanner patterns to find URL links.  This module no longer uses them; that function
-# should read link destinations from the token stream (:func:`outline`) and these should go.
-_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
-_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
-_MD_LINK = re.compile(
-    r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]"  # [text], one level of nested brackets
-    r"\(\s*(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)"  # (destination
-    r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)"  # optional "title")
-)
-_REF_DEF = re.compile(r"^ {0,3}\[([^\]\n^][^\]\n]*)\]:[ \t]*(<[^<>\n]*>|\S+)", re.M)
 _FOLDER_NOTES = ("readme.md", "index.md", "_index.md")
 _FM_MIN_LIMIT = 64 * 1024  # bytes; the expanded front matter may always be this large
 _FM_NODE_BYTES = 8  # counted per value besides its text, so that many tiny values also add up
@@ -287,6 +276,28 @@ def extract_links(body: str) -> list[Link]:
     Links in code (fenced, indented, inline spans) and in HTML comments are ignored.
     """
     return [link.model_copy() for link in outline(body).links]
+
+
+def url_destinations(body: str) -> list[str]:
+    """Destinations of a body's Markdown links that are web URLs or site paths, in order, de-duplicated.
+
+    From the same CommonMark parse as :func:`extract_links` (so links in code and HTML comments do
+    not count, and reference links resolve through their definitions): ``http(s)://`` URLs and
+    ``/site/paths`` (not ``//host``), URL-decoded; ``.md`` targets (those are :func:`extract_links`'
+    business), fragments only, ``mailto:`` and other schemes are left out.
+    """
+    found: list[str] = []
+    for token in _MD.parse(body, {}):
+        for child in token.children or ():
+            if child.type != "link_open":
+                continue
+            href = unquote(str(child.attrs.get("href", "")).strip())
+            bare = href.split("#", 1)[0].split("?", 1)[0]
+            if not bare or bare.lower().endswith(".md"):
+                continue
+            if (bare.startswith("/") and not bare.startswith("//")) or bare.lower().startswith(("http://", "https://")):
+                found.append(href)
+    return list(dict.fromkeys(found))
 
 
 # --- front matter and the document record --------------------------------------------------
@@ -550,16 +561,6 @@ def _names(fm: dict[str, Any], taxonomy: dict[str, Any], keys: Iterable[str], *,
                 if (text := _scalar_text(item)) is not None:
                     found.append(text)
     return list(dict.fromkeys(n for raw in found if (n := raw.strip())))
-
-
-def _mask_fences(body: str) -> str:
-    """The body's lines (see :attr:`Outline.lines`) with fenced code blanked, line count kept.
-
-    Kept for callers that scan lines themselves; new code should use :func:`outline`.
-    """
-    parsed = outline(body)
-    code = ("fence_open", "code", "fence_close")
-    return "\n".join("" if kind in code else line for line, kind in zip(parsed.lines, parsed.kinds, strict=True))
 
 
 def _wikilink(inner: str) -> Link | None:
