@@ -33,6 +33,7 @@ ERROR_MESSAGES = {
     "job_not_found": "No such job.",
     "invalid_at": "The 'at' value is not a commit id, branch or tag name.",
     "unsupported_media_type": "The request body must be application/json.",
+    "generator_unavailable": "The answer generator is unavailable right now; mode=retrieve still works.",
 }
 
 STATUSES = ("ok", "no_answer", "ambiguous", "error")

