@@ -1,0 +1,463 @@
+"""The deterministic claim checker, the coverage gate and generate -> check -> repair -> deliver.
+
+No model is involved: every claim a generator returns is checked against the evidence of this
+request only (:class:`query.evidence.EvidenceItem`), and only claims that pass are delivered.
+
+Checks per claim, in order (reasons from :data:`query.evidence.CLAIM_FAILURES`):
+
+1. ``missing_evidence`` when it cites nothing; ``unknown_evidence`` when an id is not in the context.
+2. The quote must occur in a cited item's text after NFC, case folding and whitespace collapsing
+   (a second comparison also ignores inline Markdown: ``**``, ``*``, backticks, ``[text](url)``),
+   on word boundaries.  Otherwise: ``misattributed`` when it occurs in another item of the context,
+   ``frankenquote`` when it is made of two or more pieces of >= 3 words that each occur in the
+   context but not contiguously, else ``fabricated``.
+3. ``unsupported_detail``: every number, year and date of the claim *text*, and every capitalised
+   name or title word (and any token with an inner capital or a digit, e.g. ``mT5``, ``GPT-2``),
+   must occur in the cited items (text, title, heading path, graph facts).  Numbers compare
+   exactly (``67,5`` = ``67.5``; ``22. 10. 2019`` = ``22.10.2019``; the year of a date counts as
+   the year).  Names compare diacritics-folded and inflection-aware with the Slovak case forms of
+   :func:`query.graph_names.name_forms` (``Strakovej`` = ``Straková``); no prefix guessing, so
+   ``Nováková`` is not ``Novák``.  A capitalised word that opens a sentence is not treated as a name
+   when it is a stop word or an ordinary word of the cited evidence or the question (inflection-aware)
+   and the next word is not capitalised.  (simplemma's lexicons were the alternative: 160 MB and
+   several seconds to load sk+cs+en, too much for a per-request check.)
+4. ``graph_mismatch`` (only with ``graph=``, a ``/graph`` response body): for a claim citing a
+   ``graph`` item, every count in its text must equal the aggregation count (or a list length of the
+   graph answer), and a list of names that mixes members of a graph answer list with names outside
+   it is rejected.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from .evidence import (
+    Claim,
+    ClaimVerdict,
+    EvidenceItem,
+    GenerationOutcome,
+    Generator,
+    GeneratorReply,
+    GeneratorUnavailableError,
+)
+from .graph_names import name_forms, tokenize
+from .sentences import WordSet, analyze, content_words, fold_word, stop_words
+
+_SPACE = re.compile(r"\s+")
+_OUTER = "\"'„“”‚‘’«»`"
+_ELLIPSIS = re.compile(r"^(?:\.\.\.|…)\s*|\s*(?:\.\.\.|…)$")
+_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MD_MARK = re.compile(r"\*\*|__|[*`]")
+_PIECE_SPLIT = re.compile(r"\s*(?:\.\.\.|…|[.;:!?,–—])\s+|\s+[-–—]\s+")
+_DATE_SPACED = re.compile(r"(?<!\d)(\d{1,2})\.\s+(\d{1,2})\.\s*(\d{4})(?!\d)")
+_NUMBER = re.compile(r"(?<![\w])\d+(?:[.,:/]\d+)*")
+_DATE = re.compile(r"\d{1,2}[./]\d{1,2}[./](\d{4})")
+_YEAR = re.compile(r"(?:1[5-9]|20)\d{2}")
+_SENTENCE_END = re.compile(r"[.!?:;]\s*[\"'„“”»)*_]*\s*$")
+_MIN_PIECE_WORDS = 3
+
+
+# --------------------------------------------------------------------------- normalisation
+
+def normalize_quote(text: str) -> str:
+    """Return ``text`` in NFC, case-folded, whitespace collapsed, outer quotes and ellipses removed."""
+    text = _SPACE.sub(" ", unicodedata.normalize("NFC", text)).strip()
+    previous = None
+    while previous != text:
+        previous = text
+        text = _ELLIPSIS.sub("", text).strip().strip(_OUTER).strip()
+    return text.casefold()
+
+
+def _strip_markup(text: str) -> str:
+    return _SPACE.sub(" ", _MD_MARK.sub("", _MD_LINK.sub(r"\1", text))).strip()
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _occurs(needle: str, hay: str) -> bool:
+    """``needle`` occurs in ``hay`` (both normalised) starting and ending on word boundaries."""
+    if not needle:
+        return False
+    start = hay.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        left_ok = start == 0 or not (_is_word_char(needle[0]) and _is_word_char(hay[start - 1]))
+        right_ok = end == len(hay) or not (_is_word_char(needle[-1]) and _is_word_char(hay[end]))
+        if left_ok and right_ok:
+            return True
+        start = hay.find(needle, start + 1)
+    return False
+
+
+@dataclass(frozen=True)
+class _Hay:
+    """An evidence text in both comparison forms."""
+
+    plain: str
+    light: str
+
+    @classmethod
+    def of(cls, text: str) -> _Hay:
+        plain = normalize_quote(text)
+        return cls(plain, normalize_quote(_strip_markup(text)))
+
+    def contains(self, quote: str) -> bool:
+        plain = normalize_quote(quote)
+        return _occurs(plain, self.plain) or _occurs(normalize_quote(_strip_markup(quote)), self.light)
+
+
+# --------------------------------------------------------------------------- details
+
+def _support_text(item: EvidenceItem) -> str:
+    parts = [item.text, item.title or "", " / ".join(item.heading_path)]
+    parts.extend(_flatten(fact) for fact in item.facts)
+    return "\n".join(p for p in parts if p)
+
+
+def _flatten(value: Any) -> str:
+    if isinstance(value, dict):
+        return " ; ".join(_flatten(v) for k, v in sorted(value.items()) if not str(k).endswith("_id"))
+    if isinstance(value, (list, tuple)):
+        return " ; ".join(_flatten(v) for v in value)
+    if value is None or isinstance(value, bool):
+        return ""
+    return str(value)
+
+
+def _numbers(text: str) -> list[str]:
+    """Numbers of ``text`` as compared: decimal comma = point, spaced dates joined."""
+    text = _DATE_SPACED.sub(r"\1.\2.\3", unicodedata.normalize("NFC", text))
+    out = []
+    for match in _NUMBER.finditer(text):
+        token = match.group(0)
+        out.append(token.replace(",", "."))
+    return out
+
+
+def _number_support(text: str) -> set[str]:
+    numbers = set(_numbers(text))
+    for token in list(numbers):
+        date = _DATE.fullmatch(token)
+        if date:
+            numbers.add(date.group(1))
+    return numbers
+
+
+_WORD_RE = re.compile(r"\w+(?:[-’']\w+)*")
+
+
+def _squash(word: str) -> str:
+    return fold_word(word).replace("-", "").replace("’", "").replace("'", "")
+
+
+class _NameSupport:
+    """Words of the cited evidence with their Slovak case forms, all folded."""
+
+    def __init__(self, text: str) -> None:
+        self.words: set[str] = set()
+        self.forms: set[str] = set()
+        seen: set[str] = set()
+        for match in _WORD_RE.finditer(unicodedata.normalize("NFC", text)):
+            word = match.group(0)
+            if word in seen:
+                continue
+            seen.add(word)
+            self.words.add(_squash(word))
+            if word[:1].isupper():
+                self.forms.update(_squash(f) for f in name_forms(word))
+
+    def has(self, word: str) -> bool:
+        folded = _squash(word)
+        if folded in self.words or folded in self.forms:
+            return True
+        return any(_squash(f) in self.words for f in name_forms(word))
+
+
+@lru_cache(maxsize=256)
+def _name_support(text: str) -> _NameSupport:
+    return _NameSupport(text)
+
+
+def _detail_tokens(text: str, common: WordSet) -> list[str]:
+    """Capitalised name/title words and mixed tokens (``mT5``, ``GPT-2``) of a claim text.
+
+    A capitalised word that opens a sentence, is not followed by another capitalised word and is a
+    stop word or an ordinary word of ``common`` (the cited evidence and the question, folded,
+    inflection-aware) is not a name.
+    """
+    text = unicodedata.normalize("NFC", text)
+    tokens = tokenize(text)
+    words = list(re.finditer(r"\w+(?:[-’']\w+)*", text))
+    out = []
+    for i, token in enumerate(tokens):
+        word = token.text
+        if word.isdigit():
+            continue
+        mixed = any(ch.isdigit() for ch in word) or any(ch.isupper() for ch in word[1:])
+        if not (token.capital or mixed):
+            continue
+        if not mixed:
+            if len(word) == 1:
+                continue
+            start = words[i].start()
+            before = text[:start]
+            initial = not before.strip(" \t\n-*>#(\"'„“") or bool(_SENTENCE_END.search(before))
+            next_capital = i + 1 < len(tokens) and tokens[i + 1].capital and not tokens[i + 1].text.isdigit()
+            if initial and not next_capital and (fold_word(word) in stop_words() or common.has(fold_word(word))):
+                continue
+        out.append(word)
+    return out
+
+
+# --------------------------------------------------------------------------- graph
+
+def _graph_counts(graph: dict[str, Any]) -> set[int]:
+    counts: set[int] = set()
+    aggregation = graph.get("aggregation") or {}
+    if isinstance(aggregation, dict) and isinstance(aggregation.get("count"), int):
+        counts.add(aggregation["count"])
+    answers = graph.get("answer")
+    for answer in answers if isinstance(answers, list) else [answers]:
+        if isinstance(answer, dict):
+            if isinstance(answer.get("count"), int):
+                counts.add(answer["count"])
+            for key, value in answer.items():
+                if isinstance(value, list) and not key.endswith("_ids"):
+                    counts.add(len(value))
+    return counts
+
+
+def _graph_lists(graph: dict[str, Any]) -> list[set[str]]:
+    lists = []
+    answers = graph.get("answer")
+    for answer in answers if isinstance(answers, list) else [answers]:
+        if isinstance(answer, dict):
+            for key, value in answer.items():
+                strings = isinstance(value, list) and value and all(isinstance(v, str) for v in value)
+                if strings and not key.endswith("_ids"):
+                    lists.append({normalize_quote(v) for v in value})
+    return lists
+
+
+def _name_runs(text: str) -> list[str]:
+    runs = re.findall(r"[A-ZÁ-ŽА-Я][\w’'-]*(?:\s+[A-ZÁ-ŽА-Я][\w’'-]*)+", unicodedata.normalize("NFC", text))
+    return [normalize_quote(r) for r in runs]
+
+
+def _graph_verdict(text: str, graph: dict[str, Any]) -> list[str]:
+    details = []
+    counts = _graph_counts(graph)
+    if counts:
+        for number in _numbers(text):
+            if number.isdigit() and not _YEAR.fullmatch(number) and int(number) not in counts:
+                details.append("a count in the claim differs from the graph aggregation")
+                break
+    runs = _name_runs(text)
+    for members in _graph_lists(graph):
+        inside = [r for r in runs if r in members]
+        outside = [r for r in runs if r not in members]
+        if inside and outside and len(runs) >= 2:
+            details.append("a list in the claim has names outside the graph answer")
+            break
+    return details
+
+
+# --------------------------------------------------------------------------- verdicts
+
+def check_reply(question: str, reply: GeneratorReply | Sequence[Claim], evidence: Sequence[EvidenceItem], *,
+                graph: dict[str, Any] | None = None) -> list[ClaimVerdict]:
+    """Return one :class:`ClaimVerdict` per claim of ``reply``, in order.
+
+    ``evidence``: this request's context (ids ``E1..En``); ``graph``: the ``/graph`` response body
+    the graph items came from (``aggregation``, ``answer``), enabling ``graph_mismatch``.
+    ``question`` is never support for a detail (a claim is not true because the question says so);
+    its ordinary words only tell that a capitalised word opening a sentence is not a name.
+    Raises nothing on bad claims; every failure is a verdict.
+    """
+    claims = reply.claims if isinstance(reply, GeneratorReply) else tuple(reply)
+    by_id = {item.evidence_id: item for item in evidence}
+    hays = {item.evidence_id: _Hay.of(item.text) for item in evidence}
+    return [_check_claim(question, claim, by_id, hays, graph) for claim in claims]
+
+
+def _check_claim(question: str, claim: Claim, by_id: dict[str, EvidenceItem], hays: dict[str, _Hay],
+                 graph: dict[str, Any] | None) -> ClaimVerdict:
+    reasons: list[str] = []
+    details: list[str] = []
+
+    def fail(reason: str, detail: str) -> None:
+        if reason not in reasons:
+            reasons.append(reason)
+        details.append(detail)
+
+    ids = tuple(dict.fromkeys(e.strip() for e in claim.evidence if isinstance(e, str)))
+    if not ids:
+        fail("missing_evidence", "the claim cites no evidence")
+        return ClaimVerdict(claim, False, tuple(reasons), tuple(details))
+    if any(e not in by_id for e in ids):
+        fail("unknown_evidence", "the claim cites an evidence id that is not in this request's context")
+    cited = [by_id[e] for e in ids if e in by_id]
+    if not cited:
+        return ClaimVerdict(claim, False, tuple(reasons), tuple(details))
+
+    quote = claim.quote or ""
+    if not normalize_quote(quote):
+        fail("fabricated", "the claim has no quote")
+    elif not any(hays[item.evidence_id].contains(quote) for item in cited):
+        others = [h for e, h in hays.items() if e not in ids]
+        if any(h.contains(quote) for h in others):
+            fail("misattributed", "the quote is in another evidence item, not in the cited one")
+        elif _is_frankenquote(quote, list(hays.values())):
+            fail("frankenquote", "the quote joins pieces of evidence that are not contiguous")
+        else:
+            fail("fabricated", "the quote does not occur in any evidence item")
+
+    support = "\n".join(_support_text(item) for item in cited)
+    numbers = _number_support(support)
+    for number in _numbers(claim.text):
+        if number not in numbers:
+            kind = "year" if _YEAR.fullmatch(number) else "date" if _DATE.fullmatch(number) else "number"
+            fail("unsupported_detail", f"a {kind} in the claim text is not in the cited evidence")
+    names = _name_support(support)
+    for word in _detail_tokens(claim.text, WordSet([*analyze(support), *analyze(question)])):
+        if not names.has(word):
+            fail("unsupported_detail", "a name or title in the claim text is not in the cited evidence")
+            break
+
+    if graph and any(item.kind == "graph" for item in cited):
+        for detail in _graph_verdict(claim.text, graph):
+            fail("graph_mismatch", detail)
+    return ClaimVerdict(claim, not reasons, tuple(reasons), tuple(details))
+
+
+def _words(text: str) -> list[str]:
+    return normalize_quote(text).split(" ")
+
+
+def _is_frankenquote(quote: str, hays: list[_Hay]) -> bool:
+    """The quote is >= 2 pieces of >= 3 words, each verbatim somewhere in the context.
+
+    Pieces are found greedily: the longest run of words from the current position that occurs in
+    some item; every word of the quote must be inside such a piece.
+    """
+    words = [w for w in _words(quote) if w]
+    if len(words) < 2 * _MIN_PIECE_WORDS:
+        return False
+    pieces = 0
+    i = 0
+    while i < len(words):
+        best = 0
+        for j in range(len(words), i + _MIN_PIECE_WORDS - 1, -1):
+            candidate = " ".join(words[i:j])
+            if any(_occurs(candidate, h.plain) or _occurs(candidate, h.light) for h in hays):
+                best = j
+                break
+            trimmed = candidate.strip(".,;:!?…–—-")
+            if trimmed != candidate and any(_occurs(trimmed, h.plain) for h in hays):
+                best = j
+                break
+        if not best:
+            return False
+        pieces += 1
+        i = best
+    return pieces >= 2
+
+
+# --------------------------------------------------------------------------- coverage
+
+def coverage(question: str, claims: Iterable[Claim], evidence: Sequence[EvidenceItem]) -> float:
+    """Return the share (0..1) of the question's content words found in the claims' cited evidence.
+
+    Content words: :func:`query.sentences.content_words` (BM25 folding analyzer, stop words of
+    sk/cs/en/de/pl dropped); a word counts as covered when some word of a cited item's text, title
+    or heading path matches it (:func:`query.sentences.words_match`, inflection by shared prefix).
+    A question without content words has coverage 0.0.
+    """
+    wanted = content_words(question)
+    if not wanted:
+        return 0.0
+    by_id = {item.evidence_id: item for item in evidence}
+    cited = {e for claim in claims for e in claim.evidence if e in by_id}
+    words = WordSet(w for e in cited for w in analyze(_support_text(by_id[e])))
+    return sum(1 for w in wanted if words.has(w)) / len(wanted)
+
+
+# --------------------------------------------------------------------------- pipeline
+
+def _attempt_record(number: int, reply: GeneratorReply | None, verdicts: list[ClaimVerdict],
+                    error: str | None = None) -> dict[str, Any]:
+    return {
+        "attempt": number,
+        "insufficient": bool(reply and reply.insufficient),
+        "error": error,
+        "raw": reply.raw if reply else None,
+        "verdicts": [
+            {"text": v.claim.text, "evidence": list(v.claim.evidence), "quote": v.claim.quote,
+             "ok": v.ok, "reasons": list(v.reasons), "details": list(v.details)}
+            for v in verdicts
+        ],
+    }
+
+
+def _claim_key(claim: Claim) -> tuple[str, tuple[str, ...], str]:
+    return normalize_quote(claim.text), tuple(claim.evidence), normalize_quote(claim.quote)
+
+
+async def run_generation(question: str, evidence: Sequence[EvidenceItem], generator: Generator, *,
+                         coverage_threshold: float = 0.20,
+                         graph: dict[str, Any] | None = None) -> GenerationOutcome:
+    """Generate claims, check them, repair once, and deliver only what passed.
+
+    Steps: ``generator.generate`` -> :func:`check_reply` -> when a claim failed, one repair call
+    (``repair=`` the failed verdicts; its reply may repeat or replace claims) -> re-check; claims
+    that passed either attempt are delivered (duplicates dropped), the rest is dropped.  Outcomes:
+    ``ok``; ``no_answer``/``insufficient_evidence`` (the generator said so without claims, gave no
+    claims, or the delivered claims cover less than ``coverage_threshold`` (0..1) of the question's
+    content words); ``no_answer``/``unsupported_answer`` (no claim survived).  ``attempts`` records
+    each reply with its verdicts.  Rejected claims never appear in ``claims``.
+
+    Raises :class:`GeneratorUnavailableError` when the first call fails, or when the repair call
+    fails and no claim of the first attempt passed.
+    """
+    items = list(evidence)
+    reply = await generator.generate(question, items)
+    verdicts = check_reply(question, reply, items, graph=graph)
+    attempts = [_attempt_record(1, reply, verdicts)]
+    if not reply.claims:
+        return GenerationOutcome([], "no_answer", "insufficient_evidence", 0.0, attempts)
+    passed = [v.claim for v in verdicts if v.ok]
+    failed = [v for v in verdicts if not v.ok]
+    repaired = False
+    if failed:
+        repaired = True
+        try:
+            second = await generator.generate(question, items, repair=failed)
+        except GeneratorUnavailableError:
+            attempts.append(_attempt_record(2, None, [], error="generator_unavailable"))
+            if not passed:
+                raise
+        else:
+            second_verdicts = check_reply(question, second, items, graph=graph)
+            attempts.append(_attempt_record(2, second, second_verdicts))
+            passed.extend(v.claim for v in second_verdicts if v.ok)
+    delivered: list[Claim] = []
+    seen: set[tuple[str, tuple[str, ...], str]] = set()
+    for claim in passed:
+        key = _claim_key(claim)
+        if key not in seen:
+            seen.add(key)
+            delivered.append(claim)
+    if not delivered:
+        return GenerationOutcome([], "no_answer", "unsupported_answer", 0.0, attempts, repaired)
+    share = coverage(question, delivered, items)
+    if share < coverage_threshold:
+        return GenerationOutcome([], "no_answer", "insufficient_evidence", share, attempts, repaired)
+    return GenerationOutcome(delivered, "ok", None, share, attempts, repaired)

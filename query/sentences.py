@@ -1,0 +1,277 @@
+"""Text units of evidence (sentences, list items, table rows) and the content words of a question.
+
+Used by :mod:`query.generators` (the extractive generator picks units) and :mod:`query.checker`
+(coverage).  Every unit is a *verbatim span* of the evidence text: ``text[start:end]``, so a claim
+built from it passes the checker's quote test by construction.
+
+Block structure comes from markdown-it-py (the parser the indexer uses), so code fences, tables,
+lists and headings are recognised the same way; sentences inside paragraphs and list items come
+from pysbd.  Splitter choice (measured on 17 hand-segmented real paragraphs from ms-docs-sk,
+thesis-wiki, cesko-digital-blog and obsidian-help sk/cs/en): pysbd with its Slovak rules split
+15/17 exactly with 0 false boundaries (2 missed: ``PhD.`` and ``atd.`` before a capital);
+simplemma 2.0's ``split_sentences`` split 13/17 with 3 false boundaries (after ``Ing.``,
+``napr.`` and ``např.``), which would cut a verbatim claim in half.  pysbd has no Czech rules; its
+Slovak ones serve Czech as well (same abbreviations), and English text (no Slovak/Czech letters)
+gets its English rules.  pysbd costs ~7 ms per 450-token chunk, so paragraphs without an inner
+sentence end skip it and results are cached per text.
+
+Content words: the BM25 folding analyzer's tokens (:func:`artifacts.analysis.folding_analyzer`)
+minus stop words (stopwords-iso lists for sk, cs, en, de, pl, folded; numbers are never stop
+words).  Inflected forms match by :func:`words_match` (a shared prefix).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from artifacts.analysis import fold_token, folding_analyzer, normalize_text
+
+_SLAVIC_LETTERS = set("áäčďéěíĺľňóôŕřšťúůýžÁÄČĎÉĚÍĹĽŇÓÔŔŘŠŤÚŮÝŽ")
+_INNER_END = re.compile(r"[.!?…][\"'”’»)\]]*\s+\S")
+_LIST_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
+_HEADING_MARKER = re.compile(r"[ \t]*#{1,6}[ \t]+")
+_STOP_LANGS = ("sk", "cs", "en", "de", "pl")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One verbatim span of an evidence text that can become a claim.
+
+    ``kind``: ``sentence`` (of a paragraph), ``item`` (a list item's text without its marker),
+    ``row`` (a table row's cells, without the outer pipes); ``start``/``end``: character offsets in
+    the evidence text (``text[start:end]`` is the unit, verbatim); ``headings``: the Markdown
+    headings above the unit inside this text; ``list_id``: the list an ``item`` belongs to;
+    ``leads``: the list this unit introduces (the last sentence of a paragraph directly followed
+    by a list, e.g. ``Zadanie:``), else None; ``order``: position in the text.
+    """
+
+    kind: str
+    start: int
+    end: int
+    text: str
+    headings: tuple[str, ...] = ()
+    list_id: int | None = None
+    leads: int | None = None
+    order: int = 0
+
+
+def _language(text: str) -> str:
+    return "sk" if any(ch in _SLAVIC_LETTERS for ch in text) else "en"
+
+
+@lru_cache(maxsize=2)
+def _segmenter(language: str):  # type: ignore[no-untyped-def]
+    import pysbd
+
+    return pysbd.Segmenter(language=language, clean=False)
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Return ``(start, end)`` character offsets of the sentences of one paragraph, stripped.
+
+    Slovak rules for text with Slovak/Czech letters, English rules otherwise.
+    """
+    return list(_sentence_spans(text))
+
+
+@lru_cache(maxsize=4096)
+def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    stripped = text.strip()
+    if not stripped:
+        return ()
+    lead = len(text) - len(text.lstrip())
+    if not _INNER_END.search(stripped.replace("\n", " ")):
+        return ((lead, lead + len(stripped)),)
+    spans = []
+    pos = 0
+    flat = text.replace("\n", " ")  # a soft line break is not a sentence end; same offsets
+    for piece in _segmenter(_language(text)).segment(flat):
+        piece = piece.strip()
+        if not piece:
+            continue
+        at = flat.find(piece, pos)
+        if at < 0:  # the segmenter changed the text; keep the rest as one sentence
+            rest = flat[pos:].strip()
+            if rest:
+                at = flat.find(rest, pos)
+                spans.append((at, at + len(rest)))
+            break
+        spans.append((at, at + len(piece)))
+        pos = at + len(piece)
+    return tuple(spans)
+
+
+def _line_offsets(text: str) -> list[int]:
+    offsets = [0]
+    for match in re.finditer("\n", text):
+        offsets.append(match.end())
+    offsets.append(len(text))
+    return offsets
+
+
+@lru_cache(maxsize=1)
+def _markdown():  # type: ignore[no-untyped-def]
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark").enable("table")
+    md.core.ruler.disable(["inline", "text_join"])  # block structure only: halves the parse time
+    return md
+
+
+def text_units(text: str) -> list[Unit]:
+    """Split one evidence text (Markdown) into verbatim units, in order.
+
+    Paragraphs give sentences; list items give one unit per sentence of the item (its marker
+    ``1.``, ``-``, ``- [ ]`` left out); table rows give one unit each (header separator
+    skipped); headings only set ``headings``; code fences, HTML and front matter give none.
+    """
+    return list(_text_units(text))
+
+
+@lru_cache(maxsize=1024)
+def _text_units(text: str) -> tuple[Unit, ...]:
+    tokens = _markdown().parse(text)
+    lines = _line_offsets(text)
+    units: list[Unit] = []
+    headings: list[tuple[int, str]] = []
+    list_stack: list[int] = []
+    list_count = 0
+    pending_lead: Unit | None = None  # last sentence of the paragraph just closed
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.map:
+            level = int(tok.tag[1:])
+            raw = text[lines[tok.map[0]] : lines[tok.map[1]]].strip()
+            raw = _HEADING_MARKER.sub("", raw, count=1).rstrip("#").strip()
+            headings = [h for h in headings if h[0] < level] + [(level, raw)]
+            pending_lead = None
+        elif tok.type in ("bullet_list_open", "ordered_list_open"):
+            list_count += 1
+            list_stack.append(list_count)
+            if pending_lead is not None:
+                units[units.index(pending_lead)] = _replace(pending_lead, leads=list_count)
+            pending_lead = None
+        elif tok.type in ("bullet_list_close", "ordered_list_close"):
+            list_stack.pop()
+            pending_lead = None
+        elif tok.type == "paragraph_open" and tok.map:
+            start = lines[tok.map[0]]
+            end = lines[min(tok.map[1], len(lines) - 1)]
+            in_item = bool(list_stack) and i > 0 and tokens[i - 1].type == "list_item_open"
+            if in_item:
+                marker = _LIST_MARKER.match(text, start)
+                if marker:
+                    start = marker.end()
+            block = text[start:end]
+            kind = "item" if list_stack else "sentence"
+            last = None
+            for s, e in sentence_spans(block):
+                unit = Unit(kind, start + s, start + e, text[start + s : start + e],
+                            tuple(h for _, h in headings), list_stack[-1] if list_stack else None,
+                            None, len(units))
+                units.append(unit)
+                last = unit
+            pending_lead = last if not list_stack else None
+        elif tok.type == "tr_open" and tok.map:
+            start, end = lines[tok.map[0]], lines[tok.map[0] + 1]
+            row = text[start:end].strip()
+            if row.startswith("|"):
+                row = row[1:]
+            if row.endswith("|"):
+                row = row[:-1]
+            row = row.strip()
+            if row and not re.fullmatch(r"[\s|:-]*", row):
+                at = text.find(row, start)
+                units.append(Unit("row", at, at + len(row), row, tuple(h for _, h in headings), None,
+                                  None, len(units)))
+            pending_lead = None
+        elif tok.type in ("fence", "code_block", "html_block", "hr", "table_open"):
+            pending_lead = None
+    return tuple(units)
+
+
+def _replace(unit: Unit, **changes: object) -> Unit:
+    from dataclasses import replace
+
+    return replace(unit, **changes)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=1)
+def stop_words() -> frozenset[str]:
+    """Folded stop words of sk, cs, en, de and pl (stopwords-iso), without numbers."""
+    import stopwordsiso
+
+    words: set[str] = set()
+    for lang in _STOP_LANGS:
+        for word in stopwordsiso.stopwords(lang):
+            if not any(ch.isdigit() for ch in word):
+                words.update(analyze(word))
+    return frozenset(words)
+
+
+def analyze(text: str) -> list[str]:
+    """Return the folded BM25 tokens of ``text`` (NFC, lowercase, diacritics removed), in order."""
+    return list(_analyze(text))
+
+
+@lru_cache(maxsize=1)
+def _analyzer():  # type: ignore[no-untyped-def]
+    return folding_analyzer()
+
+
+@lru_cache(maxsize=16384)
+def _analyze(text: str) -> tuple[str, ...]:
+    return tuple(t.text for t in _analyzer()(normalize_text(text)))
+
+
+@lru_cache(maxsize=16384)
+def word_set(text: str) -> WordSet:
+    """Return the (cached) :class:`WordSet` of the folded tokens of ``text``."""
+    return WordSet(_analyze(text))
+
+
+def content_words(text: str) -> list[str]:
+    """Return the distinct folded content words of ``text`` in order (stop words dropped)."""
+    stops = stop_words()
+    return list(dict.fromkeys(w for w in analyze(text) if w not in stops and (len(w) > 1 or w.isdigit())))
+
+
+def words_match(a: str, b: str) -> bool:
+    """True when folded words ``a`` and ``b`` are the same word up to inflection.
+
+    Equal, or (both alphabetic) sharing a prefix of at least ``max(4, shorter length - 2)``
+    characters: ``zadania``/``zadanie``, ``prace``/``praca``, ``strakovej``/``strakova``.
+    Numbers match only exactly.
+    """
+    if a == b:
+        return True
+    if not (a.isalpha() and b.isalpha()):
+        return False
+    need = max(4, min(len(a), len(b)) - 2)
+    return len(a) >= need and len(b) >= need and a[:need] == b[:need]
+
+
+class WordSet:
+    """Folded words of a text, indexed for :func:`words_match` look-ups."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.words = set(words)
+        self._by_prefix: dict[str, set[str]] = {}
+        for word in self.words:
+            if word.isalpha() and len(word) >= 4:
+                self._by_prefix.setdefault(word[:4], set()).add(word)
+
+    def has(self, word: str) -> bool:
+        """True when some word of the set matches ``word`` (:func:`words_match`)."""
+        if word in self.words:
+            return True
+        if not word.isalpha() or len(word) < 4:
+            return False
+        return any(words_match(word, other) for other in self._by_prefix.get(word[:4], ()))
+
+
+def fold_word(word: str) -> str:
+    """Return one word lowercased (NFC) with diacritics folded."""
+    return fold_token(normalize_text(word).lower())
