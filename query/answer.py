@@ -194,9 +194,10 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
 class GraphPhrasing:
     """Deterministic phrasing of graph evidence, used in place of a generator for ``engine: graph``.
 
-    One claim per evidence line (each line is one fact, quoted verbatim); with an aggregation, a
-    first claim states the exact count (``"Počet: N."``) citing every item.  It goes through the
-    same checker as any generator (graph counts are compared with the aggregation).
+    With an aggregation, a first claim states the exact count (``"Počet: N."``) citing every item
+    (quoting the first item's first line); then one claim per evidence line, quoted verbatim.  The
+    claims go through the same checker as any generator's, with the graph body, so a count that
+    differs from the aggregation would be dropped.
     """
 
     name = "graph"
@@ -210,19 +211,14 @@ class GraphPhrasing:
     async def generate(self, question: str, evidence: list[EvidenceItem], *,
                        repair: Any = None) -> GeneratorReply:
         claims: list[Claim] = []
-        for item in evidence:
-            for line in item.text.splitlines():
-                if line.strip():
-                    claims.append(Claim(text=line.strip(), evidence=(item.evidence_id,), quote=line.strip()))
+        lines = [(item, line.strip()) for item in evidence for line in item.text.splitlines() if line.strip()]
+        agg = self.body.get("aggregation")
+        if isinstance(agg, dict) and isinstance(agg.get("count"), int) and lines:
+            claims.append(Claim(text=f"Počet: {agg['count']}.", evidence=tuple(i.evidence_id for i in evidence),
+                                quote=lines[0][1]))
+        for item, line in lines:
+            claims.append(Claim(text=line, evidence=(item.evidence_id,), quote=line))
         return GeneratorReply(claims=tuple(claims))
-
-
-def count_sentence(body: dict[str, Any]) -> str | None:
-    """Return the exact-count sentence of a graph body with an aggregation, else ``None``."""
-    agg = body.get("aggregation")
-    if not isinstance(agg, dict) or agg.get("count") is None:
-        return None
-    return f"Počet: {int(agg['count'])}."
 
 
 # -- delivery --------------------------------------------------------------------------------------
@@ -369,11 +365,7 @@ def _coverage_block(routed: Routed, outcome: GenerationOutcome | None, delivered
         scope = "text retrieval over the served bundle"
     if routed.context.truncation_reasons:
         warnings.append("Some evidence did not fit: " + ", ".join(routed.context.truncation_reasons) + ".")
-    dropped = 0
-    if outcome is not None and outcome.attempts:
-        last = outcome.attempts[-1]
-        verdicts = last.get("verdicts") or []
-        dropped = sum(1 for v in verdicts if not getattr(v, "ok", v.get("ok") if isinstance(v, dict) else True))
+    dropped = _dropped(outcome)
     if dropped:
         warnings.append(f"{dropped} claim(s) failed the evidence check and were left out.")
     if routed.complete is False:
@@ -387,20 +379,15 @@ def _coverage_block(routed: Routed, outcome: GenerationOutcome | None, delivered
 def _debug_report(outcome: GenerationOutcome | None) -> dict[str, Any] | None:
     if outcome is None:
         return None
-    attempts = []
-    for attempt in outcome.attempts:
-        verdicts = []
-        for v in attempt.get("verdicts") or []:
-            if hasattr(v, "claim"):
-                verdicts.append({"text": v.claim.text, "evidence": list(v.claim.evidence), "quote": v.claim.quote,
-                                 "ok": v.ok, "reasons": list(v.reasons), "details": list(v.details)})
-            else:
-                verdicts.append(v)
-        reply = attempt.get("reply")
-        attempts.append({"claims": len(reply.claims) if hasattr(reply, "claims") else None,
-                         "insufficient": getattr(reply, "insufficient", None), "verdicts": verdicts})
-    return {"attempts": attempts, "repaired": outcome.repaired, "coverage": outcome.coverage,
+    return {"attempts": outcome.attempts, "repaired": outcome.repaired, "coverage": round(outcome.coverage, 4),
             "status": outcome.status, "reason": outcome.reason}
+
+
+def _dropped(outcome: GenerationOutcome | None) -> int:
+    """Claims of the last attempt that failed the checker (they were left out)."""
+    if outcome is None or not outcome.attempts:
+        return 0
+    return sum(1 for v in outcome.attempts[-1].get("verdicts") or [] if not v.get("ok"))
 
 
 async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOptions,
@@ -493,10 +480,7 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
         return finish(body)
 
     claims = list(outcome.claims)
-    prefix = count_sentence(routed.graph_body) if routed.engine == "graph" and routed.graph_body else None
     text, claims_json, sources = _deliver(claims, context)
-    if prefix is not None:
-        text = f"{prefix} {text}"
     body = _envelope(bundle, "ok", None, sources, complete=routed.complete if routed.engine == "graph" else None,
                      truncation=truncation)
     body.update(base)

@@ -85,7 +85,8 @@ def ask_command(question: str, store_dir: str, at: str | None, generator: str | 
         if mode == "answer":
             from .generators import make_generator
 
-            chosen = make_generator(request.generator or "extractive", ServerConfig())
+            settings = ServerConfig().answer
+            chosen = make_generator(request.generator or settings.generator, settings.provider_settings())
         bundle = open_bundle(bundle_dir_at(store_dir, at), verify=False, load_model=True)
         try:
             body = asyncio.run(answer(bundle, request, SearchOptions(base_url=base_url), chosen))

@@ -187,7 +187,7 @@ def _run_answers(*, questions: str, repo: str, store: str, rev: str, split: str,
     for commit in _commit_order(repo, [c for c in groups if c != head_commit]):
         key = next(c for c in groups if commit.startswith(c))
         paths[key] = Path(_build(repo, store, commit, build_args)["bundle_path"])
-    generator = make_generator(generator_name, ServerConfig())
+    generator = make_generator(generator_name, ServerConfig().answer.provider_settings())
     options = SearchOptions(**search)
     rows_by_id: dict[str, dict[str, Any]] = {}
     bundles: dict[str, dict[str, Any]] = {}

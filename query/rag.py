@@ -254,24 +254,48 @@ def pack_chunks(bundle: OpenedBundle, chunk_ids: Iterable[str], *, max_tokens: i
 
 # -- graph evidence --------------------------------------------------------------------------------
 
-_PREDICATE_LABELS = {"tagged": "tag", "has_topic": "téma", "authored": "autor dokumentu", "links_to": "odkazuje na"}
+_PREDICATE_LABELS = {"tagged": "tagy", "has_topic": "témy", "authored": "autor dokumentov", "links_to": "odkazuje na"}
+_COMMON_INTENTS = {"common_tags": "tagged", "common_topics": "has_topic"}
 
 
 def render_fact(fact: dict[str, Any]) -> str:
-    """Return one graph fact (``/graph``'s ``facts`` item) as one line of evidence text.
+    """Return one ``has_work`` graph fact (``/graph``'s ``facts`` item) as one line of evidence text.
 
-    ``has_work``: ``"<person>: <type label> (<type>), <year>, <title or 'názov neuvedený'>."``;
-    other predicates: ``"<subject>: <label> <object>."``.  Deterministic; every value comes from the fact.
+    ``"<person>: <type label> (<type>), <year>, „<title>“."`` (``názov neuvedený`` without a title).
+    Other predicates are rendered per subject by :func:`render_facts`.  Every value comes from the fact.
     """
-    subject, predicate, obj = fact.get("subject"), fact.get("predicate"), fact.get("object")
-    if predicate == "has_work" and isinstance(obj, dict):
-        label = obj.get("type_label") or obj.get("type")
-        kind = f"{label} ({obj['type']})" if obj.get("type_label") and obj.get("type") else str(label)
-        title = obj.get("title")
-        title_text = f"„{title}“" if title else "názov neuvedený"
-        return f"{subject}: {kind}, {obj.get('year')}, {title_text}."
-    label = _PREDICATE_LABELS.get(str(predicate), str(predicate))
-    return f"{subject}: {label} {obj}."
+    subject, obj = fact.get("subject"), fact.get("object")
+    if not isinstance(obj, dict):
+        return render_facts([fact])[0]
+    label = obj.get("type_label") or obj.get("type")
+    kind = f"{label} ({obj['type']})" if obj.get("type_label") and obj.get("type") else str(label)
+    title = obj.get("title")
+    title_text = f"„{title}“" if title else "názov neuvedený"
+    return f"{subject}: {kind}, {obj.get('year')}, {title_text}."
+
+
+def render_facts(facts: list[dict[str, Any]]) -> list[str]:
+    """Return evidence lines for facts of one document: one per work, one per (subject, predicate) else
+    (``"Jakub Novák: tagy bm25, ir."``), in the facts' order."""
+    lines: list[str] = []
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for fact in facts:
+        if fact.get("predicate") == "has_work" and isinstance(fact.get("object"), dict):
+            lines.append(render_fact(fact))
+            continue
+        key = (str(fact.get("subject")), str(fact.get("predicate")))
+        if key not in grouped:
+            grouped[key] = []
+            lines.append(key)  # type: ignore[arg-type]  # placeholder, filled below
+        grouped[key].append(str(fact.get("object")))
+    out = []
+    for line in lines:
+        if isinstance(line, tuple):
+            subject, predicate = line
+            out.append(f"{subject}: {_PREDICATE_LABELS.get(predicate, predicate)} {', '.join(grouped[line])}.")
+        else:
+            out.append(line)
+    return list(dict.fromkeys(out))
 
 
 def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int,
@@ -279,14 +303,27 @@ def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int
     """Turn an ``ok`` ``/graph`` body into evidence: one item per document holding its facts' lines.
 
     Source ids are the graph body's own (``S1..`` per document); facts without a document are
-    dropped (evidence must point at a page).  Items that do not fit ``max_tokens`` are left out with
+    dropped (evidence must point at a page).  For ``common_tags`` / ``common_topics`` only the
+    shared values are evidence.  The body's exact ``aggregation`` (count) is attached to every
+    item's ``facts`` (it is a fact about the whole answer, and each item is part of it), so a count
+    claim citing the items is checkable.  Items that do not fit ``max_tokens`` are left out with
     ``llm_context_budget``.
     """
+    facts_all = list(body.get("facts") or [])
+    predicate = _COMMON_INTENTS.get(str(body.get("intent")))
+    answer = body.get("answer") if isinstance(body.get("answer"), dict) else {}
+    if predicate is not None:
+        shared = {str(v) for v in answer.get("tags" if predicate == "tagged" else "topics") or []}
+        facts_all = [f for f in facts_all if f.get("predicate") != predicate or str(f.get("object")) in shared]
     by_path: dict[str, list[dict[str, Any]]] = {}
-    for fact in body.get("facts") or []:
+    for fact in facts_all:
         path = fact.get("document_path")
         if path:
             by_path.setdefault(path, []).append(fact)
+    aggregation = body.get("aggregation")
+    # the label is the word GraphPhrasing's count claim uses ("Počet: N.")
+    extra = ({"label": "Počet", "count": aggregation.get("count"), "complete": aggregation.get("complete")},) \
+        if isinstance(aggregation, dict) else ()
     sources = {s["document_path"]: Source(**s) for s in body.get("sources") or []}
     commit = bundle.manifest.commit
     items: list[EvidenceItem] = []
@@ -297,7 +334,7 @@ def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int
                                           source_url=source_url(base_url, path),
                                           title=bundle.docs[path].title if path in bundle.docs else None)
         sources.setdefault(path, src)
-        text = "\n".join(dict.fromkeys(render_fact(f) for f in facts))
+        text = "\n".join(render_facts(facts))
         tokens = count_tokens(text)
         if used + tokens > max_tokens:
             reasons.add("llm_context_budget")
@@ -308,10 +345,12 @@ def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int
         items.append(EvidenceItem(
             evidence_id=f"E{len(items) + 1}", kind="graph", text=text, document_path=path, source_id=src.source_id,
             commit=commit, chunk_id=chunk_ids[0] if chunk_ids else None, title=doc.title if doc else src.title,
-            source_url=src.source_url, facts=tuple(facts), tokens=tokens,
+            source_url=src.source_url, facts=tuple(facts) + extra, tokens=tokens,
         ))
-    return Context(items=items, sources=list(sources.values()), truncation_reasons=sorted(reasons), tokens=used)
+    used_paths = {i.document_path for i in items}
+    return Context(items=items, sources=[s for p, s in sources.items() if p in used_paths],
+                   truncation_reasons=sorted(reasons), tokens=used)
 
 
 __all__ = ["Context", "MIN_SUPPORT", "count_tokens", "graph_context", "pack_chunks", "question_weights", "render_fact",
-           "support", "text_context"]
+           "render_facts", "support", "text_context"]

@@ -323,6 +323,7 @@ async def handle_answer(request: web.Request) -> web.StreamResponse:
     generator: Generator | None = None
     if parsed.mode == "answer":
         generator = request.app[GENERATORS](parsed.generator)
+    threshold = request.app[CONFIG].answer.coverage_threshold
     holder: BundleHolder = request.app[HOLDER]
     bundle_id = await asyncio.to_thread(holder.resolve, at) if at is not None else None
     lease = holder.lease(bundle_id)
@@ -331,7 +332,7 @@ async def handle_answer(request: web.Request) -> web.StreamResponse:
         if "text/event-stream" not in request.headers.get("Accept", ""):
             body = await _until_done_or_gone(request, answer(
                 bundle, parsed, request.app[OPTIONS], generator, cache=request.app[ANSWER_CACHE],
-                include_debug=parsed.debug))
+                include_debug=parsed.debug, coverage_threshold=threshold))
             return web.json_response(body)
         stream = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store",
                                              "X-Accel-Buffering": "no"})
@@ -343,7 +344,7 @@ async def handle_answer(request: web.Request) -> web.StreamResponse:
         try:
             body = await _until_done_or_gone(request, answer(
                 bundle, parsed, request.app[OPTIONS], generator, emit=emit, cache=request.app[ANSWER_CACHE],
-                include_debug=parsed.debug))
+                include_debug=parsed.debug, coverage_threshold=threshold))
             await stream.write(_sse("answer", body))
         except QueryError as exc:
             # Headers are sent: the error travels as the answer event, in the contract's envelope.
@@ -573,15 +574,15 @@ def route_table() -> list[Route]:
 
 
 def default_generators(config: ServerConfig) -> Callable[[str | None], Generator]:
-    """Return name -> generator over :func:`query.generators.make_generator` (default ``extractive``)."""
+    """Return name -> generator over :func:`query.generators.make_generator` (``None``: the configured default)."""
     made: dict[str, Generator] = {}
 
     def get(name: str | None) -> Generator:
         from .generators import make_generator
 
-        chosen = name or "extractive"
+        chosen = name or config.answer.generator
         if chosen not in made:
-            made[chosen] = make_generator(chosen, config)
+            made[chosen] = make_generator(chosen, config.answer.provider_settings())
         return made[chosen]
 
     return get
@@ -622,7 +623,7 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     app[HOLDER] = BundleHolder(store, embedder=embedder, cache_bundles=config.cache_bundles,
                                cache_bytes=config.cache_megabytes * 1024 * 1024)
     app[OPTIONS] = options or SearchOptions()
-    app[ANSWER_CACHE] = AnswerCache()
+    app[ANSWER_CACHE] = AnswerCache(config.answer.cache_entries, config.answer.cache_megabytes * 1024 * 1024)
     app[GENERATORS] = generators or default_generators(config)
     roles: dict[tuple[str, str], str] = {}
     routes = route_table()
