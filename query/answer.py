@@ -49,7 +49,7 @@ from .errors import InvalidQueryError
 from .evidence import Claim, EvidenceItem, GenerationOutcome, Generator, GeneratorReply
 from .graph import answer_graph, graph_index
 from .hybrid import SearchFilter, SearchOptions
-from .rag import MIN_SUPPORT, Context, graph_context, text_context
+from .rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, Context, graph_context, text_context
 
 MAX_QUERY_CHARS = 1000
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -150,8 +150,12 @@ def _person_paths(bundle: OpenedBundle, entities: dict[str, Any]) -> set[str]:
 
 
 def route_question(bundle: OpenedBundle, request: AnswerRequest, options: SearchOptions,
-                   min_support: float = MIN_SUPPORT) -> Routed:
+                   min_support: float | None = None) -> Routed:
     """Route ``request.query`` (see the module table) and build its evidence.
+
+    ``min_support``: relevance gate for text evidence (default :data:`query.rag.MIN_SUPPORT`, or
+    :data:`query.rag.MIN_SUPPORT_RESTRICTED` when retrieval is restricted to the pages of persons
+    the graph resolved).
 
     :raises RetrievalUnavailableError: the graph or the text index cannot be queried.
     """
@@ -180,6 +184,8 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
     if not paths and entities.get("unknown_names"):
         return Routed("graph", Context(), "no_answer", "unknown_person", graph_body=body, timings=timings)
     engine = "graph+text" if paths else "text"
+    if min_support is None:
+        min_support = MIN_SUPPORT_RESTRICTED if paths else MIN_SUPPORT
     names = [w for p in entities.get("persons") or [] for w in str(p.get("matched") or "").split()]
     context = text_context(bundle, request.query, max_tokens=budget, options=options, flt=request.filter,
                            published_only=request.published_only, paths=paths or None, min_support=min_support,
@@ -194,10 +200,9 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
 class GraphPhrasing:
     """Deterministic phrasing of graph evidence, used in place of a generator for ``engine: graph``.
 
-    With an aggregation, a first claim states the exact count (``"Počet: N."``) citing every item
-    (quoting the first item's first line); then one claim per evidence line, quoted verbatim.  The
-    claims go through the same checker as any generator's, with the graph body, so a count that
-    differs from the aggregation would be dropped.
+    One claim per evidence line (each line renders graph facts, quoted verbatim); when the graph
+    answer holds an exact ``count`` (count questions), a first claim states it (``"Počet: N."``)
+    citing every item.  Checked by :func:`check_graph`.
     """
 
     name = "graph"
@@ -208,17 +213,45 @@ class GraphPhrasing:
     def fingerprint(self) -> str:
         return "graph-phrasing/1"
 
-    async def generate(self, question: str, evidence: list[EvidenceItem], *,
-                       repair: Any = None) -> GeneratorReply:
-        claims: list[Claim] = []
-        lines = [(item, line.strip()) for item in evidence for line in item.text.splitlines() if line.strip()]
+    def count_claim(self, evidence: list[EvidenceItem]) -> Claim | None:
+        """Return the exact-count claim, or ``None`` when the graph answer has no count."""
+        answer = self.body.get("answer")
         agg = self.body.get("aggregation")
-        if isinstance(agg, dict) and isinstance(agg.get("count"), int) and lines:
-            claims.append(Claim(text=f"Počet: {agg['count']}.", evidence=tuple(i.evidence_id for i in evidence),
-                                quote=lines[0][1]))
-        for item, line in lines:
-            claims.append(Claim(text=line, evidence=(item.evidence_id,), quote=line))
-        return GeneratorReply(claims=tuple(claims))
+        if not (isinstance(answer, dict) and "count" in answer and isinstance(agg, dict)
+                and isinstance(agg.get("count"), int) and evidence):
+            return None
+        first = next(line.strip() for line in evidence[0].text.splitlines() if line.strip())
+        return Claim(text=f"Počet: {agg['count']}.", evidence=tuple(i.evidence_id for i in evidence), quote=first)
+
+    def line_claims(self, evidence: list[EvidenceItem]) -> list[Claim]:
+        """Return one claim per evidence line (text = quote = the line)."""
+        return [Claim(text=line.strip(), evidence=(item.evidence_id,), quote=line.strip())
+                for item in evidence for line in item.text.splitlines() if line.strip()]
+
+
+def check_graph(question: str, evidence: list[EvidenceItem], body: dict[str, Any]) -> GenerationOutcome:
+    """Check the graph phrasing of ``body`` and return what may be delivered.
+
+    Fact lines are checked like any claim (quote verbatim in the cited item, numbers and names in
+    it); the count claim is checked with the graph body too, so a count that differs from the
+    aggregation is dropped.  (Numbers inside titles, e.g. ``GPT-2``, are not counts: only the count
+    claim gets the graph-count check.)
+    """
+    from .checker import check_reply, coverage
+
+    phrasing = GraphPhrasing(body)
+    count = phrasing.count_claim(evidence)
+    lines = phrasing.line_claims(evidence)
+    verdicts = (check_reply(question, [count], evidence, graph=body) if count is not None else []) \
+        + check_reply(question, lines, evidence, graph=None)
+    attempts = [{"attempt": 1, "insufficient": False, "error": None, "raw": None, "verdicts": [
+        {"text": v.claim.text, "evidence": list(v.claim.evidence), "quote": v.claim.quote, "ok": v.ok,
+         "reasons": list(v.reasons), "details": list(v.details)} for v in verdicts]}]
+    passed = [v.claim for v in verdicts if v.ok]
+    if not passed or (count is not None and not verdicts[0].ok):
+        # a count answer whose count fails is not delivered as a bare list
+        return GenerationOutcome([], "no_answer", "unsupported_answer", 0.0, attempts)
+    return GenerationOutcome(passed, "ok", None, coverage(question, passed, evidence), attempts)
 
 
 # -- delivery --------------------------------------------------------------------------------------
@@ -392,7 +425,7 @@ def _dropped(outcome: GenerationOutcome | None) -> int:
 
 async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOptions,
                  generator: Generator | None, *, emit: Emit | None = None, cache: AnswerCache | None = None,
-                 coverage_threshold: float = 0.20, min_support: float = MIN_SUPPORT,
+                 coverage_threshold: float = 0.20, min_support: float | None = None,
                  include_debug: bool = False) -> dict[str, Any]:
     """Answer ``request`` from ``bundle``; return the ``/answer`` response body.
 
@@ -461,9 +494,8 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
     generation_started = time.perf_counter()
     if routed.engine == "graph":
         assert routed.graph_body is not None
-        phrasing = GraphPhrasing(routed.graph_body)
-        outcome = await run_generation(request.query, context.items, _Observed(phrasing, emit),  # type: ignore[arg-type]
-                                       coverage_threshold=0.0, graph=routed.graph_body)
+        await emit("status", {"stage": "checking"})
+        outcome = check_graph(request.query, context.items, routed.graph_body)
     else:
         if generator is None:
             raise ValueError("mode=answer needs a generator")

@@ -56,6 +56,20 @@ RESULT_FORMAT = "gitrag-answer-eval/1"
 ASSIGNMENT_SHARE = 0.8
 
 
+_COUNT = re.compile(r"^Počet: (\d+)\.$")
+
+
+def recheck_count(body: dict[str, Any], claim: dict[str, Any]) -> list[str]:
+    """Re-check a graph count claim (``"Počet: N."``): N must equal the number of distinct documents
+    the answer's other claims cite (each listed person or document is one page), unless the answer
+    says its list is cut (``complete`` false), where N may only be larger."""
+    n = int(_COUNT.match(claim["text"]).group(1))  # type: ignore[union-attr]
+    listed = {ev["document_path"] for c in body.get("claims") or [] if c is not claim for ev in c["evidence"]}
+    if n == len(listed) or (body.get("complete") is False and n > len(listed)):
+        return []
+    return [f"count {n} differs from the {len(listed)} documents listed"]
+
+
 @dataclass(frozen=True)
 class AnswerQuestion:
     """One question with what a correct answer contains."""
@@ -141,6 +155,7 @@ def _norm_quote(text: str) -> str:
 
 _YEAR = re.compile(r"(?<!\d)(1[89]\d\d|20\d\d)(?!\d)")
 _TITLE = re.compile(r"„([^“]+)“")
+_VALUES = re.compile(r"^[^:]+: (tagy|témy|autor dokumentov|odkazuje na) (.+)\.$")
 
 
 def recheck_claim(bundle: OpenedBundle, claim: dict[str, Any]) -> list[str]:
@@ -148,36 +163,36 @@ def recheck_claim(bundle: OpenedBundle, claim: dict[str, Any]) -> list[str]:
 
     Chunk evidence: the quote must occur (NFC, case and whitespace folded) in the text of the cited
     chunk of this bundle, and every year in the claim text must occur in that chunk.  Graph
-    evidence (quotes that are rendered facts): the quoted title and every year of the claim text
-    must occur in the cited document's text.  A claim citing nothing is a problem.
+    evidence (quotes that are rendered facts): the quoted title, every year and every listed value
+    (tags, topics) of the claim text must occur in the cited document (title, body or front
+    matter).  A claim citing nothing is a problem.
     """
     problems = []
     if not claim.get("evidence"):
         return ["no evidence"]
-    doc_texts = {}
+    doc_texts: dict[str, str] = {}
     for ev in claim["evidence"]:
         path = ev.get("document_path")
         cid = ev.get("chunk_id")
         chunk = bundle.chunks[bundle.chunk_index[cid]] if cid in bundle.chunk_index else None
         if chunk is not None and _norm_quote(ev["quote"]) in _norm_quote(chunk.text):
-            for year in _YEAR.findall(claim["text"]):
-                if year not in chunk.text:
-                    problems.append(f"year {year} not in {cid}")
+            problems += [f"year {y} not in {cid}" for y in _YEAR.findall(claim["text"]) if y not in chunk.text]
             continue
         if path not in doc_texts:
             doc = bundle.docs.get(path)
-            doc_texts[path] = _norm_quote((doc.title + "\n" + doc.body) if doc else "")
+            doc_texts[path] = _norm_quote(
+                f"{doc.title}\n{doc.body}\n{json.dumps(doc.front_matter, ensure_ascii=False, default=str)}"
+                if doc else "")
         text = doc_texts[path]
         titles = _TITLE.findall(claim["text"])
-        if not titles and not _YEAR.findall(claim["text"]):
+        values = _VALUES.match(claim["text"])
+        if not titles and not _YEAR.findall(claim["text"]) and not values:
             problems.append(f"quote not in {cid or path}")
             continue
-        for title in titles:
-            if _norm_quote(title) not in text:
-                problems.append(f"title not in {path}")
-        for year in _YEAR.findall(claim["text"]):
-            if year not in text:
-                problems.append(f"year {year} not in {path}")
+        problems += [f"title not in {path}" for t in titles if _norm_quote(t) not in text]
+        problems += [f"year {y} not in {path}" for y in _YEAR.findall(claim["text"]) if y not in text]
+        if values and not titles:
+            problems += [f"value not in {path}" for v in values.group(2).split(", ") if _norm_quote(v) not in text]
     return problems
 
 
@@ -190,7 +205,7 @@ def score_body(q: AnswerQuestion, body: dict[str, Any], bundle: OpenedBundle, ms
                    for ev in c.get("evidence") or []]
     cited_docs = sorted({s["document_path"] for s in body.get("sources") or []}) if answered else []
     unsupported = [{"text": c["text"], "problems": p} for c in body.get("claims") or []
-                   if (p := recheck_claim(bundle, c))]
+                   if (p := recheck_count(body, c) if _COUNT.match(c["text"]) else recheck_claim(bundle, c))]
     if q.should_answer:
         if q.kind == "content_assignment":
             share = len(found) / len(q.expected) if q.expected else 1.0

@@ -33,16 +33,20 @@ from typing import Any
 
 import tiktoken
 
-from artifacts.analysis import fold, folding_analyzer, normalize_text
+from artifacts.analysis import fold
 from artifacts.config import TOKENIZER
 
 from .bundle import OpenedBundle
 from .contract import Source
 from .evidence import EvidenceItem
 from .hybrid import SearchFilter, SearchOptions, rank_chunks, ranking_searcher, source_url
+from .sentences import content_words
 
 MIN_SUPPORT = 0.5
 """Default relevance gate (support score, 0..1) for a chunk to count as evidence."""
+MIN_SUPPORT_RESTRICTED = 0.3
+"""Relevance gate when retrieval is restricted to the pages of persons the graph resolved (their
+names are not counted, and the page is known to be about them)."""
 MAX_ITEMS = 8
 MAX_PER_DOCUMENT = 2
 CANDIDATES = 30
@@ -112,23 +116,37 @@ def _stem(word: str) -> str:
     return word[: max(4, (len(word) * 3 + 3) // 4)]
 
 
-def question_weights(bundle: OpenedBundle, question: str, ignore: Iterable[str] = ()) -> dict[str, float]:
+_DF_FIELDS = ("body", "title", "headings")
+
+
+def question_weights(bundle: OpenedBundle, question: str, ignore: Iterable[str] = (),
+                     drop_unknown: bool = False) -> dict[str, float]:
     """Return ``{folded question word: idf}`` (Robertson-Sparck Jones idf over chunk bodies).
 
-    Words in more than half of the chunks weigh (almost) nothing; a word absent from the index keeps
-    the highest idf, so a question about something the pages never mention scores low.  Words of one
+    Words in more than half of the chunks weigh (almost) nothing; a word absent from the index is
+    replaced by the closest indexed word within edit distance 1 (2 for 8+ letters), else keeps the
+    highest idf, so a question about something the pages never mention scores low.  Words of one
     or two letters (function words: ``je``, ``v``, ``of``) and the folded words in ``ignore`` (names the
     graph already resolved) are left out.
     """
     skip = {fold(w) for w in ignore}
-    words = dict.fromkeys(t.text for t in folding_analyzer()(normalize_text(question))
-                          if (len(t.text) > 2 or t.text.isdigit()) and t.text not in skip)
+    words = [w for w in content_words(question) if w not in skip]
     with bundle.text_lock:
         searcher = ranking_searcher(bundle)
         total = max(searcher.doc_count_all(), 1)
         weights = {}
         for w in words:
-            n = searcher.doc_frequency("body", w) + searcher.doc_frequency("title", w)
+            n = sum(searcher.doc_frequency(f, w) for f in _DF_FIELDS)
+            if n == 0 and len(w) >= 5 and not w.isdigit():
+                # a typo ("dilpomovej"): the closest indexed word, as BM25's typo tolerance does
+                for f in _DF_FIELDS:
+                    close = searcher.suggest(f, w, limit=1, maxdist=2 if len(w) >= 8 else 1, prefix=1)
+                    if close:
+                        w = close[0]
+                        n = sum(searcher.doc_frequency(g, w) for g in _DF_FIELDS)
+                        break
+            if n == 0 and drop_unknown:
+                continue
             n = min(n, total)
             weights[w] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
     return weights
@@ -169,7 +187,8 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
         # A path restriction is applied on the fused ranking; ask for enough candidates.
         ranking = rank_chunks(bundle, question, depth=max(opts.candidates, candidates), published_only=published_only,
                               flt=flt_paths, options=opts)
-        ordered = [cid for cid in ranking.fused if bundle.chunks[bundle.chunk_index[cid]].path in paths]
+        ordered = list(dict.fromkeys(cid for cid in ranking.fused
+                                     if bundle.chunks[bundle.chunk_index[cid]].path in paths))
         # every chunk of the restricted documents is a candidate, even one no arm ranked
         seen = set(ordered)
         ordered += [c.chunk_id for c in bundle.chunks if c.path in paths and c.chunk_id not in seen]
@@ -177,7 +196,8 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
         ranking = rank_chunks(bundle, question, depth=max(opts.candidates, candidates),
                               published_only=published_only, flt=flt_paths, options=opts)
         ordered = ranking.fused
-    weights = question_weights(bundle, question, resolved_words)
+    weights = question_weights(bundle, question, resolved_words, drop_unknown=paths is not None)
+    ordered = list(dict.fromkeys(ordered))  # a chunk embedded as segments has several vector labels
     scored = [(cid, support(weights, _chunk_text(bundle, cid))) for cid in ordered[:candidates]]
     if paths is not None:
         # restricted to a few documents: order by support, then by fused rank
@@ -206,7 +226,7 @@ def pack_chunks(bundle: OpenedBundle, chunk_ids: Iterable[str], *, max_tokens: i
     chosen: list[str] = []
     per_doc: dict[str, int] = {}
     used = 0
-    for cid in chunk_ids:
+    for cid in dict.fromkeys(chunk_ids):
         chunk = bundle.chunks[bundle.chunk_index[cid]]
         if per_doc.get(chunk.path, 0) >= max_per_document or len(chosen) >= max_items:
             reasons.add("evidence_limit")
@@ -352,5 +372,6 @@ def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int
                    truncation_reasons=sorted(reasons), tokens=used)
 
 
-__all__ = ["Context", "MIN_SUPPORT", "count_tokens", "graph_context", "pack_chunks", "question_weights", "render_fact",
+__all__ = ["Context", "MIN_SUPPORT", "MIN_SUPPORT_RESTRICTED",
+           "count_tokens", "graph_context", "pack_chunks", "question_weights", "render_fact",
            "render_facts", "support", "text_context"]
