@@ -5,8 +5,8 @@ Two producers, one shape (:class:`Context`):
 * :func:`text_context`: hybrid retrieval (:func:`query.hybrid.rank_chunks`), then chunks in fused
   order packed into ``max_tokens`` (tiktoken ``cl100k_base``), at most ``max_per_document`` per
   document and ``max_items`` in all; when a document is represented only by chunks from its middle
-  and budget remains, its lead section (chunk ordinal 0) is added before them, so the generator
-  sees what the page is about.  ``paths`` restricts retrieval to given documents (the
+  and budget remains, its lead section (chunk ordinal 0) is added after the ranked chunks, so the
+  generator sees what the page is about.  ``paths`` restricts retrieval to given documents (the
   ``graph+text`` route).
 * :func:`graph_context`: the facts of a ``/graph`` ``ok`` body, one evidence item per document,
   each fact rendered as one line (:func:`render_fact`).
@@ -219,8 +219,8 @@ def pack_chunks(bundle: OpenedBundle, chunk_ids: Iterable[str], *, max_tokens: i
                 best_support: float | None = None) -> Context:
     """Pack ``chunk_ids`` (best first) into evidence items within ``max_tokens``; add lead sections.
 
-    Returns a :class:`Context` whose items are numbered ``E1..`` in reading order: a document's
-    lead section (when added) comes right before its other chunks.
+    Returns a :class:`Context` whose items are numbered ``E1..``: the chosen chunks in rank order,
+    then the lead sections added for them.
     """
     reasons: set[str] = set()
     chosen: list[str] = []
@@ -251,12 +251,9 @@ def pack_chunks(bundle: OpenedBundle, chunk_ids: Iterable[str], *, max_tokens: i
         if used + lead.tokens <= max_tokens and len(chosen) + len(leads) < max_items:
             leads[chunk.path] = lead_id
             used += lead.tokens
-    order: list[str] = []
-    for cid in chosen:
-        path = bundle.chunks[bundle.chunk_index[cid]].path
-        if path in leads and leads[path] not in order:
-            order.append(leads[path])
-        order.append(cid)
+    # Lead sections are supplementary context: they follow the ranked chunks, so a generator that
+    # prefers earlier evidence still starts from the best match.
+    order = chosen + list(leads.values())
     sources = _Sources(bundle, base_url)
     commit = bundle.manifest.commit
     items = []

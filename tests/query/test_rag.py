@@ -58,9 +58,9 @@ def test_per_document_limit_and_lead_section(bundle: Any) -> None:
     chunk_items = [i for i in ctx.items if i.chunk_id != "long.md#0"]
     assert len(chunk_items) == 2
     assert "evidence_limit" in ctx.truncation_reasons
-    # the lead section comes first, before the document's mid-document chunks
-    assert ctx.items[0].chunk_id == "long.md#0"
-    item = ctx.items[1]
+    # the lead section follows the ranked chunks
+    assert ctx.items[-1].chunk_id == "long.md#0" and len(ctx.items) == 3
+    item = ctx.items[0]
     assert item.commit == bundle.manifest.commit and item.source_id == "S1"
     assert item.heading_path and item.heading_path[-1].startswith("Kapitola")
     assert item.text == bundle.chunks[bundle.chunk_index[item.chunk_id]].text
