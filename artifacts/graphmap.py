@@ -7,8 +7,11 @@ from the manifest to know, for example, which words of a question name a work ty
 
 Selection at build time (``gitrag build --graph-schema``): a preset name (:data:`PRESETS`), or
 the path of a YAML file; without the option, the file ``graph-schema.yaml`` at the root of the
-indexed commit's tree when it exists, else the ``generic`` preset.  There is no silent
-auto-detection of a repository's shape.
+indexed commit's tree when it exists, else the preset that :func:`detect_mapping` chooses from
+the corpus itself (``thesis-wiki`` when pages carry Grav work categories such as ``dp2021``,
+``obsidian`` when pages use ``[[wikilinks]]`` or ``aliases``, else ``generic``, completed with
+an authors file and site permalinks when the corpus has them).  The choice and its reason are
+recorded in the manifest (``graph_mapping_choice``) and printed by ``gitrag build``.
 
 YAML format (every key optional except ``name``; regular expressions use Python syntax and are
 matched against NFC text)::
@@ -27,14 +30,29 @@ matched against NFC text)::
       section_level: 2           # headings of this level describe works
       title_line: "^Názov:\\s*(?P<title>.+)$"   # first matching line of the section: the title
       types:
-        bp: {label: Bakalárska práca, heading: "^Bakalárska práca", words: [bakalar]}
+        bp: {label: Bakalárska práca, heading: "^Bakalárska práca",
+             words: {sk: [bakalár*], cs: [bakalář*], en: [bachelor*]}}
     topics:
       pages: ["pages/topics/*/README.md"]      # one Topic per page; id = the page's folder name
       from_tags: true            # a tag equal to a topic id puts the document in that topic
       from_links: true           # a link to a topic page puts the document in that topic
+    author_names:                # front matter authors are ids (slugs) of this data file
+      file: content/authors.yaml # YAML or JSON: a list of records, or a mapping id -> record
+      id_field: id
+      name_field: name
+    permalinks:                  # URL links ("/2019/12/hackday", "https://blog.x/2019/12/hackday")
+      field: slug                #   resolve to the page whose front matter `slug` is the URL's
+      hosts: [blog.example.org]  #   last path segment; absolute URLs only on these hosts
+    questions:                   # extra question words, same shape as artifacts/graphwords.yaml
+      concepts: {tag: {sk: [nálepka]}}
 
-``words`` are question stems for a work type, compared with diacritics-folded, lowercased
-question tokens by prefix (``bakalar`` matches ``bakalársku``, ``bakalárka``).
+``words`` of a work type are question words per language, matched like the question
+vocabulary: a lemma, or a prefix ending in ``*``, compared with
+diacritics-folded, lowercased question words and their lemmas (``bakalár*`` matches
+``bakalársku``, ``bakalárka``).  A word listed under several types names all of them.  A plain
+list (the first format, still read) applies to every language and every entry is a prefix.  The
+vocabulary of question words shared by every mapping is :data:`QUESTION_WORDS_FILE`
+(see :func:`question_words`).
 """
 
 from __future__ import annotations
@@ -74,12 +92,22 @@ def _check_regex(value: str | None) -> str | None:
     return value
 
 
+Words = list[str] | dict[str, list[str]]
+"""Question words: one list for every language, or lists per language code (``sk``, ``cs``, ``en``)."""
+
+
+def words_of(words: Words) -> list[str]:
+    """Return every word of ``words`` (all languages), in order, without duplicates."""
+    items = words if isinstance(words, list) else [w for ws in words.values() for w in ws]
+    return list(dict.fromkeys(items))
+
+
 class WorkType(_Strict):
-    """One work type: display ``label``, section ``heading`` regex and question ``words`` (stems)."""
+    """One work type: display ``label``, section ``heading`` regex and question ``words``."""
 
     label: str
     heading: str
-    words: list[str] = Field(default_factory=list)
+    words: Words = Field(default_factory=list)
 
     _heading = field_validator("heading")(_check_regex)
 
@@ -116,6 +144,21 @@ class Topics(_Strict):
     from_links: bool = True
 
 
+class AuthorNames(_Strict):
+    """A data file (YAML or JSON) naming the authors whose ids the front matter ``author`` holds."""
+
+    file: str
+    id_field: str = "id"
+    name_field: str = "name"
+
+
+class Permalinks(_Strict):
+    """Resolve URL links to pages by the front matter ``field`` (the URL's last path segment)."""
+
+    field: str = "slug"
+    hosts: list[str] = Field(default_factory=list)
+
+
 class GraphMapping(_Strict):
     """A validated mapping; :meth:`canonical` is what the build config records."""
 
@@ -126,6 +169,9 @@ class GraphMapping(_Strict):
     person_pages: PersonPages | None = None
     works: Works | None = None
     topics: Topics | None = None
+    author_names: AuthorNames | None = None
+    permalinks: Permalinks | None = None
+    questions: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _works_need_pages(self) -> GraphMapping:
@@ -158,11 +204,27 @@ works:
   section_level: 2
   title_line: "^\\s*\\**\\s*Názov(?:\\s+práce)?\\s*\\**\\s*:\\s*\\**\\s*(?P<title>.*?)\\s*\\**\\s*$"
   types:
-    bp: {label: Bakalárska práca, heading: "^Bakalárska\\s+práca", words: [bakalar]}
-    dp: {label: Diplomová práca, heading: "^Diplomová\\s+práca", words: [diplom]}
-    dr: {label: Dizertačná práca, heading: "^Dizertačná\\s+práca", words: [dizertac, disertac, doktorand]}
-    vp: {label: Výskumný projekt, heading: "^Výskumný\\s+projekt", words: [vyskumn]}
-    tp: {label: Tímový projekt, heading: "^Tímový\\s+projekt", words: [timov]}
+    bp:
+      label: Bakalárska práca
+      heading: "^Bakalárska\\s+práca"
+      words: {sk: [bakalár*], cs: [bakalář*], en: [bachelor*, bsc]}
+    dp:
+      label: Diplomová práca
+      heading: "^Diplomová\\s+práca"
+      words: {sk: [diplom*, inžiniersk*], cs: [diplom*, inženýrsk*], en: [master*, msc, diploma]}
+    dr:
+      label: Dizertačná práca
+      heading: "^Dizertačná\\s+práca"
+      words: {sk: [dizertač*, disertač*, doktorand*, doktorsk*], cs: [disertač*, dizertač*, doktorand*, doktorsk*],
+              en: [dissertation*, doctoral, doctorate, phd]}
+    vp:
+      label: Výskumný projekt
+      heading: "^Výskumný\\s+projekt"
+      words: {sk: [výskumn*], cs: [výzkumn*], en: [research]}
+    tp:
+      label: Tímový projekt
+      heading: "^Tímový\\s+projekt"
+      words: {sk: [tímov*], cs: [týmov*], en: [team]}
 topics:
   pages: ["pages/topics/*/README.md"]
   from_tags: true
@@ -253,3 +315,179 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 def path_matches(path: str, patterns: list[str]) -> bool:
     """True when repository ``path`` matches one of the globs (``*``/``?`` within a folder, ``**`` across)."""
     return any(_glob_regex(p).fullmatch(path) for p in patterns)
+
+
+# -- question vocabulary ---------------------------------------------------------------------------
+
+QUESTION_WORDS_FILE = Path(__file__).with_name("graphwords.yaml")
+"""The shared vocabulary of question words (concepts and link-direction words per language)."""
+
+
+@cache
+def _base_words() -> dict[str, Any]:
+    data = yaml.safe_load(QUESTION_WORDS_FILE.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("concepts"), dict):
+        raise GraphMappingError("graphwords.yaml must hold a mapping with 'concepts'")
+    return data  # type: ignore[no-any-return]
+
+
+def _merge(base: Any, extra: Any) -> Any:
+    if isinstance(base, dict) and isinstance(extra, dict):
+        out = dict(base)
+        for key, value in extra.items():
+            out[key] = _merge(base[key], value) if key in base else value
+        return out
+    if isinstance(base, list) and isinstance(extra, list):
+        return list(dict.fromkeys(base + extra))
+    return extra
+
+
+def question_words(mapping: GraphMapping) -> dict[str, Any]:
+    """Return the question vocabulary of ``mapping``: :data:`QUESTION_WORDS_FILE` with the
+    mapping's ``questions`` section merged in (mappings merge by key, lists are appended).
+
+    :returns: ``{"languages": [...], "possessive_suffixes": [...], "concepts": {concept: {lang:
+        [entry, ...]}}, "links": {...}}`` (see the YAML file for the meaning of each part).
+    :raises GraphMappingError: the shared vocabulary file is malformed.
+    """
+    return _merge(_base_words(), mapping.questions or {})  # type: ignore[no-any-return]
+
+
+# -- choosing a preset from the corpus ---------------------------------------------------------------
+
+AUTHOR_FILE_NAMES = ("authors.yaml", "authors.yml", "authors.json")
+"""Base names of data files that may name the authors of a corpus (:func:`detect_mapping`)."""
+
+_ID_FIELDS = ("id", "slug", "key", "username", "handle", "login")
+_NAME_FIELDS = ("name", "full_name", "fullname", "display_name", "title")
+
+
+class MappingChoice(BaseModel):
+    """Which mapping a build uses and why; recorded in the manifest as ``graph_mapping_choice``.
+
+    ``source``: ``option`` (``--graph-schema``), ``repository_file`` (``graph-schema.yaml``) or
+    ``detected`` (:func:`detect_mapping`); ``reason``: one human-readable sentence.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    source: Literal["option", "repository_file", "detected"]
+    reason: str
+
+
+def _author_records(text: str) -> list[dict[str, Any]]:
+    try:
+        data = yaml.safe_load(text)  # JSON is YAML
+    except yaml.YAMLError:
+        return []
+    if isinstance(data, dict):
+        if len(data) == 1 and isinstance(next(iter(data.values())), list):
+            data = next(iter(data.values()))  # {authors: [...]}
+        else:
+            data = [{"id": k, **v} for k, v in data.items() if isinstance(v, dict)]
+    return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
+
+
+def read_author_names(text: str, spec: AuthorNames) -> dict[str, str]:
+    """Return id -> display name from the text of an authors file (YAML or JSON).
+
+    Accepts a list of records, ``{key: [records]}``, or a mapping id -> record.  Records without a
+    string id or name are ignored; ids are compared exactly (stripped), names are NFC-stripped.
+    """
+    import unicodedata
+
+    names: dict[str, str] = {}
+    for record in _author_records(text):
+        ident, name = record.get(spec.id_field), record.get(spec.name_field)
+        if isinstance(ident, str | int) and isinstance(name, str) and name.strip() and str(ident).strip():
+            names.setdefault(str(ident).strip(), unicodedata.normalize("NFC", name).strip())
+    return names
+
+
+def _detect_author_names(front_authors: set[str], data_files: dict[str, str]) -> tuple[AuthorNames, int] | None:
+    best: tuple[AuthorNames, int] | None = None
+    for path in sorted(data_files):
+        records = _author_records(data_files[path])
+        for id_field in _ID_FIELDS:
+            for name_field in _NAME_FIELDS:
+                spec = AuthorNames(file=path, id_field=id_field, name_field=name_field)
+                hits = len(front_authors & set(read_author_names(data_files[path], spec))) if records else 0
+                if hits and (best is None or hits > best[1]):
+                    best = (spec, hits)
+    return best
+
+
+def url_path_tail(url: str) -> tuple[str | None, str]:
+    """Return ``(host or None, last non-empty path segment)`` of a link target (query and fragment dropped)."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    segments = [s for s in parts.path.split("/") if s]
+    tail = unquote(segments[-1]) if segments else ""
+    return (parts.hostname.lower() if parts.hostname else None), tail.removesuffix(".html").removesuffix(".md")
+
+
+def detect_mapping(
+    docs: list[Any], data_files: dict[str, str], url_links: dict[str, list[str]]
+) -> tuple[GraphMapping, MappingChoice]:
+    """Choose a preset for a corpus built without ``--graph-schema`` and ``graph-schema.yaml``.
+
+    :param docs: parsed documents (:class:`artifacts.records.Document`), all or an even sample.
+    :param data_files: path -> text of the corpus's candidate authors files (:data:`AUTHOR_FILE_NAMES`).
+    :param url_links: document path -> targets of its links that are URLs or site paths (not ``.md`` files).
+    :returns: ``(mapping, choice)``; the mapping is a preset, for ``generic`` completed with ``author_names``
+        (a data file whose ids are front matter authors) and ``permalinks`` (URL links ending in
+        a page's ``slug``).  Rules, first match wins: ``thesis-wiki`` when two or more pages at its
+        person page paths carry its work categories (``dp2021``); ``obsidian`` when at least 10% of
+        the pages (and two or more) use ``[[wikilinks]]`` or ``aliases``; else ``generic``.
+    """
+    thesis = preset("thesis-wiki")
+    assert thesis.works is not None and thesis.person_pages is not None
+    category = re.compile(thesis.works.category)
+    works = [d for d in docs if any(category.search(c.strip()) for c in d.categories)]
+    on_pages = [d for d in works if path_matches(d.path, thesis.person_pages.paths)]
+    if len(on_pages) >= 2:
+        example = next(c for c in on_pages[0].categories if category.search(c.strip()))
+        return thesis, MappingChoice(
+            name="thesis-wiki", source="detected",
+            reason=f"{len(on_pages)} of {len(docs)} sampled pages at {thesis.person_pages.paths[0]} carry work "
+                   f"categories such as {example!r} (Grav taxonomy)")
+    obsidian = [d for d in docs if any(link.kind == "wikilink" for link in d.links)
+                or any(k in d.front_matter for k in ("aliases", "alias"))]
+    if len(obsidian) >= 2 and len(obsidian) >= 0.1 * len(docs):
+        return preset("obsidian"), MappingChoice(
+            name="obsidian", source="detected",
+            reason=f"{len(obsidian)} of {len(docs)} sampled pages use [[wikilinks]] or aliases")
+    extra: dict[str, Any] = {}
+    notes: list[str] = []
+    authors = {a.strip() for d in docs for a in d.authors if a.strip()}
+    found = _detect_author_names(authors, data_files)
+    if found is not None:
+        extra["author_names"] = found[0].model_dump()
+        notes.append(f"author ids resolved through {found[0].file} ({found[1]} of {len(authors)} authors)")
+    slugs = {str(d.front_matter["slug"]).strip() for d in docs if isinstance(d.front_matter.get("slug"), str | int)}
+    if len(slugs) >= 2:
+        hosts: dict[str, list[int]] = {}  # host -> [links ending in a slug, links]
+        resolved = 0
+        for targets in url_links.values():
+            for target in targets:
+                host, tail = url_path_tail(target)
+                hit = tail in slugs
+                resolved += hit
+                if host:
+                    counts = hosts.setdefault(host, [0, 0])
+                    counts[0] += hit
+                    counts[1] += 1
+        if resolved >= 2:
+            # a host is the site itself when most of its links end in a page's slug
+            site = sorted(h for h, (hit, n) in hosts.items() if hit >= 2 and hit >= 0.5 * n)
+            extra["permalinks"] = {"field": "slug", "hosts": site}
+            notes.append(f"{resolved} URL links end in a page's slug")
+    mapping = preset("generic")
+    if extra:
+        mapping = GraphMapping.model_validate({**mapping.canonical(), **extra})
+    reason = "no work categories, wikilinks or aliases found"
+    if works and not on_pages:
+        reason = f"{len(works)} pages carry work categories, but none at {thesis.person_pages.paths[0]}"
+    return mapping, MappingChoice(name="generic", source="detected", reason="; ".join([reason, *notes]))

@@ -47,8 +47,9 @@ Property notes:
   ``alias`` are NULL when absent (``""`` stays ``""``); so are ``Person.path``,
   ``Person.start_year``, ``Work.title`` (a work whose section has no title line, or no section),
   ``Work.section_id`` and ``Topic.path``.
-* ``Person.id`` is the person page's path for ``kind = "page"`` and the name for
-  ``kind = "author"`` (front matter authors of the generic mapping).  ``Work.id`` is
+* ``Person.id`` is the person page's path for ``kind = "page"`` and the front matter value for
+  ``kind = "author"`` (front matter authors of the generic mapping); its ``name`` is that value,
+  or the name an ``author_names`` file of the mapping gives that id.  ``Work.id`` is
   ``<path>#<type><year>``; ``Section.id`` is ``<path>#s<ordinal>`` (0-based, document order).
 * ``key`` is the lookup form of a name: lowercased, diacritics folded, punctuation dropped,
   words joined by one space (:func:`name_key`, the same folding as the text index), so
@@ -57,7 +58,8 @@ Property notes:
 * ``chunk_ids`` is a JSON array (string) of chunk ids in ordinal order, ``chunk_count`` its
   length.  It is JSON rather than ``STRING[]`` because the CSV list syntax cannot carry elements
   containing ``,``, ``[`` or ``"`` (paths may contain them).  ``heading_path`` is JSON too.
-* ``LINKS_TO.kind`` is ``"wikilink"`` or ``"markdown"``; one edge per distinct
+* ``LINKS_TO.kind`` is ``"wikilink"``, ``"markdown"`` or ``"url"`` (a web URL or site path resolved
+  through the mapping's ``permalinks``); one edge per distinct
   ``(from, to, kind, heading, alias)``.
 
 Provenance: ``Section``, page ``Person``, ``Work`` and page ``Topic`` nodes carry the ``path``

@@ -2,12 +2,14 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python bench/graph_eval.py [--split dev|test|all] [--work DIR] [--json] [--failures]
+    .venv/bin/python bench/graph_eval.py [--split dev|test|all] [--graph-schema PRESET] [--work DIR]
+                                         [--json] [--failures]
 
 Clones ``../shared/corpora/thesis-wiki.bundle`` into ``WORK/repo`` (default
 ``/tmp/gitrag-graph-eval``), builds the bundle of the gold file's ``head`` and of every commit a
-``historical_at_commit`` question names (``--graph-schema thesis-wiki``, the ``hash-64`` embedder:
-the graph does not depend on embeddings), asks every question of the split and reports, per kind,
+``historical_at_commit`` question names (without ``--graph-schema`` by default, so the preset is
+detected from the corpus as a new user's build would; the ``hash-64`` embedder: the graph does
+not depend on embeddings), asks every question of the split and reports, per kind,
 the share of questions whose structured answer equals ``expected`` exactly.  Nothing is written
 inside the project.
 
@@ -111,6 +113,8 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=SHARED / "thesis-wiki.bundle")
     parser.add_argument("--work", type=Path, default=Path("/tmp/gitrag-graph-eval"))
     parser.add_argument("--split", choices=["dev", "test", "all"], default="dev")
+    parser.add_argument("--graph-schema", default=None,
+                        help="preset or mapping file (default: none, the preset is detected from the corpus)")
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
     parser.add_argument("--failures", action="store_true", help="print every failing question")
     args = parser.parse_args()
@@ -126,7 +130,7 @@ def main() -> int:
     commits = [gold["head"]] + sorted({q["commit"] for q in questions if q.get("commit")})
     bundles = {}
     for commit in commits:
-        result = build_bundle(repo, store, commit, embedder="hash-64", graph_schema="thesis-wiki",
+        result = build_bundle(repo, store, commit, embedder="hash-64", graph_schema=args.graph_schema,
                               update_current=commit == gold["head"])
         bundles[commit] = open_bundle(result.bundle_path, verify=False, load_model=False)
     build_seconds = time.perf_counter() - started
@@ -156,6 +160,8 @@ def main() -> int:
     report = {
         "split": args.split, "gold": str(args.gold), "head": gold["head"],
         "bundles": {c: b.bundle_id for c, b in bundles.items()},
+        "graph_mapping_choice": {c: (b.manifest.model_extra or {}).get("graph_mapping_choice")
+                                 for c, b in bundles.items()},
         "per_kind": {k: {"n": len(v), "exact": sum(v), "share": round(sum(v) / len(v), 4)}
                      for k, v in sorted(per_kind.items())},
         "overall": {"n": total, "exact": correct, "share": round(correct / total, 4) if total else None},
@@ -169,6 +175,8 @@ def main() -> int:
         for kind, row in report["per_kind"].items():
             print(f"{kind:28} {row['exact']:>3}/{row['n']:<3} {row['share']:.3f}")
         print(f"{'overall':28} {correct:>3}/{total:<3} {report['overall']['share']:.3f}")
+        choices = {json.dumps(c, sort_keys=True) for c in report["graph_mapping_choice"].values()}
+        print("graph schema: " + "; ".join(sorted(choices)))
         print(f"content_assignment -> /search: {report['content_assignment_pointed_to_search']}")
         print(f"build {build_seconds:.1f} s, ask {ask_seconds:.2f} s for {len(questions)} questions")
         if args.failures:

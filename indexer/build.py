@@ -35,7 +35,7 @@ from artifacts.store import Store, make_bundle_id
 from .chunking import chunk_document, count_tokens
 from .errors import BuildError, SkipFile, SourceError
 from .gitsource import CommitInfo, SourceFile, iter_markdown, open_repo, resolve_commit
-from .graph import select_graph_mapping, write_graph
+from .graph import choose_graph_mapping, load_author_names, write_graph
 from .incremental import BaseBundle, embedding_key, find_base_bundle, load_base_bundle
 from .markdown import parse_markdown, resolve_links
 from .textindex import write_text_index
@@ -75,6 +75,7 @@ class BuildResult:
             "embeddings_computed": m.stats.embeddings_computed,
             "embeddings_reused": m.stats.embeddings_reused,
             "vectors_donor": (m.model_extra or {}).get("vectors_donor"),
+            "graph_mapping_choice": (m.model_extra or {}).get("graph_mapping_choice"),
             "timings": m.stats.timings,
             "peak_rss_mb": m.stats.peak_rss_mb,
             "content_digest": m.content_digest,
@@ -145,19 +146,21 @@ def build_bundle(
     repo = open_repo(repo_path)
     info = resolve_commit(repo, rev)
     model = embedder if embedder is not None and not isinstance(embedder, str) else load_embedder(embedder)
+    graph_mapping, mapping_choice = choose_graph_mapping(repo, info.tree, graph_schema)
     config = BuildConfig(embedder=model.spec, chunking=chunking or ChunkConfig(),
-                         graph_mapping=select_graph_mapping(repo, info.tree, graph_schema),
-                         include=sorted(set(include or [])))
+                         graph_mapping=graph_mapping, include=sorted(set(include or [])))
     if max_file_bytes is not None:
         config.max_file_bytes = max_file_bytes
     store = Store(store_dir).ensure()
     with store.writer_lock(wait=wait_for_lock):
         store.clean_staging()
-        return _build_locked(store, repo, info, model, config, branch, progress, scratch, update_current)
+        return _build_locked(store, repo, info, model, config, branch, progress, scratch, update_current,
+                             mapping_choice)
 
 
 def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildConfig, branch: str | None,  # type: ignore[no-untyped-def]
-                  progress: Progress | None, scratch: bool, update_current: bool) -> BuildResult:
+                  progress: Progress | None, scratch: bool, update_current: bool,
+                  mapping_choice: dict[str, str] | None = None) -> BuildResult:
     report = progress or (lambda stage, done, total: None)
     fingerprint = config.fingerprint()
     bundle_id = make_bundle_id(info.commit, fingerprint)
@@ -215,7 +218,8 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         work = staging / "_work"
         work.mkdir()
         graph = write_graph(docs, chunk_ids, staging / GRAPH_DIR, work_dir=work,
-                            mapping=config.graph_mapping, chunks=chunks)
+                            mapping=config.graph_mapping, chunks=chunks,
+                            author_names=load_author_names(repo, info.tree, config.graph_mapping))
         shutil.rmtree(work)
         lap("graph")
         digests = {
@@ -249,6 +253,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
             stats=BuildStats(embeddings_computed=computed, embeddings_reused=len(chunks) - computed),
             changes=_change_summary(base, docs_by_path, changed),
             vectors_donor=donor.bundle_id if donor is not None else None,
+            graph_mapping_choice=mapping_choice,
         )
         lap("digest")
         manifest.stats.timings = timings

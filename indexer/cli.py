@@ -59,7 +59,7 @@ def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
 @click.option("--all", "all_history", is_flag=True, help="Backfill every commit of the history of --rev.")
 @click.option("--graph-schema", default=None, metavar="PRESET|FILE",
               help="Graph mapping: generic, obsidian, thesis-wiki or a YAML file "
-                   "(default: graph-schema.yaml of the commit, else generic).")
+                   "(default: graph-schema.yaml of the commit, else detected from the corpus).")
 @click.option("--include", "include", multiple=True, metavar="PATTERN",
               help="Index only matching paths (repeatable): a folder prefix ending in '/' such as 'docs/', "
                    "or a shell pattern such as 'cs/*.md' ('*' also crosses folders). Default: every *.md file.")
@@ -108,6 +108,9 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
                f"{len(summary['skipped'])} skipped")
     for skip in summary["skipped"]:  # type: ignore[union-attr]
         click.echo(f"  skipped {skip['path']}: {skip['reason']}")
+    choice = summary.get("graph_mapping_choice")
+    if isinstance(choice, dict):
+        click.echo(f"graph schema: {choice.get('name')} ({choice.get('source')}: {choice.get('reason')})")
     where = (" (CURRENT)" if result.current else " (CURRENT not moved: --keep-current)" if keep_current
              else " (not current: store is pinned)")
     click.echo(f"bundle: {summary['bundle_path']}{where}")

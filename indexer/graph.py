@@ -44,10 +44,15 @@ import ladybug
 import pygit2
 
 from artifacts.graphmap import (
+    AUTHOR_FILE_NAMES,
+    PRESETS,
     REPO_MAPPING_FILE,
     GraphMapping,
     GraphMappingError,
+    MappingChoice,
+    detect_mapping,
     mapping_from_config,
+    read_author_names,
     select_mapping,
 )
 from artifacts.graphschema import (
@@ -62,7 +67,7 @@ from artifacts.graphschema import (
 )
 from artifacts.records import Chunk, Document
 
-from .graph_extract import Extraction, extract
+from .graph_extract import Extraction, extract, permalink_links, url_link_targets
 
 COPY_OPTIONS = "HEADER=true, DELIM=',', QUOTE='\"', ESCAPE='\"', PARALLEL=false, AUTO_DETECT=false"
 """Options of every ``COPY ... FROM`` CSV load; they must match :func:`_write_csv`."""
@@ -122,6 +127,7 @@ def _collect_rows(
     chunk_ids: dict[str, list[str]],
     mapping: GraphMapping,
     heading_paths: dict[str, tuple[str, ...]],
+    author_names: dict[str, str] | None = None,
 ) -> dict[str, list[Row]]:
     """Return the de-duplicated, sorted CSV rows of every table, keyed by table name.
 
@@ -165,7 +171,9 @@ def _collect_rows(
             if link.resolved is None or link.resolved not in known:
                 continue  # unresolved, or resolved to a file that is not an indexed document
             out.add("LINKS_TO", (doc.path, link.resolved, link.kind, link.heading, link.alias))
-    extract(ordered, chunk_ids, heading_paths, mapping, out)
+    for source, target in permalink_links(ordered, mapping):
+        out.add("LINKS_TO", (source, target, "url", None, None))
+    extract(ordered, chunk_ids, heading_paths, mapping, out, author_names)
     return {
         table: [tuple(_or_null(v) for v in row) for row in sorted(found, key=_row_order)]
         for table, found in out.rows.items()
@@ -198,6 +206,7 @@ def write_graph(
     work_dir: Path,
     mapping: GraphMapping | dict[str, Any] | None = None,
     chunks: Sequence[Chunk] | None = None,
+    author_names: dict[str, str] | None = None,
 ) -> GraphStats:
     """Build the graph database ``graph_dir/graph.lbug`` from ``docs``.
 
@@ -217,6 +226,8 @@ def write_graph(
         recorded in ``BuildConfig.graph_mapping``; default (``None``) the ``generic`` preset.
     :param chunks: the documents' chunks; their heading paths give sections their chunk ids
         (without them a section cites no chunk).
+    :param author_names: author id -> name (:func:`load_author_names`); front matter authors found
+        there become persons with that name (their ``id`` stays the id).
     :returns: row counts per table, logical digest and seconds taken.
     :raises ValueError: two documents share a path.
     :raises FileExistsError: ``graph_dir`` exists and is not empty.
@@ -230,7 +241,7 @@ def write_graph(
     heading_paths = {c.chunk_id: tuple(c.heading_path) for c in chunks or ()}
     if not isinstance(mapping, GraphMapping):
         mapping = mapping_from_config(mapping)
-    rows = _collect_rows(docs, chunk_ids, mapping, heading_paths)
+    rows = _collect_rows(docs, chunk_ids, mapping, heading_paths, author_names)
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -285,21 +296,114 @@ def _load(
 def select_graph_mapping(repo: pygit2.Repository, tree: str, option: str | None) -> dict[str, Any]:
     """Return the canonical graph mapping of a build (recorded as ``BuildConfig.graph_mapping``).
 
+    The same choice as :func:`choose_graph_mapping`, without the reason.
+    """
+    return choose_graph_mapping(repo, tree, option)[0]
+
+
+DETECTION_SAMPLE = 600
+"""At most this many Markdown files (evenly spread over the sorted paths) are parsed to detect a preset."""
+
+MAX_AUTHOR_FILE_BYTES = 1024 * 1024
+
+
+def choose_graph_mapping(
+    repo: pygit2.Repository, tree: str, option: str | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Choose the graph mapping of a build and say why.
+
     :param repo: the indexed repository.
-    :param tree: sha (hex) of the indexed commit's tree; its root ``graph-schema.yaml`` is used
-        when ``option`` is ``None``.
+    :param tree: sha (hex) of the indexed commit's tree.
     :param option: ``--graph-schema``: a preset name or a YAML file path, or ``None``.
-    :returns: :meth:`artifacts.graphmap.GraphMapping.canonical` of the chosen mapping.
+    :returns: ``(canonical mapping, choice)``; ``choice`` is
+        :class:`artifacts.graphmap.MappingChoice` as a dict (``name``, ``source``: ``option`` |
+        ``repository_file`` | ``detected``, ``reason``).  Without ``option``, the tree's root
+        ``graph-schema.yaml`` is used when present, else :func:`artifacts.graphmap.detect_mapping`
+        looks at up to :data:`DETECTION_SAMPLE` parsed pages and the tree's authors files.
     :raises artifacts.graphmap.GraphMappingError: unknown preset, missing file, invalid mapping.
     """
-    text = None
-    if option is None:
-        root = repo[tree]
-        if REPO_MAPPING_FILE in root:  # type: ignore[operator]
-            entry = root[REPO_MAPPING_FILE]  # type: ignore[index]
-            if entry.type_str == "blob":
-                try:
-                    text = repo[entry.id].data.decode("utf-8")  # type: ignore[union-attr]
-                except UnicodeDecodeError:
-                    raise GraphMappingError(f"{REPO_MAPPING_FILE} is not UTF-8") from None
-    return select_mapping(option, text).canonical()
+    root = repo[tree]
+    if option is not None:
+        mapping = select_mapping(option, None)
+        kind = "preset" if option in PRESETS else "mapping file"
+        choice = MappingChoice(name=mapping.name, source="option", reason=f"--graph-schema names the {kind}")
+        return mapping.canonical(), choice.model_dump()
+    if REPO_MAPPING_FILE in root:  # type: ignore[operator]
+        entry = root[REPO_MAPPING_FILE]  # type: ignore[index]
+        if entry.type_str == "blob":
+            try:
+                text = repo[entry.id].data.decode("utf-8")  # type: ignore[union-attr]
+            except UnicodeDecodeError:
+                raise GraphMappingError(f"{REPO_MAPPING_FILE} is not UTF-8") from None
+            mapping = select_mapping(None, text)
+            choice = MappingChoice(name=mapping.name, source="repository_file",
+                                   reason=f"{REPO_MAPPING_FILE} at the root of the commit")
+            return mapping.canonical(), choice.model_dump()
+    mapping, choice = _detect(repo, root)
+    return mapping.canonical(), choice.model_dump()
+
+
+def _detect(repo: pygit2.Repository, root: Any) -> tuple[GraphMapping, MappingChoice]:
+    from artifacts.gittree import markdown_entries
+
+    from .markdown import parse_markdown, resolve_links
+
+    entries = markdown_entries(repo, root)
+    step = max(1, -(-len(entries) // DETECTION_SAMPLE))
+    docs: list[Document] = []
+    url_links: dict[str, list[str]] = {}
+    for path, entry in entries[::step]:
+        if entry.filemode == pygit2.GIT_FILEMODE_LINK or entry.size > MAX_AUTHOR_FILE_BYTES * 2:
+            continue
+        try:
+            doc = parse_markdown(path, repo[entry.id].data, blob_id=str(entry.id),  # type: ignore[union-attr]
+                                 max_bytes=MAX_AUTHOR_FILE_BYTES * 2)
+        except Exception:  # noqa: BLE001 - a file the build will skip with a reason
+            continue
+        docs.append(doc)
+        url_links[doc.path] = url_link_targets(doc.body)
+    resolve_links(docs)
+    data_files: dict[str, str] = {}
+    for path, entry in _data_files(repo, root, ""):
+        if entry.size <= MAX_AUTHOR_FILE_BYTES:
+            try:
+                data_files[path] = repo[entry.id].data.decode("utf-8")  # type: ignore[union-attr]
+            except UnicodeDecodeError:
+                continue
+    return detect_mapping(docs, data_files, url_links)
+
+
+def _data_files(repo: pygit2.Repository, tree: Any, prefix: str) -> list[tuple[str, Any]]:
+    """``[(path, entry)]`` of blobs named like an authors file (:data:`AUTHOR_FILE_NAMES`), sorted."""
+    found: list[tuple[str, Any]] = []
+    for entry in tree:
+        name = entry.name or ""
+        if entry.type_str == "tree":
+            found.extend(_data_files(repo, repo[entry.id], f"{prefix}{name}/"))
+        elif entry.type_str == "blob" and name.lower() in AUTHOR_FILE_NAMES:
+            found.append((prefix + name, entry))
+    return sorted(found, key=lambda item: item[0])
+
+
+def load_author_names(
+    repo: pygit2.Repository, tree: str, mapping: GraphMapping | dict[str, Any] | None
+) -> dict[str, str]:
+    """Return author id -> name from the mapping's ``author_names`` file in ``tree`` ({} when none).
+
+    A missing, oversized, non-UTF-8 or malformed file gives ``{}`` (authors then keep their ids as
+    names); the build never fails on it.
+    """
+    if not isinstance(mapping, GraphMapping):
+        mapping = mapping_from_config(mapping)
+    spec = mapping.author_names
+    if spec is None:
+        return {}
+    node: Any = repo[tree]
+    try:
+        for part in spec.file.split("/"):
+            node = repo[node[part].id]
+        if node.type_str != "blob" or node.size > MAX_AUTHOR_FILE_BYTES:
+            return {}
+        return read_author_names(node.data.decode("utf-8"), spec)
+    except (KeyError, UnicodeDecodeError, AttributeError):
+        return {}

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from artifacts.graphmap import GraphMapping, path_matches
@@ -87,6 +88,7 @@ def extract(
     heading_paths: dict[str, tuple[str, ...]],
     mapping: GraphMapping,
     out: Extraction,
+    author_names: dict[str, str] | None = None,
 ) -> None:
     """Add the mapping-driven rows of ``docs`` to ``out``.
 
@@ -94,13 +96,14 @@ def extract(
     :param chunk_ids: document path -> chunk ids in ordinal order.
     :param heading_paths: chunk id -> the chunk's heading path (for section provenance); may be empty.
     :param mapping: the build's graph mapping.
+    :param author_names: author id -> name from the mapping's ``author_names`` file ({} or None: ids are names).
     """
     topic_pages = _topic_pages(docs, mapping)
     for doc in docs:
         ids = chunk_ids.get(doc.path, [])
         headings = parse_headings(doc.body)
         section_chunks = _sections(doc, headings, ids, heading_paths, out)
-        _authors(doc, mapping, out)
+        _authors(doc, mapping, out, author_names or {})
         for field in mapping.aliases:
             value = doc.front_matter.get(field)
             for item in value if isinstance(value, list) else [value]:
@@ -148,14 +151,78 @@ def _sections(
     return result
 
 
-def _authors(doc: Document, mapping: GraphMapping, out: Extraction) -> None:
-    for name in filter(None, map(_nfc, doc.authors)):
+def _authors(doc: Document, mapping: GraphMapping, out: Extraction, author_names: dict[str, str]) -> None:
+    for author in filter(None, map(_nfc, doc.authors)):
+        # ``Person.id`` stays what the page says (a slug); the name comes from the authors file
+        name = author_names.get(author, author)
         if mapping.authors == "person":
-            out.add("Person", (name, name, name_key(name), "author", None, None, "true", "[]"))
-            out.add("AUTHORED_BY", (doc.path, name))
+            out.add("Person", (author, name, name_key(name), "author", None, None, "true", "[]"))
+            out.add("AUTHORED_BY", (doc.path, author))
         else:
             out.add("DocumentAuthor", (name, name_key(name)))
             out.add("HAS_DOCUMENT_AUTHOR", (doc.path, name))
+
+
+@cache
+def _markdown_parser() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
+
+
+def url_link_targets(body: str) -> list[str]:
+    """Return the targets of a body's links that are web URLs or site paths, in order, de-duplicated.
+
+    Inline links, reference links and autolinks count (CommonMark, via markdown-it-py); links to
+    ``.md`` files, fragments, ``mailto:`` and other schemes do not (the Markdown module owns those).
+    These links matter only for mappings with ``permalinks``.
+    """
+    found: list[str] = []
+    try:
+        tokens = _markdown_parser().parse(body)
+    except Exception:  # noqa: BLE001 - a body the parser cannot handle has no usable links
+        return []
+    for token in tokens:
+        for child in token.children or ():
+            if child.type != "link_open":
+                continue
+            href = str(child.attrs.get("href") or "").strip()
+            bare = href.split("#", 1)[0].split("?", 1)[0]
+            if not bare or bare.lower().endswith(".md"):
+                continue
+            if bare.startswith("/") and not bare.startswith("//") or bare.lower().startswith(("http://", "https://")):
+                found.append(href)
+    return list(dict.fromkeys(found))
+
+
+def permalink_links(docs: Sequence[Document], mapping: GraphMapping) -> list[tuple[str, str]]:
+    """Return ``(from path, to path)`` for URL links that end in another page's permalink field.
+
+    Only for a mapping with ``permalinks``: the last path segment of a site path (``/2019/12/x``) or
+    of an absolute URL on one of ``permalinks.hosts`` must equal exactly one page's front matter
+    ``permalinks.field``; ambiguous values and self-links are dropped.
+    """
+    from artifacts.graphmap import url_path_tail
+
+    spec = mapping.permalinks
+    if spec is None:
+        return []
+    owners: dict[str, list[str]] = {}
+    for doc in docs:
+        value = doc.front_matter.get(spec.field)
+        if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
+            owners.setdefault(str(value).strip(), []).append(doc.path)
+    hosts = {h.lower() for h in spec.hosts}
+    edges: list[tuple[str, str]] = []
+    for doc in docs:
+        for target in url_link_targets(doc.body):
+            host, tail = url_path_tail(target)
+            if host is not None and host not in hosts:
+                continue
+            paths = owners.get(tail, [])
+            if len(paths) == 1 and paths[0] != doc.path:
+                edges.append((doc.path, paths[0]))
+    return edges
 
 
 def _is_person_page(doc: Document, mapping: GraphMapping) -> bool:

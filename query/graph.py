@@ -1,32 +1,51 @@
-"""Graph retrieval: recognise entities in a question, run a parameterised Cypher template, answer
-with facts, paths, documents and exact aggregations in the response contract.
+"""Graph retrieval: recognise entities and the intent of a question, run a parameterised Cypher
+template, answer with facts, paths, documents and exact aggregations in the response contract.
 
-Entry point: :func:`answer_graph` (``POST /graph`` and ``gitrag graph``).  Templates:
+Entry point: :func:`answer_graph` (``POST /graph`` and ``gitrag graph``).
 
-=========================  ===================================================================
-``intent``                 question shape (Slovak) and answer
-=========================  ===================================================================
-``works_of_person``        "Aké práce má Ján Holp?": every work (type, year, title or null)
-``title_of_work``          "Aký názov má diplomová práca Jána Holpa?": titles and years of that type
-``year_of_work``           "Kedy obhájil Ján Holp bakalársku prácu?": years of works of that type
-``persons_with_work``      "Koľko študentov má prácu v roku 2025?": exact count + list (a year
-                           with no works is ``ok`` with count 0)
-``common_tags``            "Ktoré tagy majú spoločné X a Y?": tags shared by all persons named
-``common_topics``          "Aké spoločné témy majú X a Y?": topics shared by all persons named
-``tags_of_person``         "Aké tagy má X?"
-``documents_of_person``    front matter authors (generic mapping): documents they wrote
-``links_to`` / ``links_from``  "Ktoré stránky odkazujú na <title>?" / "Kam odkazuje <title>?"
-=========================  ===================================================================
+A question is answered only when it was understood: an intent was recognised **and** every slot
+that intent needs was filled from the question.  Understanding, in order:
 
-Honest non-answers: a question needing a person that names nobody known -> ``no_answer`` /
-``unknown_person`` (a name that is only a document author, e.g. a supervisor, is reported in
-``entities.document_authors`` but never taken for a student); several persons fit ->
-``ambiguous`` / ``ambiguous_person`` with ``candidates``; content questions (assignments,
-results) and anything else no template covers -> ``no_answer`` / ``unsupported_question`` with
-``suggested_endpoint: "/search"``.  Lists are fetched with ``limit + 1`` rows: when a list is cut,
-``truncated`` is true, ``truncation_reasons`` names the limit and ``complete`` is false, while
-``aggregation.count`` (a separate ``count(DISTINCT ...)``) stays exact with
-``aggregation.complete = true``.
+1. entities: persons (inflected Slovak/Czech names, a possessive ``'s`` dropped, one typo in a
+   full name), document authors (e.g. supervisors), years, then -- when the question speaks of
+   links, authors or documents -- page titles, and -- when it speaks of tags or topics -- tag and
+   topic values; surnames alone; capitalised words that name nobody known (``unknown_names``);
+2. intent words, matched only on the words that are *not* part of an entity, from the mapping's
+   vocabulary (:mod:`query.graph_words`; per language, lemmatised with simplemma);
+3. every remaining word must be a stop word or a ``filler`` word: a question with a word the
+   vocabulary does not explain ("e-mail", "známku", "let") is not understood.
+
+Intents (``intent`` of the response) and their slots:
+
+==========================  ======================================================================
+``works_of_person``         one person; a work word or work type
+``title_of_work``           one person; a title word (work type optional: then every work's title)
+``year_of_work``            one person; a year word and one work type
+``supervisor_of_work``      one person; a supervisor word (work type optional)
+``start_year_of_person``    one person; a start word
+``persons_with_work``       work word or type, and count/list words; year optional (exact count)
+``persons_started``         a start word and a year (exact count; the start year, never a work year)
+``tags_of_person``          one person; a tag word (``topics_of_person``: a topic word)
+``common_tags``             two or more persons; a tag word (``common_topics``: a topic word)
+``persons_with_tag``        a tag or topic value named after a tag/topic word; persons (``documents_with_tag``
+                            when the question asks for documents)
+``documents_of_author``     a person or document author; an author/document word
+``author_of_document``      a page named by its title; an author word
+``links_to`` / ``links_from``  a page (title, or a person's page); a link word and a direction
+==========================  ======================================================================
+
+Honest non-answers: a question about a person that names nobody known -> ``no_answer`` /
+``unknown_person`` whatever its intent (a name that is only a document author, e.g. a supervisor,
+is reported in ``entities.document_authors`` but never taken for a student); several persons fit
+-> ``ambiguous`` / ``ambiguous_person`` with ``candidates``; a page title nobody has ->
+``no_answer`` / ``unknown_page``; the asked work or value does not exist -> ``no_answer`` /
+``no_matching_sources``; content questions and anything not understood -> ``no_answer`` /
+``unsupported_question`` with ``suggested_endpoint: "/search"`` and the recognised ``entities``
+(so a caller can restrict text search to the persons' documents).  Lists are fetched with
+``limit + 1`` rows: when a list is cut, ``truncated`` is true, ``truncation_reasons`` names the
+limit and ``complete`` is false, while ``aggregation.count`` (a separate ``count(DISTINCT ...)``)
+stays exact.  With ``published_only`` (the default) pages marked ``published: false`` do not
+exist for any part of the answer: not as persons, titles, tags, link ends or candidates.
 """
 
 from __future__ import annotations
@@ -37,7 +56,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from artifacts.analysis import fold
 from artifacts.graphmap import GraphMapping, mapping_from_config
@@ -45,47 +64,65 @@ from artifacts.graphschema import fetch_rows
 
 from .bundle import OpenedBundle
 from .contract import validate_request
-from .errors import RetrievalUnavailableError
-from .graph_names import NameEntry, NameIndex, NameMatch, Token, capital_runs, damerau1, find_years, tokenize
+from .errors import InvalidRequestError, RetrievalUnavailableError
+from .graph_names import (
+    NameEntry,
+    NameIndex,
+    NameMatch,
+    Token,
+    capital_runs,
+    find_years,
+    name_forms,
+    name_tokens,
+    tokenize,
+)
+from .graph_words import Vocabulary
 
 MAX_QUESTION_CHARS = 1000
 _WORD_RE = re.compile(r"\w+(?:[-’']\w+)*")
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
-
-_CONTENT = ("zadani", "uloh", "ciel", "vysledk", "bod", "metodik", "obsah", "abstrakt", "stretnut", "experiment")
-_TAGS = ("tag", "stitk", "znack", "znaci")
-_TOPICS = ("tem",)
-_COMMON = ("spolocn", "zhodn", "oboch", "obaja", "obidv", "zdiel")
-_TITLE = ("nazov", "nazv", "tem", "vola", "nazyv")
-_YEAR = ("rok", "kedy")
-_COUNT = ("kolko", "pocet")
-_WHO = ("kto", "ktori", "ktore", "ktora", "ktory", "vymenuj", "vypis", "zoznam", "studenti", "studentov", "ludi")
-_LINKS = ("odkaz", "link", "prepoj")
-_WORKS_WORDS = ("prac", "projekt")
-_FINAL_THESIS = "zaverecn"
+_MIN_TITLE_CHARS = 4
 
 
 class GraphRequest(BaseModel):
-    """``POST /graph`` body: ``question`` (1-1000 characters), ``limit`` rows per list (1-1000,
-    default 100), ``published_only`` (default true: persons and documents with ``published: false``
-    do not exist for the answer), ``at`` (commit or bundle; resolved by the transport, not here)."""
+    """``POST /graph`` body: ``query`` (1-1000 characters; ``question`` is accepted as an alias,
+    exactly one of the two), ``limit`` rows per list (1-1000, default 100), ``published_only``
+    (default true: persons and documents with ``published: false`` do not exist for the answer),
+    ``at`` (commit or bundle; resolved by the transport, not here)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str
+    query: str | None = None
+    question: str | None = None
     limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     published_only: bool = True
     at: str | None = None
+
+    @model_validator(mode="after")
+    def _one_text(self) -> GraphRequest:
+        if (self.query is None) == (self.question is None):
+            raise ValueError("give exactly one of query and question")
+        return self
+
+    @property
+    def text(self) -> str:
+        """The question, whichever field carried it."""
+        return self.query if self.query is not None else self.question or ""
 
 
 def parse_graph_request(payload: Any) -> GraphRequest:
     """Validate a decoded JSON body.
 
-    :raises InvalidQueryError: ``question`` missing, not a string, blank or too long.
-    :raises InvalidRequestError: not an object, unknown fields or wrong types.
+    :raises InvalidQueryError: ``query`` (or ``question``) missing, not a string, blank or too long.
+    :raises InvalidRequestError: not an object, both ``query`` and ``question``, unknown fields or
+        wrong types.
     """
-    return validate_request(payload, GraphRequest, "question", MAX_QUESTION_CHARS)
+    if isinstance(payload, dict) and "query" in payload and "question" in payload:
+        raise InvalidRequestError("give exactly one of query and question",
+                                  fields=[{"field": "query", "problem": "query and question are aliases; give one"}])
+    text_field = "question" if isinstance(payload, dict) and "question" in payload else "query"
+    return validate_request(payload, GraphRequest, text_field, MAX_QUESTION_CHARS)
 
 
 # -- per-bundle index of names ---------------------------------------------------------------------
@@ -101,18 +138,43 @@ class _Person:
     published: bool
 
 
+@dataclass(frozen=True)
+class _Named:
+    """A page title or topic as a sequence of folded words."""
+
+    words: tuple[str, ...]
+    label: str
+    path: str | None
+    ref: str
+
+
+@dataclass
+class _Published:
+    """What exists for one value of ``published_only``."""
+
+    names: NameIndex
+    authors: NameIndex
+    tags: dict[str, str]  # folded form (inflections included) -> tag
+    titles: list[_Named]  # longest first
+    topics: list[_Named]
+    pages: set[str]
+
+
 @dataclass
 class GraphIndex:
     """What a bundle's graph offers for recognition, read once per bundle (cached on it)."""
 
     mapping: GraphMapping
+    vocabulary: Vocabulary
     persons: dict[str, _Person]
-    names: dict[bool, NameIndex]  # published_only -> index
-    authors: NameIndex
-    tags: dict[str, str]  # folded tag -> tag
-    titles: list[tuple[str, str, str]]  # (folded title, title, path), longest first
+    person_kind: str
+    by_published: dict[bool, _Published]
     has_works: bool
-    ignore: set[str] = field(default_factory=set)
+    work_types: list[str] = field(default_factory=list)
+
+
+def _named(text: str) -> tuple[str, ...]:
+    return tuple(t.folded for t in tokenize(text))
 
 
 def graph_index(bundle: OpenedBundle) -> GraphIndex:
@@ -125,27 +187,57 @@ def graph_index(bundle: OpenedBundle) -> GraphIndex:
         rows = fetch_rows(conn, "MATCH (p:Person) RETURN p.id, p.name, p.kind, p.path, p.start_year, p.published")
         persons = {r[0]: _Person(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows}
         kind = "page" if any(p.kind == "page" for p in persons.values()) else "author"
-
-        def entries(published_only: bool) -> NameIndex:
-            chosen = [p for p in persons.values() if p.kind == kind and (p.published or not published_only)]
-            return NameIndex.build(NameEntry(p.id, p.name, tuple(p.name.lower().split())) for p in chosen)
-
-        authors = [r[0] for r in fetch_rows(conn, "MATCH (a:DocumentAuthor) RETURN a.name")]
-        tags = {fold(r[0]).replace(" ", ""): r[0] for r in fetch_rows(conn, "MATCH (t:Tag) RETURN t.name")}
-        titles = fetch_rows(conn, "MATCH (d:Document) RETURN d.title, d.path, d.published")
+        author_rows = fetch_rows(conn, "MATCH (d:Document)-[:HAS_DOCUMENT_AUTHOR]->(a:DocumentAuthor) "
+                                       "RETURN DISTINCT a.name, d.published")
+        tag_rows = fetch_rows(conn, "MATCH (d:Document)-[:TAGGED]->(t:Tag) RETURN DISTINCT t.name, d.published")
+        doc_rows = fetch_rows(conn, "MATCH (d:Document) RETURN d.title, d.path, d.published")
+        topic_rows = fetch_rows(conn, "MATCH (t:Topic) RETURN t.id, t.name, t.path")
+        # a person of kind "author" exists when one of their documents is published
+        author_published = {r[0] for r in fetch_rows(
+            conn, "MATCH (d:Document)-[:AUTHORED_BY]->(p:Person) WHERE d.published RETURN DISTINCT p.id")}
         has_works = bool(fetch_rows(conn, "MATCH (w:Work) RETURN w.id LIMIT 1"))
         mapping = mapping_from_config(bundle.manifest.config.model_dump().get("graph_mapping"))
+
+        def build(published_only: bool) -> _Published:
+            def visible(person: _Person) -> bool:
+                if not published_only:
+                    return True
+                return person.published if person.kind == "page" else person.id in author_published
+
+            chosen = [p for p in persons.values() if p.kind == kind and visible(p)]
+            pages = {path for _, path, pub in doc_rows if pub or not published_only}
+            tags: dict[str, str] = {}
+            for name, pub in tag_rows:
+                if pub or not published_only:
+                    for form in name_forms(name) | {name.lower()}:
+                        tags.setdefault(fold(form).replace(" ", ""), name)
+            titles = [_Named(_named(t), t, p, p) for t, p, pub in doc_rows
+                      if (pub or not published_only) and len(fold(t)) >= _MIN_TITLE_CHARS]
+            topics = []
+            for tid, tname, tpath in topic_rows:
+                if tpath is not None and tpath not in pages:
+                    continue
+                topics.append(_Named(_named(tid), tname, tpath, tid))
+                if tname and _named(tname) != _named(tid):
+                    topics.append(_Named(_named(tname), tname, tpath, tid))
+            return _Published(
+                names=NameIndex.build(NameEntry(p.id, p.name, name_tokens(p.name)) for p in chosen),
+                authors=NameIndex.build(NameEntry(a, a, name_tokens(a))
+                                        for a in sorted({n for n, pub in author_rows if pub or not published_only})),
+                tags=tags,
+                titles=sorted(titles, key=lambda n: (-len(n.words), n.path or "")),
+                topics=sorted(topics, key=lambda n: (-len(n.words), n.ref)),
+                pages=pages,
+            )
+
         index = GraphIndex(
             mapping=mapping,
+            vocabulary=Vocabulary.from_mapping(mapping),
             persons=persons,
-            names={True: entries(True), False: entries(False)},
-            authors=NameIndex.build(NameEntry(a, a, tuple(a.lower().split())) for a in authors),
-            tags=tags,
-            titles=sorted(
-                ((fold(t), t, p) for t, p, _ in titles if len(fold(t)) >= 4),
-                key=lambda x: (-len(x[0]), x[2]),
-            ),
+            person_kind=kind,
+            by_published={True: build(True), False: build(False)},
             has_works=has_works,
+            work_types=sorted(mapping.works.types) if mapping.works else [],
         )
         bundle.graph_cache["index"] = index
         return index
@@ -156,120 +248,236 @@ def graph_index(bundle: OpenedBundle) -> GraphIndex:
 
 @dataclass
 class Analysis:
+    """What was recognised in a question (see the module docstring for the order)."""
+
     tokens: list[Token]
     years: list[int]
-    work_types: list[str]
-    specific_type: bool
-    persons: list[NameMatch]
-    unmatched_names: list[str]
-    document_authors: list[str]
-    tags: list[str]
-    intent: str
+    persons: list[NameMatch] = field(default_factory=list)
+    document_authors: list[NameMatch] = field(default_factory=list)
+    unmatched_names: list[list[Token]] = field(default_factory=list)
+    work_types: list[str] = field(default_factory=list)
+    pages: list[_Named] = field(default_factory=list)
+    page_span: tuple[int, int] | None = None
+    tags: list[str] = field(default_factory=list)
+    topics: list[_Named] = field(default_factory=list)
+    concepts: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
+    unexplained: list[str] = field(default_factory=list)
+    language: str | None = None
+    intent: str = "unsupported"
+
+    def has(self, *concepts: str) -> bool:
+        return any(self.concepts.get(c) for c in concepts)
+
+    @property
+    def specific_type(self) -> bool:
+        return len(self.work_types) == 1
 
 
-def _has(tokens: list[Token], stems: tuple[str, ...]) -> bool:
-    return any(t.folded.startswith(stems) for t in tokens)
-
-
-def _stem_in(tokens: list[Token], stem: str) -> bool:
-    """A word starts with ``stem``, or (stems of 5+ letters) with a one-edit variant of it."""
-    for token in tokens:
-        word = token.folded
-        if word.startswith(stem):
-            return True
-        if len(stem) >= 5 and any(damerau1(word[:n], stem) for n in (len(stem) - 1, len(stem), len(stem) + 1)):
-            return True
-    return False
-
-
-def _work_types(tokens: list[Token], mapping: GraphMapping) -> tuple[list[str], bool]:
-    """Work types named in the question, and whether a specific type was named (else all of them)."""
-    if mapping.works is None:
-        return [], False
-    types = mapping.works.types
-    named = [k for k, t in types.items() if any(_stem_in(tokens, fold(w)) for w in t.words)]
-    if named:
-        return named, True
-    labels = {k: fold(t.label) for k, t in types.items()}
-    if _has(tokens, (_FINAL_THESIS,)) and not _has(tokens, ("projekt",)):
-        return [k for k, label in labels.items() if "prac" in label] or list(types), False
-    if _has(tokens, ("projekt",)) and not _has(tokens, ("prac",)):
-        return [k for k, label in labels.items() if "projekt" in label] or list(types), False
-    return list(types), False
-
-
-def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
-    """Recognise persons, document authors, years, work types, tags and the intent of ``question``."""
-    tokens = tokenize(question)
-    starts = _sentence_starts(question, tokens)
-    names = index.names[published_only]
-    persons = names.match(tokens)
-    covered = {p for m in persons for p in m.positions}
-    # Sentence-initial words are capitalised anyway; they are name words only inside a full match.
-    runs = [
-        [t for t in run if t.index not in covered]
-        for run in capital_runs(tokens, ignore=set())
-    ]
-    runs = [[t for t in run if not (t.index in starts and len(run) == 1)] for run in runs]
-    runs = [run for run in runs if run]
-    unmatched: list[str] = []
-    for run in runs:
-        if len(run) == 1 and run[0].index not in starts:
-            surname = names.match_surname(run[0])
-            if surname is not None:
-                persons.append(surname)
-                continue
-        if not (len(run) == 1 and run[0].index in starts):
-            unmatched.append(" ".join(t.text for t in run))
-    persons.sort(key=lambda m: m.positions)
-    authors = sorted({e.name for m in index.authors.match(tokens) for e in m.entries})
-    work_types, specific = _work_types(tokens, index.mapping)
-    tags = [index.tags[t.folded] for t in tokens if t.folded in index.tags and not t.capital]
-    analysis = Analysis(tokens, find_years(tokens), work_types, specific, persons, unmatched, authors, tags, "")
-    analysis.intent = _intent(analysis, index)
-    return analysis
-
-
-def _sentence_starts(question: str, tokens: list[Token]) -> set[int]:
-    starts = {0}
+def _boundaries(question: str, tokens: list[Token]) -> tuple[set[int], set[int]]:
+    """``(sentence starts, words preceded by punctuation)``, as token positions."""
+    starts, punctuated = {0}, {0}
     text = unicodedata.normalize("NFC", question)
     words = list(_WORD_RE.finditer(text))
     for i in range(1, len(words)):
         between = text[words[i - 1].end() : words[i].start()]
         if any(c in between for c in ".?!:;"):
             starts.add(i)
-    return starts & {t.index for t in tokens}
+        if between.strip():
+            punctuated.add(i)
+    positions = {t.index for t in tokens}
+    return starts & positions, punctuated & positions
+
+
+def _find_named(
+    tokens: list[Token], free: set[int], named: list[_Named], vocab: Vocabulary
+) -> tuple[_Named, int] | None:
+    """The longest title/topic whose words appear consecutively on free positions (a one-word
+    name may also match through a lemma of the question word)."""
+    for item in named:
+        n = len(item.words)
+        for start in sorted(free):
+            span = range(start, start + n)
+            if any(p not in free for p in span) or start + n > len(tokens):
+                continue
+            if all(tokens[p].folded == w for p, w in zip(span, item.words, strict=True)):
+                return item, start
+            if n == 1 and item.words[0] in vocab.forms(tokens[start]):
+                return item, start
+    return None
+
+
+def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
+    """Recognise entities, intent words and the intent of ``question`` (see the module docstring)."""
+    vocab = index.vocabulary
+    known = index.by_published[published_only]
+    tokens = tokenize(question, vocab.possessive_suffixes)
+    a = Analysis(tokens=tokens, years=find_years(tokens))
+    starts, punctuated = _boundaries(question, tokens)
+    free = {t.index for t in tokens}
+
+    a.persons = known.names.match(tokens)
+    free -= {p for m in a.persons for p in m.positions}
+    a.document_authors = known.authors.match(tokens, skip=set(range(len(tokens))) - free)
+    free -= {p for m in a.document_authors for p in m.positions}
+
+    def concepts() -> None:
+        a.concepts = {name: vocab.find(tokens, entries, free) for name, entries in vocab.concepts.items()}
+
+    concepts()
+    if a.has("link", "author", "document") or (a.has("who") and not a.persons):
+        found = _find_named(tokens, free, known.titles, vocab)
+        if found is not None:
+            page, start = found
+            a.pages = [page]
+            a.page_span = (start, start + len(page.words))
+            free -= set(range(*a.page_span))
+            concepts()
+    if a.has("tag", "topic"):
+        tag_words = {p for c in ("tag", "topic") for s, e, _ in a.concepts[c] for p in range(s, e)}
+        for pos in sorted(free - tag_words):
+            token = tokens[pos]
+            tag = known.tags.get(token.folded) or next(
+                (known.tags[f] for f in vocab.forms(token) if f in known.tags), None)
+            if tag is not None and tag not in a.tags:
+                a.tags.append(tag)
+                free.discard(pos)
+        if a.has("topic"):
+            found = _find_named(tokens, free - tag_words, known.topics, vocab)
+            if found is not None:
+                a.topics = [found[0]]
+                free -= set(range(found[1], found[1] + len(found[0].words)))
+        concepts()
+    a.work_types, type_positions = vocab.find_work_types(tokens, free)
+    vocab_positions = type_positions | {p for hits in a.concepts.values() for s, e, _ in hits for p in range(s, e)}
+
+    # surnames alone (also written in lower case) and names nobody has
+    for token in tokens:
+        pos = token.index
+        if pos not in free or pos in vocab_positions or vocab.is_stopword(token) or len(token.folded) < 3:
+            continue
+        if token.capital and pos in starts:
+            continue
+        if not token.capital and len(token.folded) < 4:
+            continue
+        neighbours = [n for n in (pos - 1, pos + 1) if 0 <= n < len(tokens)
+                      and max(n, pos) not in punctuated and not (n in starts and n < pos)]
+        if any(n in free and n not in vocab_positions and not vocab.is_stopword(tokens[n])
+               and (tokens[n].capital or not token.capital) for n in neighbours):
+            continue  # next to another unknown word: part of a name nobody has ("Peter Lukáč")
+        surname = known.names.match_surname(token)
+        if surname is not None:
+            a.persons.append(surname)
+            free.discard(pos)
+        elif token.capital and (author := known.authors.match_surname(token)) is not None:
+            a.document_authors.append(author)
+            free.discard(pos)
+    a.persons.sort(key=lambda m: m.positions)
+    for run in capital_runs(tokens, ignore=set()):
+        run = [t for t in run if t.index in free and t.index not in vocab_positions and not vocab.is_stopword(t)]
+        if len(run) == 1 and run[0].index in starts:
+            continue
+        if run:
+            a.unmatched_names.append(run)
+            free -= {t.index for t in run}
+
+    # every word left must be a stop word or a filler word
+    a.unexplained = [tokens[p].text for p in sorted(free - vocab_positions)
+                     if not vocab.is_stopword(tokens[p]) and not tokens[p].text.isdigit()]
+    counts: dict[str, int] = {}
+    for hits in a.concepts.values():
+        for _, _, lang in hits:
+            counts[lang] = counts.get(lang, 0) + 1
+    if counts:
+        a.language = max(vocab.languages, key=lambda lang: (counts.get(lang, 0), -vocab.languages.index(lang)))
+    a.intent = _intent(a, index)
+    return a
+
+
+# Concepts each intent may contain besides ``filler``, ``who`` and ``person`` (question words and
+# nouns for people): a concept the intent does not use ("Kolik stran má diplomová práce X?" has a
+# count the works of a person do not answer) means the question asks for something else.
+_ALLOWED: dict[str, set[str]] = {
+    "works_of_person": {"work", "year", "author", "document"},
+    "title_of_work": {"title", "work", "topic", "year", "start", "author", "document"},
+    "year_of_work": {"year", "work", "start", "author", "document"},
+    "supervisor_of_work": {"supervisor", "work", "year", "start", "document"},
+    "start_year_of_person": {"start", "year"},
+    "tags_of_person": {"tag", "topic", "document", "author", "start", "year"},
+    "topics_of_person": {"topic", "document", "author", "start", "year"},
+    "common_tags": {"tag", "topic", "common", "document", "author", "start", "year"},
+    "common_topics": {"topic", "common", "document", "author", "start", "year"},
+    "persons_with_tag": {"tag", "topic", "document", "author", "count"},
+    "documents_with_tag": {"tag", "topic", "document", "count"},
+    "documents_of_author": {"document", "author", "count"},
+    "author_of_document": {"author", "document"},
+    "persons_with_work": {"work", "count", "year", "author", "document"},
+    "persons_started": {"start", "year", "count"},
+}
+_ALWAYS = {"filler", "who", "person"}
 
 
 def _intent(a: Analysis, index: GraphIndex) -> str:
-    t = a.tokens
-    person_words = bool(a.persons) or bool(a.unmatched_names) or bool(a.document_authors)
-    if _has(t, _CONTENT):
+    """The intent whose slots the question fills and whose words explain the question, else
+    ``unsupported`` (or ``content``, ``needs_person``, ``links_unknown_page``)."""
+    intent = _choose_intent(a, index)
+    allowed = _ALLOWED.get(intent)
+    if allowed is None:
+        return intent
+    allowed = allowed | _ALWAYS
+    # a word may belong to several concepts ("téma": title and topic): it is explained by any of them
+    used = {p for c, hits in a.concepts.items() if c in allowed for s, e, _ in hits for p in range(s, e)}
+    for concept, hits in a.concepts.items():
+        if concept not in allowed and any(not set(range(s, e)) <= used for s, e, _ in hits):
+            return "unsupported"
+    return intent
+
+
+def _choose_intent(a: Analysis, index: GraphIndex) -> str:
+    persons = bool(a.persons)
+    if a.has("link"):
+        return "links" if (a.pages or persons) else "links_unknown_page"
+    if a.has("content"):
         return "content"
-    if _has(t, _TAGS):
-        if len(a.persons) >= 2 or _has(t, _COMMON):
-            return "common_tags"
-        if person_words:
-            return "tags_of_person"
+    if a.unexplained:
         return "unsupported"
-    if _has(t, _COMMON) and _has(t, _TOPICS):
-        return "common_topics"
-    if _has(t, _LINKS):
-        return "links"
-    if person_words:
-        if not index.has_works:
-            return "documents_of_person"
-        if _has(t, _TITLE) and a.specific_type:  # before years: "... ktorý začal v roku 2020"
+    if a.has("tag", "topic"):
+        what = "tags" if a.has("tag") else "topics"
+        if a.has("topic") and not a.has("tag") and persons and a.specific_type and not a.has("common"):
+            return "title_of_work"  # "Na akú tému písal X bakalársku prácu?"
+        if len(a.persons) >= 2 or (a.has("common") and persons):
+            return f"common_{what}"
+        if persons:
+            return f"{what}_of_person"
+        if a.tags or a.topics:
+            if a.has("document") and not a.has("person", "who", "author"):
+                return "documents_with_tag"
+            return "persons_with_tag"
+        return "unsupported"
+    if persons:
+        if a.has("supervisor"):
+            return "supervisor_of_work"
+        if a.has("title") and index.has_works:
             return "title_of_work"
-        if _has(t, _YEAR) and a.specific_type:
+        if a.has("year") and a.specific_type and index.has_works:
             return "year_of_work"
-        if a.specific_type and not _has(t, _YEAR):
-            return "title_of_work"
-        if _has(t, _WORKS_WORDS) or _has(t, _YEAR) or _has(t, ("co", "robil")):
+        if a.has("start") and not a.work_types:
+            return "start_year_of_person"
+        if (a.has("work") or a.work_types) and index.has_works:
             return "works_of_person"
-        return "works_of_person"
-    if index.has_works and (_has(t, _COUNT) or _has(t, _WHO)) and (a.years or a.specific_type or _has(t, _WORKS_WORDS)):
-        return "persons_with_work"
+        if a.has("document", "author"):
+            return "documents_of_author"
+        return "unsupported"
+    if a.document_authors and a.has("document", "author") and not a.has("work", "supervisor"):
+        return "documents_of_author"
+    if a.pages and a.has("author", "person") and a.has("author", "who"):
+        return "author_of_document"
+    if a.has("start") and a.years and not a.work_types:
+        return "persons_started"
+    if index.has_works and (a.has("work") or a.work_types) and (a.has("count", "who", "person") or a.years):
+        if not a.document_authors and not a.unmatched_names:
+            return "persons_with_work"
+    if a.unmatched_names or a.document_authors:
+        return "needs_person"
     return "unsupported"
 
 
@@ -280,10 +488,11 @@ class _Answer:
     """Accumulates the response body: sources (S1..), facts, paths, documents."""
 
     def __init__(self, bundle: OpenedBundle, request: GraphRequest, analysis: Analysis | None,
-                 base_url: str | None) -> None:
+                 index: GraphIndex | None, base_url: str | None) -> None:
         self.bundle = bundle
         self.request = request
         self.base_url = base_url
+        self.index = index
         self.sources: dict[str, dict[str, Any]] = {}
         self.facts: list[dict[str, Any]] = []
         self.paths: list[dict[str, Any]] = []
@@ -315,6 +524,28 @@ class _Answer:
             "document_path": path, "chunk_ids": chunk_ids or [], **extra,
         })
 
+    def _entities(self) -> dict[str, Any] | None:
+        a, index = self.analysis, self.index
+        if a is None or index is None:
+            return None
+        persons = []
+        for m in a.persons:
+            for e in m.entries:
+                person = index.persons.get(e.ref)
+                persons.append({"id": e.ref, "name": e.name, "path": person.path if person else None,
+                                "matched": " ".join(a.tokens[p].text for p in m.positions)})
+        return {
+            "persons": persons,
+            "unknown_names": [" ".join(t.text for t in run) for run in a.unmatched_names],
+            "document_authors": sorted({e.name for m in a.document_authors for e in m.entries}),
+            "years": a.years,
+            "work_types": a.work_types,
+            "tags": a.tags,
+            "topics": [{"id": t.ref, "name": t.label, "path": t.path} for t in a.topics],
+            "pages": [{"path": p.path, "title": p.label} for p in a.pages],
+            "language": a.language,
+        }
+
     def body(self, status: str = "ok", reason: str | None = None, *, complete: bool | None = None,
              **fields: Any) -> dict[str, Any]:
         a = self.analysis
@@ -326,19 +557,10 @@ class _Answer:
             "complete": complete,
             "truncated": bool(self.truncation),
             "truncation_reasons": sorted(set(self.truncation)),
-            "question": self.request.question,
+            "query": self.request.text,
+            "question": self.request.text,
             "intent": a.intent if a else None,
-            "entities": None if a is None else {
-                "persons": [
-                    {"name": e.name, "id": e.ref, "matched": " ".join(a.tokens[p].text for p in m.positions)}
-                    for m in a.persons for e in m.entries
-                ],
-                "unknown_names": a.unmatched_names,
-                "document_authors": a.document_authors,
-                "years": a.years,
-                "work_types": a.work_types if a.specific_type else [],
-                "tags": a.tags,
-            },
+            "entities": self._entities(),
             "answer": None,
             "facts": self.facts,
             "paths": self.paths,
@@ -351,6 +573,15 @@ class _Answer:
         body.update(fields)
         return body
 
+    def unsupported(self, message: str) -> dict[str, Any]:
+        return self.body("no_answer", "unsupported_question", suggested_endpoint="/search", message=message)
+
+    def cut(self, rows: list[list[Any]], reason: str) -> list[list[Any]]:
+        if len(rows) > self.request.limit:
+            self.truncation.append(reason)
+            return rows[: self.request.limit]
+        return rows
+
 
 def answer_graph(bundle: OpenedBundle, payload: dict[str, Any], *, base_url: str | None = None) -> dict[str, Any]:
     """Answer a ``POST /graph`` body from the bundle's graph.
@@ -358,9 +589,11 @@ def answer_graph(bundle: OpenedBundle, payload: dict[str, Any], *, base_url: str
     :param bundle: the opened bundle (its graph connection is opened lazily, read-only).
     :param payload: the decoded JSON body, see :class:`GraphRequest`.
     :param base_url: prefix of ``source_url`` (document path appended), or ``None``.
-    :returns: the response body: contract fields plus ``question``, ``intent``, ``entities``,
-        ``answer`` (structured, per intent), ``facts``, ``paths``, ``documents``, ``aggregation``
-        (``{count, complete}`` or null) and, when ambiguous, ``candidates``.
+    :returns: the response body: contract fields plus ``query`` (and ``question``, the same text),
+        ``intent``, ``entities`` (``persons`` ``[{id, name, path, matched}]``, ``unknown_names``,
+        ``document_authors``, ``years``, ``work_types``, ``tags``, ``topics``, ``pages``,
+        ``language``), ``answer`` (structured, per intent), ``facts``, ``paths``, ``documents``,
+        ``aggregation`` (``{count, complete}`` or null) and, when ambiguous, ``candidates``.
     :raises InvalidQueryError, InvalidRequestError: bad payload.
     :raises RetrievalUnavailableError: the graph database cannot be opened or queried.
     """
@@ -368,8 +601,8 @@ def answer_graph(bundle: OpenedBundle, payload: dict[str, Any], *, base_url: str
     try:
         index = graph_index(bundle)
         with bundle.graph_lock:
-            analysis = analyse(request.question, index, request.published_only)
-            out = _Answer(bundle, request, analysis, base_url)
+            analysis = analyse(request.text, index, request.published_only)
+            out = _Answer(bundle, request, analysis, index, base_url)
             return _dispatch(out, index, analysis)
     except RuntimeError as exc:  # ladybug failures
         raise RetrievalUnavailableError("graph query failed") from exc
@@ -381,55 +614,84 @@ def answer_graph(bundle: OpenedBundle, payload: dict[str, Any], *, base_url: str
         raise
 
 
+_ONE_PERSON = {"works_of_person", "title_of_work", "year_of_work", "supervisor_of_work", "start_year_of_person",
+               "tags_of_person", "topics_of_person"}
+
+
 def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
+    needs_person = a.intent in _ONE_PERSON or a.intent in ("common_tags", "common_topics", "needs_person")
+    # a name nobody has: unknown_person whatever was asked (but a page title is no person)
+    unknown = [run for run in a.unmatched_names if len(run) >= 2]
+    if not a.persons and not a.pages and (unknown or (needs_person and (a.unmatched_names or a.document_authors))):
+        if a.intent not in ("links_unknown_page",) or unknown:
+            return _unknown_person(out, a)
     if a.intent == "content":
-        return out.body("no_answer", "unsupported_question", suggested_endpoint="/search",
-                        message="Questions about the content of documents are answered by /search.")
-    if a.intent == "unsupported":
-        return out.body("no_answer", "unsupported_question", suggested_endpoint="/search",
-                        message="No graph template covers this question; try /search.")
+        return out.unsupported("Questions about the content of documents are answered by /search.")
+    if a.intent in ("unsupported", "needs_person"):
+        return out.unsupported("The question was not understood by the graph (no template covers it); try /search.")
+    if a.intent == "links_unknown_page":
+        return out.body("no_answer", "unknown_page", message="No page of the graph matches the page in the question.")
     if a.intent == "persons_with_work":
         return _persons_with_work(out, index, a)
-    if a.intent == "links":
-        return _links(out, index, a)
+    if a.intent == "persons_started":
+        return _persons_started(out, a)
+    if a.intent in ("persons_with_tag", "documents_with_tag"):
+        return _with_tag(out, index, a)
+    if a.intent == "author_of_document":
+        return _authors_of_document(out, a)
+    if a.intent == "links" and a.pages:
+        return _links(out, index, a, [])
+    if a.intent == "documents_of_author" and not a.persons:
+        return _documents_of_author(out, index, [], a.document_authors)
     persons = _resolve_persons(out, index, a)
     if isinstance(persons, dict):
         return persons
+    if a.intent == "links":
+        return _links(out, index, a, persons)
     if a.intent in ("common_tags", "common_topics"):
         if len(persons) < 2:
-            return out.body("no_answer", "unsupported_question", suggested_endpoint="/search",
-                            message="A question about shared tags or topics needs two or more persons.")
+            return out.unsupported("A question about shared tags or topics needs two or more persons.")
         return _common(out, persons, "tags" if a.intent == "common_tags" else "topics")
-    if a.intent == "tags_of_person":
-        return _common(out, persons, "tags")
-    if a.intent == "documents_of_person":
-        return _documents_of_person(out, index, persons)
-    return _person_works(out, index, a, persons)
+    if a.intent in ("tags_of_person", "topics_of_person"):
+        if len(persons) != 1:
+            return out.unsupported("Tags or topics of several persons: ask for their common tags, or one at a time.")
+        return _common(out, persons, "tags" if a.intent == "tags_of_person" else "topics")
+    if a.intent == "documents_of_author":
+        return _documents_of_author(out, index, persons, [])
+    if len(persons) != 1:
+        return out.unsupported("The question names several persons; ask about one at a time.")
+    if a.intent == "supervisor_of_work":
+        return _supervisor(out, index, a, persons[0])
+    if a.intent == "start_year_of_person":
+        return _start_year(out, persons[0])
+    return _person_works(out, index, a, persons[0])
+
+
+def _unknown_person(out: _Answer, a: Analysis) -> dict[str, Any]:
+    message = "No person of the graph matches the name in the question."
+    if a.document_authors:
+        message += " The name is a document author (for example a supervisor), not a person the pages describe."
+    return out.body("no_answer", "unknown_person", message=message)
 
 
 def _resolve_persons(out: _Answer, index: GraphIndex, a: Analysis) -> list[_Person] | dict[str, Any]:
     """Persons of the question, or the ``no_answer`` / ``ambiguous`` body.
 
-    A name the graph does not know makes a question about shared tags or topics unanswerable; in a
+    A name the graph does not know makes a question about several persons unanswerable; in a
     question about one person it only matters when no person was recognised at all.
     """
-    needs_all = a.intent in ("common_tags", "common_topics")
-    if not a.persons or (needs_all and a.unmatched_names):
-        message = "No person of the graph matches the name in the question."
-        if a.document_authors:
-            message += " The name is a document author (for example a supervisor), not a person the pages describe."
-        return out.body("no_answer", "unknown_person", message=message)
+    several = a.intent in ("common_tags", "common_topics")
+    if not a.persons or (several and a.unmatched_names):
+        return _unknown_person(out, a)
     resolved: list[_Person] = []
     for match in a.persons:
         entries = _narrow_by_years(index, match.entries, a.years)
         if len(entries) == 1:
             resolved.append(index.persons[entries[0].ref])
             continue
-        if len(match.entries) > 1:
-            candidates = [_candidate(out, index, index.persons[e.ref]) for e in match.entries]
-            return out.body("ambiguous", "ambiguous_person", candidates=candidates,
-                            message="Several persons match the name; ask again with the full name.")
-        resolved.append(index.persons[match.entries[0].ref])
+        candidates = [_candidate(out, index, index.persons[e.ref]) for e in match.entries]
+        return out.body("ambiguous", "ambiguous_person", candidates=candidates,
+                        message="Several persons match the name; ask again with the full name or the start year.")
     return list({p.id: p for p in resolved}.values())
 
 
@@ -449,9 +711,7 @@ def _works(out: _Answer, person: _Person) -> list[dict[str, Any]]:
         "ORDER BY w.year, w.type, w.id LIMIT $n",
         {"id": person.id, "n": out.request.limit + 1},
     )
-    if len(rows) > out.request.limit:
-        out.truncation.append("fact_limit")
-        rows = rows[: out.request.limit]
+    rows = out.cut(rows, "fact_limit")
     return [
         {"id": r[0], "type": r[1], "type_label": r[2], "year": r[3], "title": r[4], "path": r[5],
          "section_id": r[6], "chunk_ids": json.loads(r[7] or "[]")}
@@ -461,7 +721,6 @@ def _works(out: _Answer, person: _Person) -> list[dict[str, Any]]:
 
 def _candidate(out: _Answer, index: GraphIndex, person: _Person) -> dict[str, Any]:
     works = _works(out, person) if index.has_works else []
-    out.source(person.path)
     return {
         "person": person.name, "id": person.id, "path": person.path, "start_year": person.start_year,
         "source_id": out.source(person.path),
@@ -482,53 +741,82 @@ def _work_facts(out: _Answer, person: _Person, works: list[dict[str, Any]]) -> N
         })
 
 
-def _person_works(out: _Answer, index: GraphIndex, a: Analysis, persons: list[_Person]) -> dict[str, Any]:
-    answers = []
-    found_any = False
-    for person in persons:
-        out.source(person.path)
-        works = _works(out, person)
-        if a.intent in ("title_of_work", "year_of_work"):
-            works = [w for w in works if w["type"] in a.work_types]
-        _work_facts(out, person, works)
-        found_any = found_any or bool(works)
-        item: dict[str, Any] = {"person": person.name, "person_id": person.id, "path": person.path}
-        if a.intent == "works_of_person":
-            item["works"] = [{"type": w["type"], "type_label": w["type_label"], "year": w["year"],
-                              "title": w["title"]} for w in works]
-            item["years"] = sorted({w["year"] for w in works})
+def _person_works(out: _Answer, index: GraphIndex, a: Analysis, person: _Person) -> dict[str, Any]:
+    out.source(person.path)
+    works = _works(out, person)
+    if a.work_types:
+        works = [w for w in works if w["type"] in a.work_types]
+    item: dict[str, Any] = {"person": person.name, "person_id": person.id, "path": person.path}
+    if a.intent == "works_of_person":
+        item["works"] = [{"type": w["type"], "type_label": w["type_label"], "year": w["year"],
+                          "title": w["title"]} for w in works]
+        item["years"] = sorted({w["year"] for w in works})
+        item["titles"] = [w["title"] for w in works if w["title"] is not None]
+        found = bool(works)
+    else:
+        item["work_type"] = a.work_types[0] if len(a.work_types) == 1 else (a.work_types or None)
+        item["years"] = sorted({w["year"] for w in works})
+        found = bool(works)
+        if a.intent == "title_of_work":
+            if not a.work_types:
+                item["works"] = [{"type": w["type"], "year": w["year"], "title": w["title"]} for w in works]
             item["titles"] = [w["title"] for w in works if w["title"] is not None]
-        else:
-            item["work_type"] = a.work_types[0] if len(a.work_types) == 1 else a.work_types
-            item["years"] = sorted({w["year"] for w in works})
-            if a.intent == "title_of_work":
-                item["titles"] = [w["title"] for w in works if w["title"] is not None]
-                item["title_missing"] = any(w["title"] is None for w in works)
-        answers.append(item)
-    answer = answers[0] if len(answers) == 1 else {"persons": answers}
+            item["title_missing"] = any(w["title"] is None for w in works)
+            found = bool(item["titles"])
+    _work_facts(out, person, works)
     complete = not out.truncation
-    if not found_any:
-        return out.body("no_answer", "no_matching_sources", complete=complete, answer=answer,
-                        message="The person has no work of the kind asked about in the graph.")
-    return out.body("ok", complete=complete, answer=answer)
+    if not found:
+        message = ("The work asked about has no title on the person's page." if works
+                   else "The person has no work of the kind asked about in the graph.")
+        return out.body("no_answer", "no_matching_sources", complete=complete, answer=item, message=message)
+    return out.body("ok", complete=complete, answer=item)
+
+
+def _supervisor(out: _Answer, index: GraphIndex, a: Analysis, person: _Person) -> dict[str, Any]:
+    """Supervisors of a person's works: the document authors of the person's page."""
+    conn = out.bundle.graph_connection()
+    if a.work_types and index.has_works:
+        works = [w for w in _works(out, person) if w["type"] in a.work_types]
+        if not works:
+            return out.body("no_answer", "no_matching_sources", complete=True,
+                            message="The person has no work of the kind asked about in the graph.")
+    rows = fetch_rows(conn, "MATCH (d:Document {path: $path})-[:HAS_DOCUMENT_AUTHOR]->(a:DocumentAuthor) "
+                            "RETURN a.name ORDER BY a.name", {"path": person.path})
+    names = [r[0] for r in rows]
+    for name in names:
+        out.fact(person.name, "supervised_by", name, person.path, subject_id=person.id)
+    answer = {"person": person.name, "person_id": person.id, "path": person.path,
+              "work_type": a.work_types[0] if len(a.work_types) == 1 else (a.work_types or None),
+              "supervisors": names}
+    if not names:
+        return out.body("no_answer", "no_matching_sources", complete=True, answer=answer,
+                        message="The person's page names no supervisor.")
+    return out.body("ok", complete=True, answer=answer, aggregation={"count": len(names), "complete": True})
+
+
+def _start_year(out: _Answer, person: _Person) -> dict[str, Any]:
+    answer = {"person": person.name, "person_id": person.id, "path": person.path, "start_year": person.start_year}
+    if person.start_year is None:
+        return out.body("no_answer", "no_matching_sources", complete=True, answer=answer,
+                        message="The person's page names no start year.")
+    out.fact(person.name, "started_in", person.start_year, person.path, subject_id=person.id)
+    return out.body("ok", complete=True, answer=answer)
 
 
 def _persons_with_work(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     conn = out.bundle.graph_connection()
+    types = a.work_types or index.work_types
     where = "w.type IN $types AND (p.published OR NOT $published_only)"
-    params: dict[str, Any] = {"types": a.work_types, "published_only": out.request.published_only}
+    params: dict[str, Any] = {"types": types, "published_only": out.request.published_only}
     if a.years:
         where += " AND w.year = $year"
         params["year"] = a.years[0]
     match = f"MATCH (p:Person)-[:HAS_WORK]->(w:Work) WHERE {where}"
     count = int(fetch_rows(conn, f"{match} RETURN count(DISTINCT p.id)", params)[0][0])
-    rows = fetch_rows(
+    rows = out.cut(fetch_rows(
         conn, f"{match} RETURN DISTINCT p.id, p.name, p.path ORDER BY p.name, p.id LIMIT $n",
         {**params, "n": out.request.limit + 1},
-    )
-    if len(rows) > out.request.limit:
-        out.truncation.append("entity_limit")
-        rows = rows[: out.request.limit]
+    ), "entity_limit")
     ids = [r[0] for r in rows]
     works = fetch_rows(
         conn,
@@ -539,80 +827,208 @@ def _persons_with_work(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str
     for pid, name, wid, wtype, year, title, path, chunk_ids in works:
         out.fact(name, "has_work", {"type": wtype, "year": year, "title": title, "title_missing": title is None,
                                     "work_id": wid}, path, json.loads(chunk_ids or "[]"), subject_id=pid)
-    answer = {
-        "year": a.years[0] if a.years else None,
-        "work_types": sorted(a.work_types),
-        "count": count,
-        "persons": [r[1] for r in rows],
-        "person_ids": ids,
-    }
-    return out.body("ok", complete=not out.truncation, answer=answer,
-                    aggregation={"count": count, "complete": True})
+    answer = {"year": a.years[0] if a.years else None, "work_types": sorted(types), "count": count,
+              "persons": [r[1] for r in rows], "person_ids": ids}
+    return out.body("ok", complete=not out.truncation, answer=answer, aggregation={"count": count, "complete": True})
+
+
+def _persons_started(out: _Answer, a: Analysis) -> dict[str, Any]:
+    conn = out.bundle.graph_connection()
+    where = "p.start_year = $year AND (p.published OR NOT $published_only)"
+    params: dict[str, Any] = {"year": a.years[0], "published_only": out.request.published_only}
+    count = int(fetch_rows(conn, f"MATCH (p:Person) WHERE {where} RETURN count(DISTINCT p.id)", params)[0][0])
+    rows = out.cut(fetch_rows(conn, f"MATCH (p:Person) WHERE {where} RETURN p.id, p.name, p.path "
+                                    "ORDER BY p.name, p.id LIMIT $n", {**params, "n": out.request.limit + 1}),
+                   "entity_limit")
+    for pid, name, path in rows:
+        out.fact(name, "started_in", a.years[0], path, subject_id=pid)
+    answer = {"year": a.years[0], "count": count, "persons": [r[1] for r in rows], "person_ids": [r[0] for r in rows]}
+    return out.body("ok", complete=not out.truncation, answer=answer, aggregation={"count": count, "complete": True})
+
+
+def _person_documents_cypher(person: _Person) -> str:
+    """Documents of a person: their page (``DESCRIBES``) or the documents they wrote (``AUTHORED_BY``)."""
+    if person.kind == "page":
+        return "MATCH (p:Person {id: $id})<-[:DESCRIBES]-(d:Document) "
+    return "MATCH (p:Person {id: $id})<-[:AUTHORED_BY]-(d:Document) "
 
 
 def _common(out: _Answer, persons: list[_Person], what: str) -> dict[str, Any]:
     conn = out.bundle.graph_connection()
-    if what == "tags":
-        cypher = "MATCH (p:Person {id: $id})<-[:DESCRIBES]-(d:Document)-[:TAGGED]->(t:Tag) RETURN DISTINCT t.name"
-    else:
-        cypher = ("MATCH (p:Person {id: $id})<-[:DESCRIBES]-(d:Document)-[:HAS_TOPIC]->(t:Topic) "
-                  "RETURN DISTINCT t.id, t.name, t.path")
     per_person = []
     for person in persons:
-        out.source(person.path)
-        rows = fetch_rows(conn, cypher, {"id": person.id})
-        values = {r[0]: r for r in rows}
+        where = "WHERE d.published OR NOT $published_only "
+        if what == "tags":
+            cypher = (_person_documents_cypher(person) + where
+                      + "MATCH (d)-[:TAGGED]->(t:Tag) RETURN DISTINCT t.name, d.path")
+        else:
+            cypher = (_person_documents_cypher(person) + where
+                      + "MATCH (d)-[:HAS_TOPIC]->(t:Topic) RETURN DISTINCT t.id, d.path, t.name")
+        rows = fetch_rows(conn, cypher, {"id": person.id, "published_only": out.request.published_only})
+        values: dict[str, list[Any]] = {}
+        for row in rows:
+            values.setdefault(row[0], row)
         per_person.append(values)
+        if person.path:
+            out.source(person.path)
         for key in sorted(values):
-            out.fact(person.name, "tagged" if what == "tags" else "has_topic", key, person.path, subject_id=person.id)
+            out.fact(person.name, "tagged" if what == "tags" else "has_topic", key, values[key][1],
+                     subject_id=person.id)
     shared = sorted(set.intersection(*(set(v) for v in per_person))) if per_person else []
-    answer: dict[str, Any] = {"persons": [p.name for p in persons], "person_ids": [p.id for p in persons]}
+    answer: dict[str, Any] = {"persons": [p.name for p in persons], "person_ids": [p.id for p in persons], what: shared}
     if len(persons) == 1:
-        answer[what] = shared
-    else:
-        answer[what] = shared
+        answer["person"] = persons[0].name
+        answer["path"] = persons[0].path
     if what == "topics":
-        answer["topic_names"] = [per_person[0][k][1] for k in shared]
+        answer["topic_names"] = [per_person[0][k][2] for k in shared]
+    label = "Tag" if what == "tags" else "Topic"
     for key in shared:
         out.paths.append({
-            "nodes": [{"label": "Person", "id": p.id} for p in persons[:1]]
-            + [{"label": "Tag" if what == "tags" else "Topic", "id": key}]
+            "nodes": [{"label": "Person", "id": p.id} for p in persons[:1]] + [{"label": label, "id": key}]
             + [{"label": "Person", "id": p.id} for p in persons[1:]],
-            "relationships": ["DESCRIBES", "TAGGED" if what == "tags" else "HAS_TOPIC"] * len(persons),
+            "relationships": ["DESCRIBES" if persons[0].kind == "page" else "AUTHORED_BY",
+                              "TAGGED" if what == "tags" else "HAS_TOPIC"] * len(persons),
         })
     return out.body("ok", complete=True, answer=answer, aggregation={"count": len(shared), "complete": True})
 
 
-def _documents_of_person(out: _Answer, index: GraphIndex, persons: list[_Person]) -> dict[str, Any]:
+def _with_tag(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
+    """Persons (or documents) whose documents carry the tag or belong to the topic named."""
     conn = out.bundle.graph_connection()
-    answer = []
-    for person in persons:
-        count = int(fetch_rows(conn, "MATCH (d:Document)-[:AUTHORED_BY]->(p:Person {id: $id}) "
-                                     "WHERE d.published OR NOT $published_only RETURN count(d)",
-                               {"id": person.id, "published_only": out.request.published_only})[0][0])
-        rows = fetch_rows(conn, "MATCH (d:Document)-[:AUTHORED_BY]->(p:Person {id: $id}) "
-                                "WHERE d.published OR NOT $published_only "
-                                "RETURN d.path, d.title ORDER BY d.path LIMIT $n",
-                          {"id": person.id, "published_only": out.request.published_only, "n": out.request.limit + 1})
-        if len(rows) > out.request.limit:
-            out.truncation.append("result_limit")
-            rows = rows[: out.request.limit]
+    if a.tags:
+        value, label = a.tags[0], "tag"
+        doc_match = "MATCH (d:Document)-[:TAGGED]->(:Tag {name: $value}) "
+    else:
+        value, label = a.topics[0].ref, "topic"
+        doc_match = "MATCH (d:Document)-[:HAS_TOPIC]->(:Topic {id: $value}) "
+    params: dict[str, Any] = {"value": value, "published_only": out.request.published_only,
+                              "n": out.request.limit + 1}
+    doc_match += "WHERE d.published OR NOT $published_only "
+    if a.intent == "documents_with_tag":
+        count = int(fetch_rows(conn, doc_match + "RETURN count(DISTINCT d.path)", params)[0][0])
+        rows = out.cut(fetch_rows(conn, doc_match + "RETURN DISTINCT d.path ORDER BY d.path LIMIT $n", params),
+                       "result_limit")
+        for (path,) in rows:
+            out.fact(path, "tagged" if label == "tag" else "has_topic", value, path)
+        answer = {label: value, "count": count, "documents": [r[0] for r in rows]}
+        return out.body("ok", complete=not out.truncation, answer=answer,
+                        aggregation={"count": count, "complete": True})
+    rel = "DESCRIBES" if index.person_kind == "page" else "AUTHORED_BY"
+    edge = "(d)-[:DESCRIBES]->(p:Person)" if rel == "DESCRIBES" else "(d)-[:AUTHORED_BY]->(p:Person)"
+    match = doc_match + f"MATCH {edge} "
+    count = int(fetch_rows(conn, match + "RETURN count(DISTINCT p.id)", params)[0][0])
+    rows = out.cut(fetch_rows(conn, match + "RETURN DISTINCT p.id, p.name, d.path ORDER BY p.name, p.id, d.path",
+                              params), "entity_limit")
+    persons: dict[str, str] = {}
+    for pid, name, path in rows:
+        persons.setdefault(pid, name)
+        out.fact(name, "tagged" if label == "tag" else "has_topic", value, path, subject_id=pid)
+    chosen = list(persons.items())[: out.request.limit]
+    if len(persons) > out.request.limit and "entity_limit" not in out.truncation:
+        out.truncation.append("entity_limit")
+    answer = {label: value, "count": count, "persons": [n for _, n in chosen], "person_ids": [i for i, _ in chosen]}
+    return out.body("ok", complete=not out.truncation, answer=answer, aggregation={"count": count, "complete": True})
+
+
+def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person],
+                         authors: list[NameMatch]) -> dict[str, Any]:
+    conn = out.bundle.graph_connection()
+    items = []
+    targets: list[tuple[str, str, str]] = [(p.name, p.id, "MATCH (d:Document)-[:AUTHORED_BY]->(:Person {id: $id}) ")
+                                           for p in persons]
+    for match in authors:
+        if len(match.entries) > 1:
+            return out.body("ambiguous", "ambiguous_person", candidates=[{"person": e.name} for e in match.entries],
+                            message="Several document authors match the name.")
+        name = match.entries[0].name
+        targets.append((name, name, "MATCH (d:Document)-[:HAS_DOCUMENT_AUTHOR]->(:DocumentAuthor {name: $id}) "))
+    for name, ident, match_doc in targets:
+        where = match_doc + "WHERE d.published OR NOT $published_only "
+        params = {"id": ident, "published_only": out.request.published_only, "n": out.request.limit + 1}
+        count = int(fetch_rows(conn, where + "RETURN count(DISTINCT d.path)", params)[0][0])
+        rows = out.cut(fetch_rows(conn, where + "RETURN DISTINCT d.path, d.title ORDER BY d.path LIMIT $n", params),
+                       "result_limit")
         for path, _title in rows:
-            out.fact(person.name, "authored", path, path, subject_id=person.id)
-        answer.append({"person": person.name, "count": count, "documents": [r[0] for r in rows]})
-    total = sum(item["count"] for item in answer)
-    return out.body("ok", complete=not out.truncation, answer=answer[0] if len(answer) == 1 else answer,
-                    aggregation={"count": total, "complete": True})
+            out.fact(name, "authored", path, path, subject_id=ident)
+        items.append({"author": name, "person": name, "author_id": ident, "count": count,
+                      "documents": [r[0] for r in rows], "titles": [r[1] for r in rows]})
+    total = sum(item["count"] for item in items)
+    answer: Any = items[0] if len(items) == 1 else {"authors": items}
+    if total == 0:
+        return out.body("no_answer", "no_matching_sources", complete=True, answer=answer,
+                        message="The graph has no document written by that person.")
+    return out.body("ok", complete=not out.truncation, answer=answer, aggregation={"count": total, "complete": True})
 
 
-def _links(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
-    question = fold(out.request.question)
-    target = next(((t, p) for f, t, p in index.titles if f" {f} " in f" {question} "), None)
-    if target is None or (out.request.published_only and not out.bundle.docs.get(target[1], None)):
-        return out.body("no_answer", "no_matching_sources", message="No document title was recognised.")
-    title, path = target
-    before = question[: f" {question} ".index(f" {fold(title)} ")].split()
-    incoming = bool(before) and before[-1] in ("na", "k", "ku")  # "odkazujú na X"; "na ktoré ... odkazuje X"
+def _authors_of_document(out: _Answer, a: Analysis) -> dict[str, Any]:
+    page = a.pages[0]
+    conn = out.bundle.graph_connection()
+    rows = fetch_rows(conn, "MATCH (d:Document {path: $path})-[:AUTHORED_BY]->(p:Person) RETURN p.id, p.name "
+                            "ORDER BY p.name", {"path": page.path})
+    rows += fetch_rows(conn, "MATCH (d:Document {path: $path})-[:HAS_DOCUMENT_AUTHOR]->(a:DocumentAuthor) "
+                             "RETURN a.name, a.name ORDER BY a.name", {"path": page.path})
+    for ident, name in rows:
+        out.fact(page.path, "authored_by", name, page.path, object_id=ident)
+    out.source(page.path)
+    answer = {"document": page.path, "title": page.label, "authors": [r[1] for r in rows],
+              "author_ids": [r[0] for r in rows]}
+    if not rows:
+        return out.body("no_answer", "no_matching_sources", complete=True, answer=answer,
+                        message="The page names no author.")
+    return out.body("ok", complete=True, answer=answer, aggregation={"count": len(rows), "complete": True})
+
+
+def _direction(a: Analysis, index: GraphIndex, span: tuple[int, int]) -> str | None:
+    """``incoming`` / ``outgoing`` from the words around the page's name (see graphwords.yaml)."""
+    vocab, tokens = index.vocabulary, a.tokens
+    every = set(range(len(tokens)))
+    if vocab.find(tokens, vocab.links["incoming_words"], every):
+        return "incoming"
+    # 2. a preposition right before the title, fillers skipped ("odkazy na stránku X")
+    link_positions = sorted({p for s, e, _ in a.concepts.get("link", []) for p in range(s, e)})
+    pos = span[0] - 1
+    while pos >= 0:
+        for name in ("outgoing", "incoming"):
+            for entry in sorted(vocab.links[name], key=lambda e: -len(e.words)):
+                start = pos - len(entry.words) + 1
+                if start >= 0 and vocab.match_at(tokens, start, entry, every):
+                    return name
+        if any(vocab.match_at(tokens, pos, e, every) for e in vocab.links["fillers"]):
+            pos -= 1
+            continue
+        break
+    link_right_before = pos >= 0 and pos in link_positions
+    if vocab.find(tokens, vocab.links["outgoing_words"], every):
+        return "outgoing"
+    after = [p for p in link_positions if p >= span[1]]
+    if after:  # 3. the page is the subject: "X odkazuje na ...", "What does X link to?"
+        following = after[-1] + 1
+        passive = following < len(tokens) and any(
+            vocab.match_at(tokens, following, e, every) for e in vocab.links["outgoing"])
+        return "incoming" if passive else "outgoing"
+    if link_right_before:  # 4. "Na ktoré stránky odkazuje X", "pages citing X"
+        return vocab.verb_before_title.get(a.language or vocab.languages[0])
+    return None
+
+
+def _links(out: _Answer, index: GraphIndex, a: Analysis, persons: list[_Person]) -> dict[str, Any]:
+    if a.pages:
+        page = a.pages[0]
+        path, title, span = page.path, page.label, a.page_span
+    elif len(persons) == 1 and persons[0].path:
+        path, title = persons[0].path, persons[0].name
+        match = a.persons[0]
+        span = (min(match.positions), max(match.positions) + 1)
+    else:
+        return out.unsupported("A link question needs exactly one page (its title, or a person's page).")
+    assert path is not None and span is not None
+    known = index.by_published[out.request.published_only]
+    if path not in known.pages:
+        return out.body("no_answer", "unknown_page", message="No page of the graph matches the page in the question.")
+    direction = _direction(a, index, span)
+    if direction is None:
+        return out.unsupported("The direction of the link question (to or from the page) was not recognised.")
+    incoming = direction == "incoming"
     cypher = (
         "MATCH (a:Document)-[:LINKS_TO]->(b:Document {path: $path}) WHERE a.published OR NOT $published_only "
         "RETURN DISTINCT a.path, a.title ORDER BY a.path LIMIT $n"
@@ -621,15 +1037,15 @@ def _links(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
         "RETURN DISTINCT a.path, a.title ORDER BY a.path LIMIT $n"
     )
     params = {"path": path, "published_only": out.request.published_only, "n": out.request.limit + 1}
-    rows = fetch_rows(out.bundle.graph_connection(), cypher, params)
-    if len(rows) > out.request.limit:
-        out.truncation.append("result_limit")
-        rows = rows[: out.request.limit]
+    rows = out.cut(fetch_rows(out.bundle.graph_connection(), cypher, params), "result_limit")
     out.source(path)
     for other, _ in rows:
         src, dst = (other, path) if incoming else (path, other)
         out.fact(src, "links_to", dst, src)
     a.intent = "links_to" if incoming else "links_from"
-    return out.body("ok", complete=not out.truncation, answer={"document": path, "title": title,
-                                                              "direction": "incoming" if incoming else "outgoing",
-                                                              "documents": [r[0] for r in rows]})
+    answer = {"page": path, "document": path, "title": title, "direction": direction,
+              "documents": [r[0] for r in rows], "titles": [r[1] for r in rows]}
+    return out.body("ok", complete=not out.truncation, answer=answer,
+                    aggregation={"count": len(rows), "complete": not out.truncation})
+
+

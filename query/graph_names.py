@@ -1,4 +1,4 @@
-"""Recognise entities in a question: person names in Slovak grammatical cases, work types, years.
+"""Recognise entities in a question: person names in Slovak and Czech grammatical cases, years.
 
 Names are matched token by token against generated inflected forms of each name token (Slovak
 declension patterns for first names and surnames, e.g. ``Ján`` -> ``Jána``, ``Jánovi``;
@@ -22,10 +22,11 @@ _WORD = re.compile(r"\w+(?:[-’']\w+)*")
 _YEAR = re.compile(r"(?:19|20)[0-9]{2}")
 
 # Case endings added to a stem; which stem and which endings depends on how the name ends.
-_MASC_CONSONANT = ("a", "ovi", "om", "e", "u", "ovia", "ov")
-_FEM_A = ("y", "e", "u", "ou", "i")
+# Slovak endings, plus the Czech ones that differ (-em, -ě, -é, -ího).
+_MASC_CONSONANT = ("a", "ovi", "om", "e", "u", "ovia", "ov", "em", "ové", "ů")
+_FEM_A = ("y", "e", "u", "ou", "i", "ě", "ej")  # -ej: adjectival surnames with a short -a (Čierna)
 _FEM_IA = ("e", "i", "u", "ou")
-_ADJ_FEM = ("ej", "ú", "ou", "u")
+_ADJ_FEM = ("ej", "ú", "ou", "u", "é")
 _ADJ_MASC_LONG = ("ého", "ému", "ým", "om")
 _ADJ_MASC_SHORT = ("eho", "emu", "ym", "om")
 _MASC_O = ("a", "ovi", "om", "u")
@@ -87,14 +88,24 @@ class Token:
     capital: bool
 
 
-def tokenize(question: str) -> list[Token]:
-    """Return the words of ``question`` (NFC)."""
+def tokenize(question: str, possessive_suffixes: Sequence[str] = ()) -> list[Token]:
+    """Return the words of ``question`` (NFC); a word ending in one of ``possessive_suffixes``
+    (``"'s"``) is taken without it (``Holp's`` -> ``Holp``)."""
     text = unicodedata.normalize("NFC", question)
     tokens = []
     for i, match in enumerate(_WORD.finditer(text)):
         word = match.group(0)
+        for suffix in possessive_suffixes:
+            if len(word) > len(suffix) + 1 and word.lower().endswith(suffix):
+                word = word[: -len(suffix)]
+                break
         tokens.append(Token(i, word, word.lower(), fold(word).replace(" ", ""), word[:1].isupper()))
     return tokens
+
+
+def name_tokens(name: str) -> tuple[str, ...]:
+    """Return the lowercase words of a name as the question tokenizer splits them (``content.team`` -> 2)."""
+    return tuple(t.lower for t in tokenize(name))
 
 
 @dataclass(frozen=True)
@@ -161,7 +172,12 @@ class NameIndex:
         found: dict[tuple[int, ...], dict[int, int]] = {}
         for e, per_token in by_entry.items():
             entry = self.entries[e]
-            if len(per_token) < len(entry.tokens) or len(entry.tokens) < 2:
+            if len(entry.tokens) == 1:  # a one-word name: capitalised, spelled right (exact or folded)
+                for pos, score in per_token.get(0, ()):
+                    if score >= 2 and tokens[pos].capital:
+                        found.setdefault((tokens[pos].index,), {})[e] = score
+                continue
+            if len(per_token) < len(entry.tokens):
                 continue
             best = _best_assignment(per_token, len(entry.tokens))
             if best is None:

@@ -151,3 +151,88 @@ def test_path_globs() -> None:
     assert not path_matches("pages/students/2016/x/y/README.md", ["pages/students/*/*/README.md"])
     assert path_matches("a/b/c/README.md", ["**/README.md"])
     assert path_matches("README.md", ["**/README.md"])
+
+
+# -- choosing a preset without flags -------------------------------------------------------------------
+
+
+def _post(title: str, author: str, slug: str, body: str, tags: str = "python") -> str:
+    return (f"---\ntitle: {title}\nauthor: {author}\nslug: {slug}\ndate: 2021-02-15-10-00\n"
+            f"tags:\n  - {tags}\n---\n\n{body}\n")
+
+
+def test_generic_preset_is_completed_from_a_blog(tmp_path: Path, hash_embedder) -> None:  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from indexer.cli import build_command
+    from query.bundle import open_bundle
+    from query.graph import answer_graph
+    from tests.conftest import RepoBuilder
+
+    repo = RepoBuilder(tmp_path / "blog")
+    repo.write("content/authors.yaml", "- id: petra\n  name: Petra Nováková\n  email: p@example.org\n"
+                                       "- id: mh\n  name: Martin Hrbek\n")
+    repo.write("content/posts/2021/2021-02-15-mapa.md", _post("Mapa knihoven", "petra", "mapa-knihoven", "Text."))
+    repo.write("content/posts/2021/2021-03-01-data.md", _post(
+        "Data obcí", "mh", "data-obci",
+        "Viz [mapu](/2021/02/mapa-knihoven) a [znovu](https://blog.example.org/2021/02/mapa-knihoven)."))
+    repo.write("content/posts/2021/2021-04-01-dalsi.md", _post(
+        "Další", "mh", "dalsi", "[Data](https://blog.example.org/2021/03/data-obci), "
+        "[cizí web](https://elsewhere.example.com/x/mapa-knihoven)", tags="design"))
+    repo.commit("blog")
+    store = tmp_path / "store"
+    result = CliRunner().invoke(build_command, ["--repo", str(repo.path), "--store", str(store),
+                                                "--embedder", "hash-64"])
+    assert result.exit_code == 0, result.output
+    assert "graph schema: generic (detected: " in result.output
+    assert "author ids resolved through content/authors.yaml (2 of 2 authors)" in result.output
+    bundle_path = next((store / "bundles").iterdir())
+    bundle = open_bundle(bundle_path, verify=False, load_model=False)
+    try:
+        mapping = bundle.manifest.config.graph_mapping
+        assert mapping["author_names"] == {"file": "content/authors.yaml", "id_field": "id", "name_field": "name"}
+        assert mapping["permalinks"] == {"field": "slug", "hosts": ["blog.example.org"]}
+        db, conn = open_graph(bundle_path / "graph", read_only=True)
+        try:
+            persons = fetch_rows(conn, "MATCH (p:Person) RETURN p.id, p.name ORDER BY p.id")
+            links = fetch_rows(conn, "MATCH (a:Document)-[r:LINKS_TO]->(b:Document) RETURN a.path, b.path, r.kind "
+                                     "ORDER BY a.path")
+        finally:
+            conn.close()
+            db.close()
+        assert persons == [["mh", "Martin Hrbek"], ["petra", "Petra Nováková"]]
+        # the site path and the absolute URL on the site resolve; the foreign host does not
+        assert links == [["content/posts/2021/2021-03-01-data.md", "content/posts/2021/2021-02-15-mapa.md", "url"],
+                         ["content/posts/2021/2021-04-01-dalsi.md", "content/posts/2021/2021-03-01-data.md", "url"]]
+        author = answer_graph(bundle, {"query": "Kdo napsal článek Mapa knihoven?"})
+        assert (author["intent"], author["answer"]["authors"]) == ("author_of_document", ["Petra Nováková"])
+        posts = answer_graph(bundle, {"query": "Jaké články napsal Martin Hrbek?"})
+        assert posts["answer"]["documents"] == ["content/posts/2021/2021-03-01-data.md",
+                                                "content/posts/2021/2021-04-01-dalsi.md"]
+        shared = answer_graph(bundle, {"query": "Jaké společné štítky mají Petra Nováková a Martin Hrbek?"})
+        assert (shared["status"], shared["answer"]["tags"]) == ("ok", ["python"])
+        incoming = answer_graph(bundle, {"query": "Které články odkazují na článek Mapa knihoven?"})
+        assert incoming["answer"]["documents"] == ["content/posts/2021/2021-03-01-data.md"]
+    finally:
+        bundle.close()
+
+
+def test_obsidian_and_thesis_wiki_are_detected(tmp_path: Path) -> None:
+    from artifacts.graphmap import detect_mapping
+    from indexer.markdown import parse_markdown, resolve_links
+
+    def doc(path: str, text: str) -> Document:
+        return parse_markdown(path, text.encode(), blob_id="0" * 40, max_bytes=10**6)
+
+    vault = [doc(f"n{i}.md", f"# N{i}\n\nSee [[n{(i + 1) % 5}]].\n") for i in range(5)]
+    resolve_links(vault)
+    mapping, choice = detect_mapping(vault, {}, {})
+    assert (mapping.name, choice.name, choice.source) == ("obsidian", "obsidian", "detected")
+    assert "5 of 5 sampled pages use [[wikilinks]] or aliases" in choice.reason
+    wiki = [doc(f"pages/students/2020/s{i}/README.md",
+                f"---\ntitle: Student {i}\ntaxonomy:\n  category: [bp202{i}, st2020]\n---\n# S\n") for i in range(3)]
+    mapping, choice = detect_mapping(wiki + vault, {}, {})
+    assert mapping.name == "thesis-wiki" and "bp2020" in choice.reason
+    plain = [doc("a.md", "# A\n\ntext\n"), doc("b.md", "# B\n\n[a](a.md)\n")]
+    mapping, choice = detect_mapping(plain, {}, {})
+    assert (mapping, choice.name) == (preset("generic"), "generic")

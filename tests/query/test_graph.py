@@ -37,6 +37,9 @@ VERESOVA = student("Ivana Verešová", "bp2020, st2017", "## Bakalárska práca 
                    tags="nlp, bert")
 MALA = student("Eva Malá", "bp2021, st2018", "## Bakalárska práca\n\nNázov: Skrytá práca\n", published=False)
 PEOPLE = "---\ntitle: Ľudia\n---\n\n# Ľudia\n\n- [Ján Holp](../students/2016/jan_holp/README.md)\n"
+KOVAC_HIDDEN = student("Martin Kováč", "bp2024, st2021", "## Bakalárska práca\n\nNázov: Tajná práca\n", published=False)
+DRAFT = ("---\ntitle: Tajný koncept\npublished: false\ntaxonomy:\n    tag: [tajne]\n---\n\n# Tajný koncept\n\n"
+         "[Holp](../students/2016/jan_holp/README.md), [Ľudia](../people/README.md)\n")
 
 
 def write_wiki(repo: RepoBuilder) -> None:
@@ -47,6 +50,8 @@ def write_wiki(repo: RepoBuilder) -> None:
     repo.write("pages/students/2017/ivana_veresova/README.md", VERESOVA)
     repo.write("pages/students/2018/eva_mala/README.md", MALA)
     repo.write("pages/people/README.md", PEOPLE)
+    repo.write("pages/students/2021/martin_kovac/README.md", KOVAC_HIDDEN)
+    repo.write("pages/drafts/README.md", DRAFT)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +85,9 @@ def ask(bundle: OpenedBundle, question: str, **extra: Any) -> dict[str, Any]:
 def test_repository_mapping_file_is_used_and_recorded(wiki: dict[str, Any]) -> None:
     manifest = wiki["results"][0].manifest
     assert manifest.config.graph_mapping["name"] == "thesis-wiki"
-    assert manifest.counts.nodes["Work"] == 6
+    assert manifest.counts.nodes["Work"] == 7  # an unpublished page's work is in the graph, hidden at query time
+    assert manifest.model_extra["graph_mapping_choice"] == {
+        "name": "thesis-wiki", "source": "repository_file", "reason": "graph-schema.yaml at the root of the commit"}
 
 
 @pytest.mark.parametrize("question", [
@@ -137,8 +144,9 @@ def test_work_without_a_title_is_kept(wiki: dict[str, Any]) -> None:
     ]
     assert body["answer"]["titles"] == ["Prepis súdnych nahrávok"]
     assert body["facts"][1]["object"]["title_missing"] is True
+    # the work exists but its page gives no title: the title question is not answered `ok`
     title = ask(wiki["first"], "Aký názov má diplomová práca Jána Holpa?")
-    assert title["status"] == "ok"
+    assert (title["status"], title["reason"]) == ("no_answer", "no_matching_sources")
     assert (title["answer"]["titles"], title["answer"]["title_missing"], title["answer"]["years"]) == ([], True, [2021])
 
 
@@ -243,3 +251,74 @@ def test_graph_request_rejects_lone_surrogates_and_names_bad_fields() -> None:
     with pytest.raises(InvalidRequestError) as info:
         parse_graph_request({"question": "Kto?", "limit": 0})
     assert [f["field"] for f in info.value.fields] == ["limit"]
+
+
+def test_published_only_hides_unpublished_pages_everywhere(wiki: dict[str, Any]) -> None:
+    """Issue 12: an unpublished page's path, title and links never show through /graph."""
+    hidden = ("pages/drafts/README.md", "Tajný koncept", "pages/students/2021/martin_kovac/README.md", "Tajná")
+    asked = [
+        ask(wiki["first"], "Ktoré stránky odkazujú na stránku Jána Holpa?"),
+        ask(wiki["first"], "Na ktoré stránky odkazuje Tajný koncept?"),
+        ask(wiki["first"], "Kto má tag tajne?"),
+        ask(wiki["first"], "Aké práce má Martin Kováč?"),  # two published namesakes, one hidden
+        ask(wiki["first"], "Kto robil bakalársku prácu v roku 2024?"),
+        ask(wiki["first"], "Kto začal študovať v roku 2021?"),
+    ]
+    for body in asked:  # the question's own words (query echo, unknown names) aside
+        shown = {k: v for k, v in body.items() if k not in ("query", "question")}
+        shown["entities"] = {k: v for k, v in body["entities"].items() if k != "unknown_names"}
+        text = json.dumps(shown, ensure_ascii=False)
+        assert not any(h in text for h in hidden), text
+    links, draft, tag, kovac, year, started = asked
+    assert links["status"] == "ok" and links["intent"] == "links_to"
+    assert links["answer"]["documents"] == ["pages/people/README.md"]
+    assert (draft["status"], draft["reason"]) == ("no_answer", "unknown_page")
+    assert tag["status"] != "ok"
+    assert len(kovac["candidates"]) == 2
+    assert year["answer"]["count"] == 0 and started["answer"]["count"] == 0
+    # with published_only=false the same questions see the unpublished pages
+    everything = ask(wiki["first"], "Ktoré stránky odkazujú na stránku Jána Holpa?", published_only=False)
+    assert everything["answer"]["documents"] == ["pages/drafts/README.md", "pages/people/README.md"]
+    outgoing = ask(wiki["first"], "Na ktoré stránky odkazuje Tajný koncept?", published_only=False)
+    assert outgoing["intent"] == "links_from" and len(outgoing["answer"]["documents"]) == 2
+    assert len(ask(wiki["first"], "Aké práce má Martin Kováč?", published_only=False)["candidates"]) == 3
+
+
+def test_query_field_with_question_as_alias(wiki: dict[str, Any]) -> None:
+    by_query = answer_graph(wiki["first"], {"query": "Aké práce má Ján Holp?"})
+    by_question = ask(wiki["first"], "Aké práce má Ján Holp?")
+    assert by_query["answer"] == by_question["answer"] and by_query["status"] == "ok"
+    assert by_query["query"] == by_query["question"] == "Aké práce má Ján Holp?"
+    with pytest.raises(InvalidRequestError) as both:
+        answer_graph(wiki["first"], {"query": "Aké práce má Ján Holp?", "question": "x"})
+    assert [f["field"] for f in both.value.fields] == ["query"]
+    with pytest.raises(InvalidQueryError):
+        answer_graph(wiki["first"], {"limit": 5})
+
+
+@pytest.mark.parametrize("question", [
+    "Aký e-mail má Ján Holp?",                      # an attribute the graph does not have
+    "Akú známku dostal Ján Holp za bakalársku prácu?",  # a work named, but not what is asked
+    "Koľko rokov má Ján Holp?",                     # count and year words, no work
+    "What is Ján Holp's phone number?",
+    "Kolik je Janu Holpovi let?",
+])
+def test_questions_not_understood_keep_the_entities(wiki: dict[str, Any], question: str) -> None:
+    body = ask(wiki["first"], question)
+    assert (body["status"], body["reason"], body["suggested_endpoint"]) == (
+        "no_answer", "unsupported_question", "/search")
+    assert body["facts"] == [] and body["answer"] is None
+    assert [(p["name"], p["path"]) for p in body["entities"]["persons"]] == [
+        ("Ján Holp", "pages/students/2016/jan_holp/README.md")]
+
+
+def test_intent_words_are_matched_outside_names(wiki: dict[str, Any]) -> None:
+    # "Kolková" starts like "koľko", "Rokos" like "rok": names never feed the intent
+    tags = ask(wiki["first"], "Aké tagy má Ivana Verešová?")
+    assert (tags["intent"], tags["answer"]["tags"]) == ("tags_of_person", ["bert", "nlp"])
+    possessive = ask(wiki["first"], "What is the title of Ján Holp's bachelor's thesis?")
+    assert possessive["status"] == "ok" and possessive["answer"]["titles"] == ["Prepis súdnych nahrávok"]
+    started = ask(wiki["first"], "Which students started in 2016?")
+    assert (started["intent"], started["answer"]["persons"]) == ("persons_started", ["Ján Holp"])
+    supervisor = ask(wiki["first"], "Kto viedol bakalársku prácu Jána Holpa?")
+    assert supervisor["answer"]["supervisors"] == ["Daniel Hládek"]
