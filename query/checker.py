@@ -17,11 +17,13 @@ Checks per claim, in order (reasons from :data:`query.evidence.CLAIM_FAILURES`):
    exactly (``67,5`` = ``67.5``; ``22. 10. 2019`` = ``22.10.2019``; the year of a date counts as
    the year).  Names compare diacritics-folded and inflection-aware with the Slovak case forms of
    :func:`query.graph_names.name_forms` (``Strakovej`` = ``Straková``); no prefix guessing, so
-   ``Nováková`` is not ``Novák``.  A capitalised word that opens a sentence is not treated as a name
-   when it is a stop word or an ordinary word of the cited evidence or the question (inflection-aware)
-   and the next word is not capitalised.  (simplemma's lexicons were the alternative: 160 MB and
-   several seconds to load sk+cs+en, too much for a per-request check.)
-4. ``graph_mismatch`` (only with ``graph=``, a ``/graph`` response body): for a claim citing a
+   ``Nováková`` is not ``Novák``.  A lone capitalised word opening a sentence (next word not
+   capitalised) is not taken for a name: it cannot be told from an ordinary word without a lexicon
+   (simplemma's sk+cs+en lexicons were measured at 160 MB and several seconds to load), so a bare
+   surname at the start of a sentence is the one name the checker does not verify.
+4. ``instruction_text``: the quote passed, but it lies in a sentence of the evidence that addresses
+   the model ("ignore previous instructions ...", also sk/cs): such text is data, never support.
+5. ``graph_mismatch`` (only with ``graph=``, a ``/graph`` response body): for a claim citing a
    ``graph`` item, every count in its text must equal the aggregation count (or a list length of the
    graph answer), and a list of names that mixes members of a graph answer list with names outside
    it is rejected.
@@ -45,8 +47,8 @@ from .evidence import (
     GeneratorReply,
     GeneratorUnavailableError,
 )
-from .graph_names import name_forms, tokenize
-from .sentences import WordSet, analyze, content_words, fold_word, stop_words
+from .graph_names import capital_runs, damerau1, name_forms, tokenize
+from .sentences import WordSet, addresses_model, analyze, content_words, fold_word, text_units
 
 _SPACE = re.compile(r"\s+")
 _OUTER = "\"'„“”‚‘’«»`"
@@ -60,6 +62,9 @@ _DATE = re.compile(r"\d{1,2}[./]\d{1,2}[./](\d{4})")
 _YEAR = re.compile(r"(?:1[5-9]|20)\d{2}")
 _SENTENCE_END = re.compile(r"[.!?:;]\s*[\"'„“”»)*_]*\s*$")
 _MIN_PIECE_WORDS = 3
+_MAX_PIECE_SEARCH_WORDS = 150  # longer non-verbatim quotes are simply "fabricated" (bounds the search)
+MAX_CLAIMS = 50
+"""Claims of one reply that are checked; the rest of an overlong reply is dropped unchecked."""
 
 
 # --------------------------------------------------------------------------- normalisation
@@ -116,7 +121,8 @@ class _Hay:
 
 # --------------------------------------------------------------------------- details
 
-def _support_text(item: EvidenceItem) -> str:
+def support_text(item: EvidenceItem) -> str:
+    """What details of a claim citing ``item`` may rest on: its text, title, heading path and graph facts."""
     parts = [item.text, item.title or "", " / ".join(item.heading_path)]
     parts.extend(_flatten(fact) for fact in item.facts)
     return "\n".join(p for p in parts if p)
@@ -186,12 +192,12 @@ def _name_support(text: str) -> _NameSupport:
     return _NameSupport(text)
 
 
-def _detail_tokens(text: str, common: WordSet) -> list[str]:
+def _detail_tokens(text: str) -> list[str]:
     """Capitalised name/title words and mixed tokens (``mT5``, ``GPT-2``) of a claim text.
 
-    A capitalised word that opens a sentence, is not followed by another capitalised word and is a
-    stop word or an ordinary word of ``common`` (the cited evidence and the question, folded,
-    inflection-aware) is not a name.
+    A lone capitalised word that opens a sentence (the next word is not capitalised) is not taken
+    for a name: without a lexicon it cannot be told from an ordinary word, and nearly every claim
+    starts with one.  Full names and capitalised words inside a sentence are checked.
     """
     text = unicodedata.normalize("NFC", text)
     tokens = tokenize(text)
@@ -211,7 +217,7 @@ def _detail_tokens(text: str, common: WordSet) -> list[str]:
             before = text[:start]
             initial = not before.strip(" \t\n-*>#(\"'„“") or bool(_SENTENCE_END.search(before))
             next_capital = i + 1 < len(tokens) and tokens[i + 1].capital and not tokens[i + 1].text.isdigit()
-            if initial and not next_capital and (fold_word(word) in stop_words() or common.has(fold_word(word))):
+            if initial and not next_capital:
                 continue
         out.append(word)
     return out
@@ -248,8 +254,13 @@ def _graph_lists(graph: dict[str, Any]) -> list[set[str]]:
 
 
 def _name_runs(text: str) -> list[str]:
-    runs = re.findall(r"[A-ZÁ-ŽА-Я][\w’'-]*(?:\s+[A-ZÁ-ŽА-Я][\w’'-]*)+", unicodedata.normalize("NFC", text))
-    return [normalize_quote(r) for r in runs]
+    """Runs of two or more adjacent capitalised words (names) within one list element, normalised."""
+    out = []
+    for part in re.split(r"[,;:()/]|\s(?:a|i|aj|and|und|et)\s", text):
+        for run in capital_runs(tokenize(part), set()):
+            if len(run) >= 2:
+                out.append(normalize_quote(" ".join(t.text for t in run)))
+    return out
 
 
 def _graph_verdict(text: str, graph: dict[str, Any]) -> list[str]:
@@ -274,15 +285,14 @@ def _graph_verdict(text: str, graph: dict[str, Any]) -> list[str]:
 
 def check_reply(question: str, reply: GeneratorReply | Sequence[Claim], evidence: Sequence[EvidenceItem], *,
                 graph: dict[str, Any] | None = None) -> list[ClaimVerdict]:
-    """Return one :class:`ClaimVerdict` per claim of ``reply``, in order.
+    """Return one :class:`ClaimVerdict` per claim of ``reply`` (at most :data:`MAX_CLAIMS`), in order.
 
     ``evidence``: this request's context (ids ``E1..En``); ``graph``: the ``/graph`` response body
     the graph items came from (``aggregation``, ``answer``), enabling ``graph_mismatch``.
-    ``question`` is never support for a detail (a claim is not true because the question says so);
-    its ordinary words only tell that a capitalised word opening a sentence is not a name.
+    ``question`` is never support (a claim is not true because the question says so).
     Raises nothing on bad claims; every failure is a verdict.
     """
-    claims = reply.claims if isinstance(reply, GeneratorReply) else tuple(reply)
+    claims = (reply.claims if isinstance(reply, GeneratorReply) else tuple(reply))[:MAX_CLAIMS]
     by_id = {item.evidence_id: item for item in evidence}
     hays = {item.evidence_id: _Hay.of(item.text) for item in evidence}
     return [_check_claim(question, claim, by_id, hays, graph) for claim in claims]
@@ -319,15 +329,17 @@ def _check_claim(question: str, claim: Claim, by_id: dict[str, EvidenceItem], ha
             fail("frankenquote", "the quote joins pieces of evidence that are not contiguous")
         else:
             fail("fabricated", "the quote does not occur in any evidence item")
+    elif any(_quote_in_instruction(quote, item.text) for item in cited):
+        fail("instruction_text", "the quote comes from evidence text that addresses the model, which is never support")
 
-    support = "\n".join(_support_text(item) for item in cited)
+    support = "\n".join(support_text(item) for item in cited)
     numbers = _number_support(support)
     for number in _numbers(claim.text):
         if number not in numbers:
             kind = "year" if _YEAR.fullmatch(number) else "date" if _DATE.fullmatch(number) else "number"
             fail("unsupported_detail", f"a {kind} in the claim text is not in the cited evidence")
     names = _name_support(support)
-    for word in _detail_tokens(claim.text, WordSet([*analyze(support), *analyze(question)])):
+    for word in _detail_tokens(claim.text):
         if not names.has(word):
             fail("unsupported_detail", "a name or title in the claim text is not in the cited evidence")
             break
@@ -336,6 +348,16 @@ def _check_claim(question: str, claim: Claim, by_id: dict[str, EvidenceItem], ha
         for detail in _graph_verdict(claim.text, graph):
             fail("graph_mismatch", detail)
     return ClaimVerdict(claim, not reasons, tuple(reasons), tuple(details))
+
+
+@lru_cache(maxsize=512)
+def _instruction_units(text: str) -> tuple[_Hay, ...]:
+    """The sentences / items of an evidence text that address the model."""
+    return tuple(_Hay.of(u.text) for u in text_units(text) if addresses_model(u.text))
+
+
+def _quote_in_instruction(quote: str, text: str) -> bool:
+    return any(h.contains(quote) for h in _instruction_units(text))
 
 
 def _words(text: str) -> list[str]:
@@ -349,7 +371,7 @@ def _is_frankenquote(quote: str, hays: list[_Hay]) -> bool:
     some item; every word of the quote must be inside such a piece.
     """
     words = [w for w in _words(quote) if w]
-    if len(words) < 2 * _MIN_PIECE_WORDS:
+    if len(words) < 2 * _MIN_PIECE_WORDS or len(words) > _MAX_PIECE_SEARCH_WORDS:
         return False
     pieces = 0
     i = 0
@@ -379,15 +401,55 @@ def coverage(question: str, claims: Iterable[Claim], evidence: Sequence[Evidence
     Content words: :func:`query.sentences.content_words` (BM25 folding analyzer, stop words of
     sk/cs/en/de/pl dropped); a word counts as covered when some word of a cited item's text, title
     or heading path matches it (:func:`query.sentences.words_match`, inflection by shared prefix).
-    A question without content words has coverage 0.0.
+    A question without content words, or one that names someone (:func:`question_names`) whom the
+    cited evidence never names, has coverage 0.0.
     """
     wanted = content_words(question)
     if not wanted:
         return 0.0
     by_id = {item.evidence_id: item for item in evidence}
-    cited = {e for claim in claims for e in claim.evidence if e in by_id}
-    words = WordSet(w for e in cited for w in analyze(_support_text(by_id[e])))
+    cited = [by_id[e] for e in dict.fromkeys(e for claim in claims for e in claim.evidence) if e in by_id]
+    support = "\n".join(support_text(item) for item in cited)
+    if not all(name_occurs(name, support) for name in question_names(question)):
+        return 0.0
+    words = WordSet(analyze(support))
     return sum(1 for w in wanted if words.has(w)) / len(wanted)
+
+
+def question_names(question: str) -> list[tuple[str, ...]]:
+    """Full names in ``question``: runs of two or more adjacent capitalised words (``Petry Strakovej``)."""
+    names = []
+    for part in re.split(r"[,;:()/?!.]|\s(?:a|i|aj|and|und|et)\s", unicodedata.normalize("NFC", question)):
+        for run in capital_runs(tokenize(part), set()):
+            if len(run) >= 2:
+                names.append(tuple(t.text for t in run))
+    return names
+
+
+@lru_cache(maxsize=16384)
+def _forms(word: str) -> frozenset[str]:
+    """``word`` and its Slovak case forms, folded (computed from the word as written)."""
+    return frozenset({_squash(word), *(_squash(f) for f in name_forms(word))})
+
+
+def name_occurs(name: tuple[str, ...], text: str) -> bool:
+    """The name's words occur adjacent in ``text``, each in some Slovak case form (folded); one word
+    of 5+ letters may differ by one edit (a typo), as in graph name matching."""
+    raw = [m.group(0) for m in _WORD_RE.finditer(unicodedata.normalize("NFC", text))]
+    targets = [_squash(token) for token in name]
+    wanted = [_forms(token) for token in name]
+
+    def same(i: int, word: str) -> int:  # 2 exact or inflected, 1 typo, 0 no
+        folded = _squash(word)
+        if folded in wanted[i] or targets[i] in _forms(word):
+            return 2
+        return 1 if len(folded) >= 5 and damerau1(folded, targets[i]) else 0
+
+    for start in range(len(raw) - len(name) + 1):
+        scores = [same(i, raw[start + i]) for i in range(len(name))]
+        if all(scores) and scores.count(1) <= 1:
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------- pipeline
@@ -433,7 +495,7 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
     attempts = [_attempt_record(1, reply, verdicts)]
     if not reply.claims:
         return GenerationOutcome([], "no_answer", "insufficient_evidence", 0.0, attempts)
-    passed = [v.claim for v in verdicts if v.ok]
+    passed = [v.claim for v in verdicts if v.ok]  # verdicts cover at most MAX_CLAIMS claims
     failed = [v for v in verdicts if not v.ok]
     repaired = False
     if failed:

@@ -30,6 +30,7 @@ CLAIM_FAILURES = (
     "frankenquote",        # the quote's pieces occur in the evidence, but not contiguously
     "unsupported_detail",  # a number, year, date or capitalised name/title of the claim is not in its evidence
     "graph_mismatch",      # a count or list differs from the graph aggregation
+    "instruction_text",    # the quote is from evidence text addressing the model ("ignore previous instructions")
 )
 """Stable reasons a claim fails the checker (``ClaimVerdict.reasons``)."""
 

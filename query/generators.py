@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from .checker import name_occurs, question_names, support_text
 from .errors import InvalidRequestError
 from .evidence import Claim, ClaimVerdict, EvidenceItem, Generator, GeneratorReply, GeneratorUnavailableError
-from .sentences import Unit, content_words, text_units, word_set
+from .sentences import Unit, addresses_model, content_words, text_units, word_set
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +60,30 @@ class _Candidate:
     context: frozenset[str]
 
 
+def _about_named(question: str, evidence: Sequence[EvidenceItem]) -> list[tuple[int, EvidenceItem]]:
+    """``(rank, item)`` of the items that name someone the question names (full names, inflected),
+    or of every item when the question names no one or no item names them."""
+    ranked = list(enumerate(evidence))
+    names = question_names(question)
+    if not names:
+        return ranked
+    named = [(r, item) for r, item in ranked if any(name_occurs(n, support_text(item)) for n in names)]
+    return named or ranked
+
+
 class ExtractiveGenerator:
     """Verbatim evidence units chosen by greedy set cover of the question's content words.
 
-    Scoring: the question's content words (:func:`query.sentences.content_words`) weighted by
-    ``log(1 + units / (1 + units containing the word))``; a unit covers a word with its own text
-    (weight 1) or through its headings, the item's title and heading path (weight ``context_weight``).
-    Greedy: take the unit with the largest weight of still uncovered words (ties: better evidence
-    rank, then earlier position) while it adds at least ``min_gain`` (0..1) of the question's
-    total weight and has at least one own word; at most ``max_claims`` picks (list items that come
-    with a picked list introduction do not count).  Claims are returned in evidence order.
+    When the question names someone (a full name, any case form) and some evidence items name them,
+    only those items are considered.  Scoring: the question's content words
+    (:func:`query.sentences.content_words`) weighted by ``log(1 + units / (1 + units containing
+    the word))``; a unit covers a word with its own text (weight 1) or through its headings, the
+    item's title and heading path (weight ``context_weight``).  Greedy: take the unit with the
+    largest weight of still uncovered words (ties: the larger weight of all the words it matches,
+    then better evidence rank, then earlier position) while it has at least one own uncovered word
+    and, after the first pick, adds at least ``min_gain`` (0..1) of the total weight of the question
+    words that some unit contains; at most ``max_claims`` picks (list items that come with a picked
+    list introduction do not count).  Claims are returned in evidence order.
     """
 
     name = "extractive"
@@ -97,7 +112,7 @@ class ExtractiveGenerator:
         wanted = content_words(question)
         if not wanted or not evidence:
             return GeneratorReply((), insufficient=True)
-        candidates = self._candidates(wanted, evidence)
+        candidates = self._candidates(wanted, _about_named(question, evidence))
         if not candidates:
             return GeneratorReply((), insufficient=True)
         units_with = {w: sum(1 for c in candidates if w in c.own) for w in wanted}
@@ -113,7 +128,7 @@ class ExtractiveGenerator:
                 by_list.setdefault((c.rank, c.unit.list_id), []).append(c)
         picks = 0
         while uncovered and picks < self.max_claims:
-            best: tuple[float, int, int] | None = None
+            best: tuple[float, float, int, int] | None = None
             best_c: _Candidate | None = None
             for c in candidates:
                 if (c.rank, c.unit.order) in picked:
@@ -123,7 +138,8 @@ class ExtractiveGenerator:
                     continue
                 gain = sum(weight[w] for w in own) + self.context_weight * sum(
                     weight[w] for w in (c.context - c.own) & uncovered)
-                key = (gain, -c.rank, -c.unit.order)
+                fit = sum(weight[w] for w in c.own) + self.context_weight * sum(weight[w] for w in c.context - c.own)
+                key = (gain, fit, -c.rank, -c.unit.order)
                 if best is None or key > best:
                     best, best_c = key, c
             if best is None or best_c is None or (chosen and best[0] < self.min_gain * total):
@@ -144,11 +160,13 @@ class ExtractiveGenerator:
             claims.append(Claim(text=text, evidence=(c.item.evidence_id,), quote=text))
         return GeneratorReply(tuple(claims), insufficient=not claims)
 
-    def _candidates(self, wanted: list[str], evidence: Sequence[EvidenceItem]) -> list[_Candidate]:
+    def _candidates(self, wanted: list[str], evidence: Sequence[tuple[int, EvidenceItem]]) -> list[_Candidate]:
         out = []
-        for rank, item in enumerate(evidence):
+        for rank, item in evidence:
             base = [item.title or "", *item.heading_path]
             for unit in text_units(item.text):
+                if addresses_model(unit.text):
+                    continue
                 own_words = word_set(unit.text)
                 ctx_words = word_set("\n".join(base + list(unit.headings)))
                 own = frozenset(w for w in wanted if own_words.has(w))

@@ -34,6 +34,14 @@ _INNER_END = re.compile(r"[.!?…][\"'”’»)\]]*\s+\S")
 _LIST_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
 _HEADING_MARKER = re.compile(r"[ \t]*#{1,6}[ \t]+")
 _STOP_LANGS = ("sk", "cs", "en", "de", "pl")
+_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:previous|prior|above|earlier|former)\s+"
+    r"(?:instructions?|prompts?|rules|directions)"
+    r"|\bsystem\s+prompt\b"
+    r"|\bignoruj(?:te)?\s+(?:vsetky\s+|vsechny\s+)?(?:predchadzajuce|predosle|doterajsie|predchozi|predesle)\s+"
+    r"(?:pokyny|instrukcie|instrukce)"
+)
+"""Text that addresses the model (prompt injection), matched on folded text (en, sk, cs)."""
 
 
 @dataclass(frozen=True)
@@ -241,16 +249,20 @@ def content_words(text: str) -> list[str]:
 def words_match(a: str, b: str) -> bool:
     """True when folded words ``a`` and ``b`` are the same word up to inflection.
 
-    Equal, or (both alphabetic) sharing a prefix of at least ``max(4, shorter length - 2)``
-    characters: ``zadania``/``zadanie``, ``prace``/``praca``, ``strakovej``/``strakova``.
-    Numbers match only exactly.
+    Equal, or (both alphabetic, the shorter one at least 4 letters) sharing a prefix of the
+    shorter length minus 1 for words of 4-5 letters (``jany``/``jana``, ``prace``/``praca``, not
+    ``prace``/``prach``) and of ``max(4, shorter length - 2)`` for longer ones (``zadania``/
+    ``zadanie``, ``strakovej``/``strakova``).  Numbers match only exactly.
     """
     if a == b:
         return True
     if not (a.isalpha() and b.isalpha()):
         return False
-    need = max(4, min(len(a), len(b)) - 2)
-    return len(a) >= need and len(b) >= need and a[:need] == b[:need]
+    shorter = min(len(a), len(b))
+    if shorter < 4:
+        return False
+    need = shorter - 1 if shorter <= 5 else max(4, shorter - 2)
+    return a[:need] == b[:need]
 
 
 class WordSet:
@@ -261,7 +273,7 @@ class WordSet:
         self._by_prefix: dict[str, set[str]] = {}
         for word in self.words:
             if word.isalpha() and len(word) >= 4:
-                self._by_prefix.setdefault(word[:4], set()).add(word)
+                self._by_prefix.setdefault(word[:3], set()).add(word)
 
     def has(self, word: str) -> bool:
         """True when some word of the set matches ``word`` (:func:`words_match`)."""
@@ -269,9 +281,18 @@ class WordSet:
             return True
         if not word.isalpha() or len(word) < 4:
             return False
-        return any(words_match(word, other) for other in self._by_prefix.get(word[:4], ()))
+        return any(words_match(word, other) for other in self._by_prefix.get(word[:3], ()))
 
 
 def fold_word(word: str) -> str:
     """Return one word lowercased (NFC) with diacritics folded."""
     return fold_token(normalize_text(word).lower())
+
+
+def addresses_model(text: str) -> bool:
+    """True when ``text`` talks to a language model ("ignore previous instructions", sk/cs/en).
+
+    Such evidence text is data that tries to be an instruction (prompt injection): the extractive
+    generator never picks it and the checker rejects quotes from it (``instruction_text``).
+    """
+    return bool(_INSTRUCTION.search(" ".join(analyze(text))))

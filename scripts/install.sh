@@ -14,5 +14,5 @@ fi
 # torch first, from the local CPU build (a plain `torch` requirement would pull a multi-GB CUDA build).
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 # hnswlib compiles; without -march=native its wheel is portable across machines.
-HNSWLIB_NO_NATIVE=1 .venv/bin/python -m pip install --quiet -e ".[models,llm,test]"
+HNSWLIB_NO_NATIVE=1 .venv/bin/python -m pip install --quiet -e ".[models,test]"
 echo "$want" > "$STAMP"

@@ -1,0 +1,104 @@
+"""A scripted fake LLM: a real aiohttp HTTP server on 127.0.0.1 speaking the OpenAI Chat Completions
+and the Anthropic Messages wire formats.
+
+Each test queues replies (:meth:`FakeLLM.reply_json`, :meth:`FakeLLM.reply_text`,
+:meth:`FakeLLM.reply_status`, :meth:`FakeLLM.reply_slow`); every request is recorded with its
+headers and JSON body in :attr:`FakeLLM.requests`.  With an empty queue the server answers 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Scripted:
+    status: int = 200
+    text: str | None = None      # the model's reply text (wrapped in the provider's envelope)
+    delay: float = 0.0           # seconds before answering (timeouts)
+    raw_body: str | None = None  # a body sent as is (bad envelopes)
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+@dataclass
+class FakeLLM:
+    """The server's script and what it received."""
+
+    queue: list[Scripted] = field(default_factory=list)
+    requests: list[Recorded] = field(default_factory=list)
+    port: int = 0
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def reply_json(self, claims: list[dict[str, Any]], insufficient: bool = False, fence: bool = False) -> None:
+        text = json.dumps({"claims": claims, "insufficient": insufficient}, ensure_ascii=False)
+        if fence:
+            text = f"Here is the answer:\n```json\n{text}\n```"
+        self.queue.append(Scripted(text=text))
+
+    def reply_text(self, text: str) -> None:
+        self.queue.append(Scripted(text=text))
+
+    def reply_status(self, status: int) -> None:
+        self.queue.append(Scripted(status=status, raw_body='{"error": {"message": "boom"}}'))
+
+    def reply_slow(self, delay: float, text: str = '{"claims": [], "insufficient": true}') -> None:
+        self.queue.append(Scripted(text=text, delay=delay))
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            body = {}
+        self.requests.append(Recorded(request.path, dict(request.headers), body))
+        step = self.queue.pop(0) if self.queue else Scripted(status=500, raw_body="{}")
+        if step.delay:
+            await asyncio.sleep(step.delay)
+        if step.raw_body is not None:
+            return web.Response(status=step.status, text=step.raw_body, content_type="application/json")
+        if request.path.endswith("/messages"):
+            payload: dict[str, Any] = {
+                "id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"),
+                "content": [{"type": "text", "text": step.text}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }
+        else:
+            payload = {
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": step.text}}],
+            }
+        return web.json_response(payload, status=step.status)
+
+
+async def start_fake_llm() -> tuple[FakeLLM, web.AppRunner]:
+    """Start the server on 127.0.0.1 (a free port); return it and its runner (call ``cleanup()``)."""
+    fake = FakeLLM()
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", fake.handle)
+    app.router.add_post("/v1/messages", fake.handle)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    server = site._server
+    assert server is not None
+    fake.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return fake, runner
