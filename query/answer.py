@@ -8,12 +8,11 @@ graph answer                                   what ``/answer`` does
 ``ok`` with facts                              evidence = the facts (one item per document), phrased
                                                deterministically (:class:`GraphPhrasing`), still checked
 ``ok`` without facts / other ``no_answer``     ``no_answer`` with the graph's reason (``engine: graph``)
-``unknown_person``                             ``no_answer`` / ``unknown_person``
+``unknown_person``                             ``no_answer`` / ``unknown_person`` (also for a content
+                                               question about someone the wiki does not know: it is
+                                               never answered from another person's page)
 ``ambiguous_person``                           ``ambiguous`` with the graph's ``candidates``
 ``unsupported_question`` naming known persons  text retrieval restricted to their pages (``graph+text``)
-``unsupported_question`` naming only unknown   ``no_answer`` / ``unknown_person``: a content question
-names                                          about someone the wiki does not know is never answered
-                                               from another person's page
 anything else                                  text retrieval over the whole bundle (``text``)
 =============================================  ==========================================================
 
@@ -181,8 +180,6 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
     # unsupported_question: the graph did not answer; text retrieval may, within what it recognised.
     started = time.perf_counter()
     paths = _person_paths(bundle, entities)
-    if not paths and entities.get("unknown_names"):
-        return Routed("graph", Context(), "no_answer", "unknown_person", graph_body=body, timings=timings)
     engine = "graph+text" if paths else "text"
     if min_support is None:
         min_support = MIN_SUPPORT_RESTRICTED if paths else MIN_SUPPORT

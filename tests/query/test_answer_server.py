@@ -22,8 +22,15 @@ ADMIN = "a" * 32
 SEARCH = "s" * 32
 
 
+@pytest.fixture(scope="module")
+def wiki(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> dict[str, Any]:
+    """One wiki for the tests that only read it."""
+    return build_wiki(tmp_path_factory.mktemp("answerserver"), hash_embedder)
+
+
 @pytest.fixture
-def wiki(tmp_path: Path, hash_embedder: Any) -> dict[str, Any]:
+def own_wiki(tmp_path: Path, hash_embedder: Any) -> dict[str, Any]:
+    """A wiki the test may change (new commits, swaps)."""
     return build_wiki(tmp_path, hash_embedder)
 
 
@@ -135,7 +142,9 @@ def test_openapi_lists_answer(wiki: dict[str, Any], hash_embedder: Any) -> None:
     run(scenario())
 
 
-def test_a_swap_changes_the_cache_key(wiki: dict[str, Any], hash_embedder: Any) -> None:
+def test_a_swap_changes_the_cache_key(own_wiki: dict[str, Any], hash_embedder: Any) -> None:
+    wiki = own_wiki
+
     async def scenario() -> None:
         server = await _serve(wiki["store"], hash_embedder)
         url = f"http://127.0.0.1:{server.port}"
