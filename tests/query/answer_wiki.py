@@ -20,12 +20,12 @@ def student(name: str, categories: str, sections: str, *, tags: str = "nlp") -> 
 
 HOLP = student("Ján Holp", "dp2021, bp2019, st2016",
                "## Bakalárska práca 2019\n\nNázov: Prepis súdnych nahrávok\n\n"
-               "## Diplomová práca 2021\n\nNázov: Detekcia kľúčových slov\n\n### Zadanie\n\n"
+               "## Diplomová práca 2021\n\nNázov: Detekcia kľúčových slov\n\nZadanie:\n\n"
                "1. Vypracujte prehľad metód detekcie kľúčových slov.\n"
                "2. Natrénujte akustický model pre slovenčinu.\n"
                "3. Vyhodnoťte presnosť na rozhlasových nahrávkach.\n", tags="asr, nlp")
 STRAKOVA = student("Petra Straková", "bp2018, st2015",
-                   "## Bakalárska práca 2018\n\nNázov: Generovanie textu\n\n### Zadanie\n\n"
+                   "## Bakalárska práca 2018\n\nNázov: Generovanie textu\n\nZadanie:\n\n"
                    "1. Vypracujte prehľad veľkých jazykových modelov.\n"
                    "2. Navrhnite model na generovanie textu v slovenčine.\n", tags="gpt, nlp")
 KOVAC_1 = student("Martin Kováč", "bp2018, st2015", "## Bakalárska práca 2018\n\nNázov: Kvantizácia modelov\n")
