@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -121,3 +122,24 @@ def test_cache_key_and_bounds(wiki: dict[str, Any]) -> None:
     second = asyncio.run(answer(wiki["bundle"], request, SearchOptions(), None, cache=cache))
     assert (first["cached"], second["cached"]) == (False, True)
     assert second["evidence"] == first["evidence"]
+
+
+def test_ask_cli(wiki: dict[str, Any]) -> None:
+    from click.testing import CliRunner
+
+    from query.answer_cli import ask_command
+
+    store = str(wiki["store"])
+    result = CliRunner().invoke(ask_command, ["Aké práce má Ján Holp?", "--store", store, "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert (body["status"], body["engine"]) == ("ok", "graph") and "Prepis súdnych nahrávok" in body["answer"]
+    assert body["claims"][0]["evidence"][0]["document_path"] == "pages/students/2016/jan_holp/README.md"
+    text = CliRunner().invoke(ask_command, ["Čo je v zadaní diplomovej práce Jána Holpa?", "--store", store,
+                                            "--mode", "retrieve", "--at", wiki["commit"][:12]])
+    assert text.exit_code == 0 and "engine=graph+text" in text.output and "[E1]" in text.output
+    bad = CliRunner().invoke(ask_command, ["\u200b?", "--store", store, "--json"])
+    assert bad.exit_code == 1 and json.loads(bad.output)["reason"] == "invalid_query"
+    missing = CliRunner().invoke(ask_command, ["Aké práce má Ján Holp?", "--store", store, "--at", "f" * 12,
+                                               "--json"])
+    assert missing.exit_code == 1 and json.loads(missing.output)["reason"] == "bundle_not_found"
