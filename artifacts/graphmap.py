@@ -395,10 +395,14 @@ def read_author_names(text: str, spec: AuthorNames) -> dict[str, str]:
     Accepts a list of records, ``{key: [records]}``, or a mapping id -> record.  Records without a
     string id or name are ignored; ids are compared exactly (stripped), names are NFC-stripped.
     """
+    return _names_of(_author_records(text), spec)
+
+
+def _names_of(records: list[dict[str, Any]], spec: AuthorNames) -> dict[str, str]:
     import unicodedata
 
     names: dict[str, str] = {}
-    for record in _author_records(text):
+    for record in records:
         ident, name = record.get(spec.id_field), record.get(spec.name_field)
         if isinstance(ident, str | int) and isinstance(name, str) and name.strip() and str(ident).strip():
             names.setdefault(str(ident).strip(), unicodedata.normalize("NFC", name).strip())
@@ -412,7 +416,7 @@ def _detect_author_names(front_authors: set[str], data_files: dict[str, str]) ->
         for id_field in _ID_FIELDS:
             for name_field in _NAME_FIELDS:
                 spec = AuthorNames(file=path, id_field=id_field, name_field=name_field)
-                hits = len(front_authors & set(read_author_names(data_files[path], spec))) if records else 0
+                hits = len(front_authors & set(_names_of(records, spec))) if records else 0
                 if hits and (best is None or hits > best[1]):
                     best = (spec, hits)
     return best

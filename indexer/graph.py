@@ -301,7 +301,7 @@ def select_graph_mapping(repo: pygit2.Repository, tree: str, option: str | None)
     return choose_graph_mapping(repo, tree, option)[0]
 
 
-DETECTION_SAMPLE = 600
+DETECTION_SAMPLE = 200
 """At most this many Markdown files (evenly spread over the sorted paths) are parsed to detect a preset."""
 
 MAX_AUTHOR_FILE_BYTES = 1024 * 1024
@@ -346,13 +346,29 @@ def choose_graph_mapping(
 def _detect(repo: pygit2.Repository, root: Any) -> tuple[GraphMapping, MappingChoice]:
     from artifacts.gittree import markdown_entries
 
-    from .markdown import parse_markdown, resolve_links
-
     entries = markdown_entries(repo, root)
     step = max(1, -(-len(entries) // DETECTION_SAMPLE))
+    docs, url_links = _sample(repo, entries[::step])
+    if step > 1 and any("slug" in d.front_matter for d in docs):
+        # permalinks are judged by how many URL links end in a page's slug: that needs every slug
+        docs, url_links = _sample(repo, entries)
+    data_files: dict[str, str] = {}
+    for path, entry in _data_files(repo, root, ""):
+        if entry.size <= MAX_AUTHOR_FILE_BYTES:
+            try:
+                data_files[path] = repo[entry.id].data.decode("utf-8")  # type: ignore[union-attr]
+            except UnicodeDecodeError:
+                continue
+    return detect_mapping(docs, data_files, url_links)
+
+
+def _sample(repo: pygit2.Repository, entries: list[tuple[str, Any]]) -> tuple[list[Document], dict[str, list[str]]]:
+    """Parse ``entries`` (path, tree entry) as the build would; skip what the build would skip."""
+    from .markdown import parse_markdown, resolve_links
+
     docs: list[Document] = []
     url_links: dict[str, list[str]] = {}
-    for path, entry in entries[::step]:
+    for path, entry in entries:
         if entry.filemode == pygit2.GIT_FILEMODE_LINK or entry.size > MAX_AUTHOR_FILE_BYTES * 2:
             continue
         try:
@@ -363,14 +379,7 @@ def _detect(repo: pygit2.Repository, root: Any) -> tuple[GraphMapping, MappingCh
         docs.append(doc)
         url_links[doc.path] = url_link_targets(doc.body)
     resolve_links(docs)
-    data_files: dict[str, str] = {}
-    for path, entry in _data_files(repo, root, ""):
-        if entry.size <= MAX_AUTHOR_FILE_BYTES:
-            try:
-                data_files[path] = repo[entry.id].data.decode("utf-8")  # type: ignore[union-attr]
-            except UnicodeDecodeError:
-                continue
-    return detect_mapping(docs, data_files, url_links)
+    return docs, url_links
 
 
 def _data_files(repo: pygit2.Repository, tree: Any, prefix: str) -> list[tuple[str, Any]]:

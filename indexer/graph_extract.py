@@ -13,7 +13,6 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from artifacts.graphmap import GraphMapping, path_matches
@@ -163,36 +162,34 @@ def _authors(doc: Document, mapping: GraphMapping, out: Extraction, author_names
             out.add("HAS_DOCUMENT_AUTHOR", (doc.path, name))
 
 
-@cache
-def _markdown_parser() -> Any:
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt("commonmark")
-
-
 def url_link_targets(body: str) -> list[str]:
     """Return the targets of a body's links that are web URLs or site paths, in order, de-duplicated.
 
-    Inline links, reference links and autolinks count (CommonMark, via markdown-it-py); links to
-    ``.md`` files, fragments, ``mailto:`` and other schemes do not (the Markdown module owns those).
-    These links matter only for mappings with ``permalinks``.
+    Inline links and reference definitions are found with the Markdown module's own link scanner
+    (the same regular expressions, fences and code spans masked the same way), so both agree on what
+    a link is; the module keeps ``.md`` targets, this keeps ``http(s)://`` URLs and ``/site/paths``
+    (not ``.md`` files, fragments, ``mailto:`` or other schemes).  Only mappings with ``permalinks``
+    use these links.
     """
-    found: list[str] = []
-    try:
-        tokens = _markdown_parser().parse(body)
-    except Exception:  # noqa: BLE001 - a body the parser cannot handle has no usable links
-        return []
-    for token in tokens:
-        for child in token.children or ():
-            if child.type != "link_open":
-                continue
-            href = str(child.attrs.get("href") or "").strip()
-            bare = href.split("#", 1)[0].split("?", 1)[0]
-            if not bare or bare.lower().endswith(".md"):
-                continue
-            if bare.startswith("/") and not bare.startswith("//") or bare.lower().startswith(("http://", "https://")):
-                found.append(href)
-    return list(dict.fromkeys(found))
+    from .markdown import _CODE_SPAN, _MD_LINK, _REF_DEF, _WIKILINK
+
+    text = _CODE_SPAN.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), _mask_fences(body))
+    text = _WIKILINK.sub(lambda m: " " * len(m.group(0)), text)
+    found: list[tuple[int, str]] = []
+    for match in _MD_LINK.finditer(text) if "](" in text else ():
+        if not match.group(1):
+            found.append((match.start(), match.group(3)))
+    for match in _REF_DEF.finditer(text):
+        found.append((match.start(), match.group(2)))
+    targets = []
+    for _, raw in sorted(found):
+        href = raw.strip().removeprefix("<").removesuffix(">").strip()
+        bare = href.split("#", 1)[0].split("?", 1)[0]
+        if not bare or bare.lower().endswith(".md"):
+            continue
+        if (bare.startswith("/") and not bare.startswith("//")) or bare.lower().startswith(("http://", "https://")):
+            targets.append(href)
+    return list(dict.fromkeys(targets))
 
 
 def permalink_links(docs: Sequence[Document], mapping: GraphMapping) -> list[tuple[str, str]]:

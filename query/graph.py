@@ -293,7 +293,10 @@ def _find_named(
 ) -> tuple[_Named, int] | None:
     """The longest title/topic whose words appear consecutively on free positions (a one-word
     name may also match through a lemma of the question word)."""
+    firsts = {w for p in free for w in (tokens[p].folded, *vocab.forms(tokens[p]))}
     for item in named:
+        if not item.words or item.words[0] not in firsts:
+            continue
         n = len(item.words)
         for start in sorted(free):
             span = range(start, start + n)
@@ -412,8 +415,9 @@ _ALLOWED: dict[str, set[str]] = {
     "author_of_document": {"author", "document"},
     "persons_with_work": {"work", "count", "year", "author", "document"},
     "persons_started": {"start", "year", "count"},
+    "supervised_by": {"supervisor", "work", "year", "count", "document"},
 }
-_ALWAYS = {"filler", "who", "person"}
+_ALWAYS = {"filler", "who", "which", "person"}
 
 
 def _intent(a: Analysis, index: GraphIndex) -> str:
@@ -450,7 +454,7 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
             return f"{what}_of_person"
         if a.tags or a.topics:
             if a.has("document") and not a.has("person", "who", "author"):
-                return "documents_with_tag"
+                return "documents_with_tag"  # "Ktoré stránky majú tag python?"
             return "persons_with_tag"
         return "unsupported"
     if persons:
@@ -469,11 +473,13 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
         return "unsupported"
     if a.document_authors and a.has("document", "author") and not a.has("work", "supervisor"):
         return "documents_of_author"
-    if a.pages and a.has("author", "person") and a.has("author", "who"):
+    if a.document_authors and a.has("supervisor") and not a.unmatched_names:
+        return "supervised_by"  # "Aké práce viedla Zuzana Krajčíová?", "Koho školil Daniel Hládek?"
+    if a.pages and a.has("author", "person") and a.has("author", "who", "which"):
         return "author_of_document"
     if a.has("start") and a.years and not a.work_types:
         return "persons_started"
-    if index.has_works and (a.has("work") or a.work_types) and (a.has("count", "who", "person") or a.years):
+    if index.has_works and (a.has("work") or a.work_types) and (a.has("count", "who", "which", "person") or a.years):
         if not a.document_authors and not a.unmatched_names:
             return "persons_with_work"
     if a.unmatched_names or a.document_authors:
@@ -641,6 +647,8 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
         return _authors_of_document(out, a)
     if a.intent == "links" and a.pages:
         return _links(out, index, a, [])
+    if a.intent == "supervised_by":
+        return _supervised_by(out, index, a)
     if a.intent == "documents_of_author" and not a.persons:
         return _documents_of_author(out, index, [], a.document_authors)
     persons = _resolve_persons(out, index, a)
@@ -792,6 +800,45 @@ def _supervisor(out: _Answer, index: GraphIndex, a: Analysis, person: _Person) -
         return out.body("no_answer", "no_matching_sources", complete=True, answer=answer,
                         message="The person's page names no supervisor.")
     return out.body("ok", complete=True, answer=answer, aggregation={"count": len(names), "complete": True})
+
+
+def _supervised_by(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
+    """Persons (and their works) whose page names the document author as supervisor."""
+    match = a.document_authors[0]
+    if len(a.document_authors) > 1 or len(match.entries) > 1:
+        return out.unsupported("The question names several supervisors; ask about one at a time.")
+    name = match.entries[0].name
+    conn = out.bundle.graph_connection()
+    cypher = ("MATCH (:DocumentAuthor {name: $name})<-[:HAS_DOCUMENT_AUTHOR]-(d:Document)-[:DESCRIBES]->(p:Person) "
+              "WHERE p.published OR NOT $published_only "
+              "OPTIONAL MATCH (p)-[:HAS_WORK]->(w:Work) "
+              "RETURN p.id, p.name, p.path, w.id, w.type, w.year, w.title, w.chunk_ids ORDER BY p.name, p.id, w.year")
+    rows = fetch_rows(conn, cypher, {"name": name, "published_only": out.request.published_only})
+    if a.work_types:
+        rows = [r for r in rows if r[4] in a.work_types]
+    if a.years:
+        rows = [r for r in rows if r[5] in a.years]
+    persons: dict[str, tuple[str, str]] = {}
+    works = []
+    for pid, pname, path, wid, wtype, year, title, chunk_ids in rows:
+        persons.setdefault(pid, (pname, path))
+        if wid is not None:
+            works.append({"person": pname, "type": wtype, "year": year, "title": title})
+            out.fact(pname, "has_work", {"type": wtype, "year": year, "title": title, "work_id": wid,
+                                         "supervisor": name}, path, json.loads(chunk_ids or "[]"), subject_id=pid)
+        out.fact(pname, "supervised_by", name, path, subject_id=pid)
+    chosen = list(persons.items())
+    if len(chosen) > out.request.limit:
+        out.truncation.append("entity_limit")
+        chosen = chosen[: out.request.limit]
+    answer = {"supervisor": name, "work_types": a.work_types or None, "year": a.years[0] if a.years else None,
+              "count": len(persons), "persons": [n for _, (n, _) in chosen], "person_ids": [i for i, _ in chosen],
+              "works": works}
+    if not persons:
+        return out.body("no_answer", "no_matching_sources", complete=True, answer=answer,
+                        message="No page names that supervisor for the works asked about.")
+    return out.body("ok", complete=not out.truncation, answer=answer,
+                    aggregation={"count": len(persons), "complete": True})
 
 
 def _start_year(out: _Answer, person: _Person) -> dict[str, Any]:

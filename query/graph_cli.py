@@ -72,7 +72,7 @@ def graph_command(question: str, store_dir: str, at: str | None, limit: int, inc
     try:
         bundle = open_bundle(bundle_dir_at(store_dir, at), verify=False, load_model=False)
         try:
-            body = answer_graph(bundle, {"question": question, "limit": limit,
+            body = answer_graph(bundle, {"query": question, "limit": limit,
                                          "published_only": not include_unpublished}, base_url=base_url)
         finally:
             bundle.close()

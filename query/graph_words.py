@@ -92,6 +92,7 @@ class Vocabulary:
     links: dict[str, list[Entry]]
     verb_before_title: dict[str, str]
     stopwords: frozenset[str] = field(default_factory=frozenset)
+    _first_cache: dict[int, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_mapping(cls, mapping: GraphMapping) -> Vocabulary:
@@ -137,12 +138,32 @@ class Vocabulary:
                 return 0
         return len(entry.words)
 
+    def _first_words(self, entries: list[Entry]) -> tuple[dict[str, list[Entry]], list[tuple[str, list[Entry]]]]:
+        """Entries by their first word: exact words in a dict, prefixes in a list (cached per list)."""
+        key = id(entries)
+        cached = self._first_cache.get(key)
+        if cached is None or cached[0] is not entries:
+            exact: dict[str, list[Entry]] = {}
+            prefixes: dict[str, list[Entry]] = {}
+            for entry in entries:
+                word, prefix = entry.words[0]
+                (prefixes if prefix else exact).setdefault(word, []).append(entry)
+            cached = (entries, exact, list(prefixes.items()))
+            self._first_cache[key] = cached
+        return cached[1], cached[2]
+
     def find(self, tokens: Sequence[Token], entries: Iterable[Entry], free: set[int]) -> list[tuple[int, int, str]]:
         """Matches ``(start, end exclusive, language)`` of ``entries`` on the ``free`` positions."""
+        entries = entries if isinstance(entries, list) else list(entries)
+        exact, prefixes = self._first_words(entries)
         found = []
-        entries = list(entries)
         for start in sorted(free):
-            for entry in entries:
+            token = tokens[start]
+            forms = self.forms(token)
+            candidates = [e for f in forms | {token.folded} for e in exact.get(f, ())]
+            candidates += [e for word, es in prefixes if any(f.startswith(word) for f in forms | {token.folded})
+                           for e in es]
+            for entry in dict.fromkeys(candidates):
                 if n := self.match_at(tokens, start, entry, free):
                     found.append((start, start + n, entry.lang))
         return found

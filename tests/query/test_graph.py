@@ -322,3 +322,15 @@ def test_intent_words_are_matched_outside_names(wiki: dict[str, Any]) -> None:
     assert (started["intent"], started["answer"]["persons"]) == ("persons_started", ["Ján Holp"])
     supervisor = ask(wiki["first"], "Kto viedol bakalársku prácu Jána Holpa?")
     assert supervisor["answer"]["supervisors"] == ["Daniel Hládek"]
+
+
+def test_supervised_works_and_documents_with_a_tag(wiki: dict[str, Any]) -> None:
+    supervised = ask(wiki["first"], "Aké práce viedol Daniel Hládek?")
+    assert (supervised["status"], supervised["intent"]) == ("ok", "supervised_by")
+    assert supervised["answer"]["persons"] == ["Ivana Verešová", "Ján Holp", "Martin Kováč", "Martin Kováč"]
+    assert supervised["answer"]["count"] == supervised["aggregation"]["count"] == 4  # Eva Malá is unpublished
+    pages = ask(wiki["first"], "Ktoré stránky majú tag bert?")
+    assert (pages["intent"], pages["answer"]["documents"]) == (
+        "documents_with_tag", ["pages/students/2017/ivana_veresova/README.md"])
+    persons = ask(wiki["first"], "Kto má tag bert?")
+    assert (persons["intent"], persons["answer"]["persons"]) == ("persons_with_tag", ["Ivana Verešová"])
