@@ -13,7 +13,8 @@ Checks per claim, in order (reasons from :data:`query.evidence.CLAIM_FAILURES`):
    context but not contiguously, else ``fabricated``.
 3. ``unsupported_detail``: every number, year and date of the claim *text*, and every capitalised
    name or title word (and any token with an inner capital or a digit, e.g. ``mT5``, ``GPT-2``),
-   must occur in the cited items (text, title, heading path, graph facts).  Numbers compare
+   must occur in the cited items (text, title, heading path, graph facts;
+   for ``graph`` items with ``graph=`` also the graph answer's counts).  Numbers compare
    exactly (``67,5`` = ``67.5``; ``22. 10. 2019`` = ``22.10.2019``; the year of a date counts as
    the year).  Names compare diacritics-folded and inflection-aware with the Slovak case forms of
    :func:`query.graph_names.name_forms` (``Strakovej`` = ``Straková``); no prefix guessing, so
@@ -24,8 +25,9 @@ Checks per claim, in order (reasons from :data:`query.evidence.CLAIM_FAILURES`):
 4. ``instruction_text``: the quote passed, but it lies in a sentence of the evidence that addresses
    the model ("ignore previous instructions ...", also sk/cs): such text is data, never support.
 5. ``graph_mismatch`` (only with ``graph=``, a ``/graph`` response body): for a claim citing a
-   ``graph`` item, every count in its text must equal the aggregation count (or a list length of the
-   graph answer), and a list of names that mixes members of a graph answer list with names outside
+   ``graph`` item, every count in its text (an integer that is not a year and not inside a name or
+   title of the cited facts, like ``GPT-2``) must equal the aggregation count (or a list length of
+   the graph answer), and a list of names that mixes members of a graph answer list with names outside
    it is rejected.
 """
 
@@ -136,6 +138,17 @@ def _flatten(value: Any) -> str:
     if value is None or isinstance(value, bool):
         return ""
     return str(value)
+
+
+def _strings(value: Any) -> list[str]:
+    """The string values (not numbers) inside nested dicts and lists."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def _numbers(text: str) -> list[str]:
@@ -263,12 +276,16 @@ def _name_runs(text: str) -> list[str]:
     return out
 
 
-def _graph_verdict(text: str, graph: dict[str, Any]) -> list[str]:
+def _graph_verdict(text: str, graph: dict[str, Any], cited: Sequence[EvidenceItem]) -> list[str]:
+    """Counts: integers of the claim that are not years and not part of a name or title of the cited
+    facts (``GPT-2``) must be a graph count.  Lists: names mixed from inside and outside a list."""
     details = []
     counts = _graph_counts(graph)
+    in_names = _number_support(" ; ".join(_strings([item.facts for item in cited])))
     if counts:
         for number in _numbers(text):
-            if number.isdigit() and not _YEAR.fullmatch(number) and int(number) not in counts:
+            if number.isdigit() and not _YEAR.fullmatch(number) and int(number) not in counts \
+                    and number not in in_names:
                 details.append("a count in the claim differs from the graph aggregation")
                 break
     runs = _name_runs(text)
@@ -334,6 +351,8 @@ def _check_claim(question: str, claim: Claim, by_id: dict[str, EvidenceItem], ha
 
     support = "\n".join(support_text(item) for item in cited)
     numbers = _number_support(support)
+    if graph and any(item.kind == "graph" for item in cited):
+        numbers.update(str(count) for count in _graph_counts(graph))  # the graph's counts are evidence too
     for number in _numbers(claim.text):
         if number not in numbers:
             kind = "year" if _YEAR.fullmatch(number) else "date" if _DATE.fullmatch(number) else "number"
@@ -345,7 +364,7 @@ def _check_claim(question: str, claim: Claim, by_id: dict[str, EvidenceItem], ha
             break
 
     if graph and any(item.kind == "graph" for item in cited):
-        for detail in _graph_verdict(claim.text, graph):
+        for detail in _graph_verdict(claim.text, graph, cited):
             fail("graph_mismatch", detail)
     return ClaimVerdict(claim, not reasons, tuple(reasons), tuple(details))
 

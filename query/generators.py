@@ -350,7 +350,9 @@ class _HTTPGenerator:
         import aiohttp
 
         url, headers, body = self._request(system, user)
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout, sock_read=self.read_timeout)
+        # sock_read bounds each wait for data; total caps a server that trickles bytes forever
+        timeout = aiohttp.ClientTimeout(total=self.connect_timeout + 2 * self.read_timeout,
+                                        sock_connect=self.connect_timeout, sock_read=self.read_timeout)
         try:
             async with aiohttp.ClientSession(timeout=timeout) as session:
                 async with session.post(url, json=body, headers=headers) as response:

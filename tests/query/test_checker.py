@@ -54,6 +54,21 @@ def test_wrong_count_against_graph_aggregation() -> None:
     assert verdict(right, graph=fx.GRAPH_BODY).ok
 
 
+def test_numbers_inside_fact_titles_are_not_counts() -> None:
+    item = EvidenceItem("E1", "graph", "Jana Kováčová: diplomová práca 2021, Porovnanie modelov GPT-2 a T5.", "a.md",
+                        "S1", "c", facts=({"subject": "Jana Kováčová", "predicate": "has_work",
+                                           "object": {"type": "dp", "year": 2021, "count": 7,
+                                                      "title": "Porovnanie modelov GPT-2 a T5"}},))
+    graph = {"answer": {"count": 1, "titles": ["Porovnanie modelov GPT-2 a T5"]}, "aggregation": {"count": 1}}
+    ok = check_reply("q", [Claim("Jana Kováčová mala 1 prácu: Porovnanie modelov GPT-2 a T5.", ("E1",),
+                                 "Porovnanie modelov GPT-2 a T5")], [item], graph=graph)[0]
+    assert ok.ok, ok.details
+    # a number that is only a fact's numeric field is still not a count of the answer
+    bad = check_reply("q", [Claim("Jana Kováčová mala 7 prác.", ("E1",), "Porovnanie modelov GPT-2 a T5")],
+                      [item], graph=graph)[0]
+    assert "graph_mismatch" in bad.reasons
+
+
 def test_graph_list_with_a_name_outside_the_answer() -> None:
     bad = {"text": "V roku 2021 obhájili diplomovú prácu Jana Kováčová a Tomáš Zelený.", "evidence": ["E4"],
            "quote": "V roku 2021 obhájili diplomovú prácu 3 študenti"}

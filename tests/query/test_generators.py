@@ -130,6 +130,22 @@ def test_good_claims_survive_when_the_rest_is_dropped(provider: str) -> None:
     with_llm(scenario)
 
 
+def test_repair_call_failing_keeps_what_passed_or_raises() -> None:
+    async def scenario(fake: FakeLLM) -> None:
+        fake.reply_json([fx.GOOD, fx.FABRICATED])
+        fake.reply_status(502)  # the repair call fails
+        outcome = await run_generation(fx.QUESTION, fx.evidence(), make("openai", fake))
+        assert outcome.status == "ok" and [c.text for c in outcome.claims] == [fx.GOOD["text"]]
+        assert outcome.attempts[1]["error"] == "generator_unavailable"
+
+        fake.reply_json([fx.FABRICATED])
+        fake.reply_status(502)
+        with pytest.raises(GeneratorUnavailableError):
+            await run_generation(fx.QUESTION, fx.evidence(), make("openai", fake))
+
+    with_llm(scenario)
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_insufficient_and_fenced_json(provider: str) -> None:
     async def scenario(fake: FakeLLM) -> None:
