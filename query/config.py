@@ -28,8 +28,9 @@ import os
 import socket
 import tomllib
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, SecretStr, ValidationError
 
 MIN_KEY_CHARS = 32
 
@@ -51,6 +52,40 @@ class WebhookConfig(BaseModel):
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
 
 
+class AnswerConfig(BaseModel):
+    """``[answer]`` table: the default generator of ``/answer`` and its provider settings.
+
+    ``generator``: ``extractive`` (default, no model), ``openai`` or ``anthropic``; the provider
+    keys (``base_url``, ``model``, ``api_key``, ``connect_timeout``, ``read_timeout`` in seconds,
+    ``max_tokens``, ``temperature``) are passed to :func:`query.generators.make_generator`, with
+    ``GITRAG_LLM_*`` / ``ANTHROPIC_API_KEY`` filling what is left out.  ``coverage_threshold``: share
+    (0..1) of the question's content words the delivered claims' evidence must cover;
+    ``cache_entries`` / ``cache_megabytes``: answer cache bounds.
+    """
+
+    model_config = {"extra": "forbid"}
+
+    generator: Literal["extractive", "openai", "anthropic"] = "extractive"
+    base_url: str | None = None
+    model: str | None = None
+    api_key: SecretStr | None = None
+    connect_timeout: float | None = Field(None, gt=0)
+    read_timeout: float | None = Field(None, gt=0)
+    max_tokens: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0)
+    coverage_threshold: float = Field(0.20, ge=0, le=1)
+    cache_entries: int = Field(256, ge=0)
+    cache_megabytes: int = Field(16, ge=0)
+
+    def provider_settings(self) -> dict[str, Any]:
+        """Return the settings :func:`query.generators.make_generator` reads (unset ones left out)."""
+        data = self.model_dump(exclude={"generator", "coverage_threshold", "cache_entries", "cache_megabytes"},
+                               exclude_none=True)
+        if self.api_key is not None:
+            data["api_key"] = self.api_key.get_secret_value()
+        return data
+
+
 class ServerConfig(BaseModel):
     """Everything ``gitrag serve`` can be told besides the store, host and port."""
 
@@ -70,6 +105,7 @@ class ServerConfig(BaseModel):
     cache_megabytes: int = Field(1024, ge=1, description="historical bundles kept open (approximate size)")
     spawn_worker: bool = Field(True, description="start `gitrag worker` when a sync job is queued")
     webhook: WebhookConfig = Field(default_factory=WebhookConfig)
+    answer: AnswerConfig = Field(default_factory=AnswerConfig)
 
     @property
     def keys_configured(self) -> bool:
@@ -128,6 +164,8 @@ def load_config(path: Path | str | None = None, environ: dict[str, str] | None =
             data[field] = env[var]
     if env.get("GITRAG_WEBHOOK_SECRET"):
         data.setdefault("webhook", {})["secret"] = env["GITRAG_WEBHOOK_SECRET"]
+    if env.get("GITRAG_GENERATOR"):
+        data.setdefault("answer", {})["generator"] = env["GITRAG_GENERATOR"]
     if env.get("GITRAG_CORS_ORIGINS"):
         data["cors_origins"] = [o.strip() for o in env["GITRAG_CORS_ORIGINS"].split(",") if o.strip()]
     try:

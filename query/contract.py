@@ -41,6 +41,7 @@ ERROR_MESSAGES = {
     "cross_site_forbidden": "Cross-site requests may not change this server's state.",
     "unsupported_content_encoding": "The request body's Content-Encoding is not supported; send it uncompressed.",
     "unsupported_media_type": "The request body must be application/json.",
+    "generator_unavailable": "The answer generator is unavailable right now; mode=retrieve still works.",
 }
 
 STATUSES = ("ok", "no_answer", "ambiguous", "error")

@@ -43,7 +43,8 @@ SPLITS = ("dev", "test", "all")
 DOC_DEPTH = 100
 """Documents kept per ranking (ranks beyond this count as not found)."""
 
-_JSONL_FIELDS = {"id", "question", "relevant", "answers", "split", "filter", "commit"}
+_JSONL_FIELDS = {"id", "question", "relevant", "answers", "split", "filter", "commit", "expected", "should_answer"}
+"""JSONL keys; ``expected`` and ``should_answer`` are read by the answer evaluation (:mod:`query.answer_eval`)."""
 
 
 class QuestionFileError(QueryError):

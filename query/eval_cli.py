@@ -151,6 +151,120 @@ def _build_args(result_config: dict[str, Any]) -> list[str]:
             *[arg for pattern in build.get("include", []) for arg in ("--include", pattern)]]
 
 
+def _commit_order(repo: str, commits: list[str]) -> list[str]:
+    """Return full commit ids of ``commits`` oldest first (so each build can derive from the previous)."""
+    import pygit2
+
+    git = pygit2.Repository(repo)
+    found = []
+    for c in commits:
+        try:
+            found.append(git.revparse_single(c).peel(pygit2.Commit))
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            raise click.ClickException(f"commit {c[:12]} of the question file is not in the repository") from exc
+    return [str(c.id) for c in sorted(found, key=lambda c: (c.commit_time, str(c.id)))]
+
+
+def _run_answers(*, questions: str, repo: str, store: str, rev: str, split: str, build_args: list[str],
+                 generator_name: str, search: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate checked answers (``--answers``); questions bound to a commit use that commit's bundle."""
+    import asyncio
+
+    from .answer_eval import evaluate_answers, load_answer_questions, make_answer_result
+    from .bundle import open_bundle
+    from .config import ServerConfig
+    from .generators import make_generator
+    from .hybrid import SearchOptions
+
+    chosen, sha256, fmt = load_answer_questions(questions)
+    total = len(chosen)
+    chosen = [q for q in chosen if split == "all" or q.split == split]
+    head = _build(repo, store, rev, build_args)
+    head_commit = head["commit"]
+    groups: dict[str, list[Any]] = {}
+    for q in chosen:
+        commit = q.commit if q.commit and not head_commit.startswith(q.commit) else head_commit
+        groups.setdefault(commit, []).append(q)
+    paths = {head_commit: Path(head["bundle_path"])}
+    for commit in _commit_order(repo, [c for c in groups if c != head_commit]):
+        key = next(c for c in groups if commit.startswith(c))
+        paths[key] = Path(_build(repo, store, commit, build_args)["bundle_path"])
+    generator = make_generator(generator_name, ServerConfig().answer.provider_settings())
+    options = SearchOptions(**search)
+    rows_by_id: dict[str, dict[str, Any]] = {}
+    bundles: dict[str, dict[str, Any]] = {}
+    embedder = None
+    for commit, qs in groups.items():
+        bundle = open_bundle(paths[commit], verify=True, embedder=embedder)
+        embedder = embedder or bundle.embedder
+        try:
+            bundles[bundle.manifest.commit] = bundle.index_version.model_dump(mode="json")
+            for row in asyncio.run(evaluate_answers(bundle, qs, generator, options)):
+                rows_by_id[row["id"]] = row
+        finally:
+            bundle.close()
+    rows = [rows_by_id[q.id] for q in chosen]
+    return make_answer_result(
+        rows, bundles=bundles, generator=generator,
+        dataset={"path": str(Path(questions).resolve()), "format": fmt, "sha256": sha256, "questions": total,
+                 "evaluated": len(rows)},
+        config={"split": split, "rev": rev, "head_commit": head_commit, "repo": str(Path(repo).resolve()),
+                "store": str(Path(store).resolve()), "generator": generator_name, "search": options.retrieval_config(),
+                "build_args": build_args},
+    )
+
+
+def _print_answer_table(result: dict[str, Any]) -> None:
+    t = result["totals"]
+    ds = result["dataset"]
+    click.echo(f"{Path(ds['path']).name} split={result['config']['split']}: {ds['evaluated']} questions, "
+               f"generator {result['generator']['name']}")
+    for key in ("answer_accuracy", "false_refusal_rate", "refusal_accuracy", "citation_precision", "citation_recall",
+                "unsupported_claims"):
+        click.echo(f"  {key:<20} {t[key]}")
+    click.echo(f"  latency ms           p50 {t['latency_ms']['p50']}  p95 {t['latency_ms']['p95']}")
+    for kind, k in t["kinds"].items():
+        click.echo(f"  {kind:<28} {k['correct']:>3}/{k['questions']:<3} {k['accuracy']}")
+
+
+def _answers_command(*, questions: str | None, repo: str | None, store_dir: str | None, rev: str, split: str,
+                     build_args: list[str], generator: str, search: dict[str, Any], reproduce: str | None,
+                     as_json: bool, out: str | None) -> None:
+    from .answer_eval import RESULT_FORMAT, compare_answer_results
+
+    old = None
+    if reproduce:
+        try:
+            old = json.loads(Path(reproduce).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise click.ClickException(f"{reproduce} is not a readable answer evaluation result") from exc
+        if not isinstance(old, dict) or old.get("format") != RESULT_FORMAT or not isinstance(old.get("config"), dict):
+            raise click.ClickException(f"{reproduce} is not a {RESULT_FORMAT} result")
+        cfg = old["config"]
+        questions = questions or old["dataset"]["path"]
+        repo, store_dir = repo or cfg["repo"], store_dir or cfg["store"]
+        rev, split, generator = cfg["head_commit"], cfg["split"], cfg["generator"]
+        build_args, search = list(cfg["build_args"]), dict(cfg["search"])
+    if not (questions and repo and store_dir):
+        raise click.UsageError("--questions, --repo and --store are required (or --reproduce RESULT)")
+    result = _run_answers(questions=questions, repo=repo, store=store_dir, rev=rev, split=split,
+                          build_args=build_args, generator_name=generator, search=search)
+    diffs = compare_answer_results(old, result) if old is not None else []
+    if out:
+        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps({**result, "differences": diffs} if old is not None else result,
+                              ensure_ascii=False, indent=1, sort_keys=True))
+    else:
+        _print_answer_table(result)
+        if old is not None:
+            click.echo("reproduced: identical totals and answers" if not diffs else f"{len(diffs)} difference(s):")
+            for diff in diffs[:50]:
+                click.echo(f"  {diff}")
+    if diffs:
+        sys.exit(1)
+
+
 @click.command("eval")
 @click.option("--questions", type=click.Path(exists=True, dir_okay=False),
               help="Question file: JSONL (id, question, relevant, split, filter) or the thesis-wiki gold JSON.")
@@ -177,6 +291,12 @@ def _build_args(result_config: dict[str, Any]) -> list[str]:
 @click.option("--vector-weight", default=None, type=click.FloatRange(min=0, max=1e6),
               help="RRF weight of the vector arm (default 0.5).")
 @click.option("--no-anchor", is_flag=True, help="Disable the lexical anchor.")
+@click.option("--graph-schema", default=None, metavar="PRESET|FILE",
+              help="With --answers: graph mapping for the build (as gitrag build --graph-schema).")
+@click.option("--answers", is_flag=True,
+              help="Evaluate checked answers (/answer) instead of retrieval rankings.")
+@click.option("--generator", type=click.Choice(["extractive", "openai", "anthropic"]), default="extractive",
+              show_default=True, help="With --answers: the claim generator.")
 @click.option("--reproduce", "reproduce", type=click.Path(exists=True, dir_okay=False),
               help="Re-run the evaluation recorded in this result file; exit 1 on any difference.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result object as JSON.")
@@ -184,12 +304,15 @@ def _build_args(result_config: dict[str, Any]) -> list[str]:
 def eval_command(questions: str | None, repo: str | None, store_dir: str | None, rev: str, split: str, engines: str,
                  embedder: str | None, max_tokens: int, overlap: int, min_tokens: int, max_file_bytes: int,
                  include: tuple[str, ...], rrf_k: int | None, fusion_level: str | None,
-                 bm25_weight: float | None, vector_weight: float | None, no_anchor: bool,
-                 reproduce: str | None, as_json: bool, out: str | None) -> None:
+                 bm25_weight: float | None, vector_weight: float | None, no_anchor: bool, graph_schema: str | None,
+                 answers: bool,
+                 generator: str, reproduce: str | None, as_json: bool, out: str | None) -> None:
     """Evaluate retrieval (Hit@1/3/5, MRR, Recall@5, nDCG@10 per engine) on a question file at commit REV.
 
     The bundle is built if missing but the store's CURRENT pointer is never moved (a server on the
-    same store keeps serving what it served).
+    same store keeps serving what it served).  With --answers: answer accuracy, false refusals,
+    refusal accuracy, citation precision/recall, unsupported claims and latency of /answer
+    (questions bound to a commit are answered from that commit's bundle).
     """
     from .eval import ENGINES, QuestionFileError, compare_results
 
@@ -199,6 +322,22 @@ def eval_command(questions: str | None, repo: str | None, store_dir: str | None,
             raise click.BadParameter(f"folder {str(parent)!r} does not exist", param_hint="--out")
     old: dict[str, Any] | None = None
     try:
+        if answers:
+            build_args = ["--max-tokens", str(max_tokens), "--overlap", str(overlap), "--min-tokens",
+                          str(min_tokens), "--max-file-bytes", str(max_file_bytes)]
+            if embedder:
+                build_args += ["--embedder", embedder]
+            build_args += [arg for pattern in include for arg in ("--include", pattern)]
+            if graph_schema:
+                build_args += ["--graph-schema", graph_schema]
+            search = {k: v for k, v in {"rrf_k": rrf_k, "fusion_level": fusion_level, "bm25_weight": bm25_weight,
+                                        "vector_weight": vector_weight}.items() if v is not None}
+            if no_anchor:
+                search["anchor"] = False
+            _answers_command(questions=questions, repo=repo, store_dir=store_dir, rev=rev, split=split,
+                             build_args=build_args, generator=generator, search=search, reproduce=reproduce,
+                             as_json=as_json, out=out)
+            return
         if reproduce:
             ctx = click.get_current_context()
             overridden = [f"--{name.replace('_', '-')}" for name in ("questions", "rev", "split", "engines", "embedder",

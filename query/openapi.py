@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from artifacts import __version__
 
+from .answer import AnswerRequest
 from .contract import Envelope
 from .hybrid import SearchRequest
 
@@ -49,6 +50,58 @@ class SearchResponse(Envelope):
     """The contract's envelope plus ``results``."""
 
     results: list[SearchResult] = Field(default_factory=list)
+
+
+class AnswerBody(AnswerRequest):
+    """Body of ``POST /answer``.  ``Accept: text/event-stream`` streams SSE events ``retrieval``,
+    ``status`` (generating / checking / repairing), ``answer`` (the checked body below) and ``done``."""
+
+    at: str | None = Field(None, max_length=200, description=AT_DESCRIPTION)
+
+
+class ClaimEvidence(BaseModel):
+    """Where a claim's quote stands: the evidence item, its source and chunk, and the verbatim quote."""
+
+    evidence_id: str
+    source_id: str
+    chunk_id: str | None
+    document_path: str
+    quote: str
+
+
+class AnswerClaim(BaseModel):
+    """One delivered claim; it passed the checker against every evidence item it cites."""
+
+    text: str
+    source_ids: list[str]
+    evidence: list[ClaimEvidence]
+
+
+class AnswerCoverage(BaseModel):
+    """What the answer covers: ``status`` supported | partial, ``warnings`` and ``limitations`` in words."""
+
+    scope: str
+    status: str
+    warnings: list[str]
+    limitations: list[str]
+    coverage: float | None = Field(None, description="share of the question's content words covered by the evidence")
+    claims: int
+
+
+class AnswerResponse(Envelope):
+    """The contract's envelope plus the checked answer (``mode=answer``) or the evidence (``mode=retrieve``)."""
+
+    query: str
+    engine: str = Field(description="graph, text or graph+text")
+    answer: str | None = Field(description="claims joined, each followed by its [S1] markers; null when refused")
+    claims: list[AnswerClaim] = Field(default_factory=list)
+    answer_coverage: AnswerCoverage | None = None
+    cached: bool
+    timings: dict[str, float] = Field(description="milliseconds per stage")
+    candidates: list[dict[str, Any]] | None = Field(None, description="ambiguous: the persons that fit")
+    evidence: list[dict[str, Any]] | None = Field(None, description="mode=retrieve: E1..En with chunk id, path, "
+                                                  "heading path, url, commit and text")
+    debug: dict[str, Any] | None = Field(None, description="admin only: the checker's attempts and verdicts")
 
 
 class ErrorResponse(Envelope):

@@ -43,10 +43,12 @@ from artifacts.jobs import JobQueue, spawn_worker
 from artifacts.store import Store, resolve_bundle_ref, use_bundle
 
 from . import openapi
+from .answer import AnswerCache, answer, parse_answer_request
 from .bundle import OpenedBundle, open_bundle
 from .config import ConfigError, ServerConfig, is_loopback
 from .errors import (
     ClientDisconnectedError,
+    ForbiddenError,
     InvalidRequestError,
     MediaTypeError,
     PayloadTooLargeError,
@@ -56,6 +58,7 @@ from .errors import (
     ServiceNotConfiguredError,
     UnauthorizedError,
 )
+from .evidence import Generator
 from .graph import GraphRequest, answer_graph
 from .hybrid import SearchOptions, parse_search_request, search
 from .security import (
@@ -70,6 +73,8 @@ from .security import (
     error_response,
     has_valid_key,
     headers_middleware,
+    match_key,
+    presented_key,
 )
 from .timetravel import BundleCache, BundleIndex, Leases, check_at
 
@@ -218,6 +223,8 @@ HOLDER = web.AppKey("holder", BundleHolder)
 OPTIONS = web.AppKey("options", SearchOptions)
 WATCHER = web.AppKey("watcher", asyncio.Task)
 STORE_ROOT = web.AppKey("store_root", Path)
+ANSWER_CACHE = web.AppKey("answer_cache", AnswerCache)
+GENERATORS = web.AppKey("generators", Callable)
 
 Retrieval = Callable[[OpenedBundle, Any], dict[str, Any]]
 
@@ -317,6 +324,94 @@ def _retrieval_handler(route: RetrievalRoute) -> Callable[[web.Request], Any]:
 
     handler.__name__ = "handle_" + route.path.strip("/").replace("/", "_")
     return handler
+
+
+# -- checked answers ---------------------------------------------------------------------------
+
+
+def _is_admin(request: web.Request) -> bool:
+    config: ServerConfig = request.app[CONFIG]
+    if not config.keys_configured:
+        return True  # loopback-only server: every role is open
+    key = presented_key(request)
+    return key is not None and match_key(config, key) == "admin_key"
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+async def _until_done_or_gone(request: web.Request, work: Any) -> Any:
+    """Await ``work`` (a coroutine); cancel it when the client disconnects first."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=0.05)
+            if done:
+                return task.result()
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                raise ConnectionResetError("client went away")
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+async def handle_answer(request: web.Request) -> web.StreamResponse:
+    """Checked answer (graph, text or graph+text) citing exact evidence, or an honest refusal.
+
+    ``mode=retrieve`` returns the evidence without generating.  ``debug: true`` needs the admin key
+    (403 ``forbidden`` otherwise).  Generator failures: 503 ``generator_unavailable``.
+    """
+    payload = await _read_json(request)
+    if not isinstance(payload, dict):
+        raise InvalidRequestError("body must be a JSON object")
+    payload = dict(payload)
+    at = payload.pop("at", None)
+    if at is not None:
+        check_at(at)
+    parsed = parse_answer_request(payload)
+    if parsed.debug and not _is_admin(request):
+        raise ForbiddenError("debug needs the admin key")
+    generator: Generator | None = None
+    if parsed.mode == "answer":
+        generator = request.app[GENERATORS](parsed.generator)
+    threshold = request.app[CONFIG].answer.coverage_threshold
+    holder: BundleHolder = request.app[HOLDER]
+    bundle_id = await asyncio.to_thread(holder.resolve, at) if at is not None else None
+    lease = holder.lease(bundle_id)
+    bundle = await asyncio.to_thread(lease.__enter__)
+    try:
+        if "text/event-stream" not in request.headers.get("Accept", ""):
+            body = await _until_done_or_gone(request, answer(
+                bundle, parsed, request.app[OPTIONS], generator, cache=request.app[ANSWER_CACHE],
+                include_debug=parsed.debug, coverage_threshold=threshold))
+            return web.json_response(body)
+        stream = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store",
+                                             "X-Accel-Buffering": "no"})
+        await stream.prepare(request)
+
+        async def emit(event: str, data: dict[str, Any]) -> None:
+            await stream.write(_sse(event, data))
+
+        try:
+            body = await _until_done_or_gone(request, answer(
+                bundle, parsed, request.app[OPTIONS], generator, emit=emit, cache=request.app[ANSWER_CACHE],
+                include_debug=parsed.debug, coverage_threshold=threshold))
+            await stream.write(_sse("answer", body))
+        except QueryError as exc:
+            # Headers are sent: the error travels as the answer event, in the contract's envelope.
+            from .contract import error_body
+
+            await stream.write(_sse("answer", {**error_body(exc.reason), "http_status": exc.status}))
+        await stream.write(_sse("done", {}))
+        await stream.write_eof()
+        return stream
+    finally:
+        lease.__exit__(None, None, None)
 
 
 def _bundle_summary(holder: BundleHolder, bundle: OpenedBundle) -> dict[str, Any]:
@@ -548,6 +643,9 @@ def route_table() -> list[Route]:
     ]
     routes += [Route("POST", r.path, _retrieval_handler(r), "search", r.summary, r.request_model, r.response_model)
                for r in RETRIEVAL_ROUTES]
+    routes.append(Route("POST", "/answer", handle_answer, "search",
+                        "Checked answer: graph or text evidence, every claim verified against its citation",
+                        openapi.AnswerBody, openapi.AnswerResponse))
     routes += [
         Route("GET", "/bundles", handle_bundles, "search", "List published bundles (newest commit first)",
               None, openapi.BundlesResponse),
@@ -567,6 +665,21 @@ def route_table() -> list[Route]:
     return routes
 
 
+def default_generators(config: ServerConfig) -> Callable[[str | None], Generator]:
+    """Return name -> generator over :func:`query.generators.make_generator` (``None``: the configured default)."""
+    made: dict[str, Generator] = {}
+
+    def get(name: str | None) -> Generator:
+        from .generators import make_generator
+
+        chosen = name or config.answer.generator
+        if chosen not in made:
+            made[chosen] = make_generator(chosen, config.answer.provider_settings())
+        return made[chosen]
+
+    return get
+
+
 async def _watch(app: web.Application, interval: float) -> None:
     holder: BundleHolder = app[HOLDER]
     while True:
@@ -579,11 +692,14 @@ async def _watch(app: web.Application, interval: float) -> None:
 
 def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
                embedder: Embedder | None = None, poll_interval: float | None = None,
-               config: ServerConfig | None = None) -> web.Application:
+               config: ServerConfig | None = None,
+               generators: Callable[[str | None], Generator] | None = None) -> web.Application:
     """Return the aiohttp application serving the store's ``CURRENT`` bundle.
 
     ``embedder`` overrides the manifest's model (tests); ``poll_interval`` (seconds) overrides the
-    config's.  The bundle is opened at start-up; with none, ``/health`` answers 503 until one
+    config's; ``generators`` maps a request's generator name (``None``: the server default) to a
+    :class:`~query.evidence.Generator` (default: :func:`query.generators.make_generator`).
+    The bundle is opened at start-up; with none, ``/health`` answers 503 until one
     appears.  Raises :class:`~query.config.ConfigError` for invalid keys.
     """
     config = config or ServerConfig()
@@ -600,6 +716,8 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     app[HOLDER] = BundleHolder(store, embedder=embedder, cache_bundles=config.cache_bundles,
                                cache_bytes=config.cache_megabytes * 1024 * 1024)
     app[OPTIONS] = options or SearchOptions()
+    app[ANSWER_CACHE] = AnswerCache(config.answer.cache_entries, config.answer.cache_megabytes * 1024 * 1024)
+    app[GENERATORS] = generators or default_generators(config)
     roles: dict[tuple[str, str], str] = {}
     routes = route_table()
     for route in routes:

@@ -1,0 +1,525 @@
+"""Checked answers: route a question (graph / text / graph+text), build evidence, generate, check, deliver.
+
+Router (:func:`route_question`), graph first:
+
+=============================================  ==========================================================
+graph answer                                   what ``/answer`` does
+=============================================  ==========================================================
+``ok`` with facts                              evidence = the facts (one item per document), phrased
+                                               deterministically (:class:`GraphPhrasing`), still checked
+``ok`` without facts / other ``no_answer``     ``no_answer`` with the graph's reason (``engine: graph``)
+``unknown_person``                             ``no_answer`` / ``unknown_person`` (also for a content
+                                               question about someone the wiki does not know: it is
+                                               never answered from another person's page)
+``ambiguous_person``                           ``ambiguous`` with the graph's ``candidates``
+``unsupported_question`` naming known persons  text retrieval restricted to their pages (``graph+text``)
+anything else                                  text retrieval over the whole bundle (``text``)
+=============================================  ==========================================================
+
+Then (``mode=answer``): no evidence above the relevance gate (:data:`query.rag.MIN_SUPPORT`) ->
+``no_answer`` / ``insufficient_evidence`` without calling a generator; otherwise
+:func:`query.checker.run_generation` (generate -> check -> one repair -> drop what still fails ->
+coverage gate).  ``mode=retrieve`` stops after the evidence and never calls a generator.
+
+Answers are cached (:class:`AnswerCache`) by bundle ``content_digest``, generator fingerprint,
+normalised question, filter, mode and budget, so a swap to another bundle never serves a stale
+answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from artifacts.analysis import fold, normalize_text
+
+from .bundle import OpenedBundle
+from .contract import Envelope, Source, validate_request
+from .errors import InvalidQueryError
+from .evidence import Claim, EvidenceItem, GenerationOutcome, Generator, GeneratorReply
+from .graph import answer_graph, graph_index
+from .hybrid import SearchFilter, SearchOptions
+from .rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, Context, graph_context, text_context
+
+MAX_QUERY_CHARS = 1000
+Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""SSE hook: ``await emit(event, data)`` with events ``retrieval``, ``status``, ``answer``."""
+
+
+class AnswerRequest(BaseModel):
+    """Body of ``POST /answer`` and the options of ``gitrag ask``.
+
+    ``query``: the question (1..1000 characters with at least one letter or digit);
+    ``mode``: ``answer`` (checked answer) or ``retrieve`` (the evidence only, no generator);
+    ``generator``: ``extractive``, ``openai`` or ``anthropic`` (default: the server's);
+    ``max_context_tokens``: evidence budget in tiktoken ``cl100k_base`` tokens (500..12000);
+    ``filter``: restrict text retrieval (see :class:`~query.hybrid.SearchFilter`);
+    ``published_only``: as for ``/search``; ``debug``: add the checker's report (admin only).
+    """
+
+    model_config = {"extra": "forbid", "strict": True}
+
+    query: str
+    filter: SearchFilter | None = None
+    mode: Literal["answer", "retrieve"] = "answer"
+    generator: Literal["extractive", "openai", "anthropic"] | None = None
+    max_context_tokens: int = Field(3000, ge=500, le=12000)
+    published_only: bool = True
+    debug: bool = False
+
+    @field_validator("query", mode="before")
+    @classmethod
+    def _query_is_text(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            raise ValueError("query must be a string")
+        return value
+
+
+def normalise_question(text: str) -> str:
+    """Return ``text`` in NFC with invisible format characters (zero-width space, BOM, bidi marks...)
+    removed and whitespace collapsed.
+
+    :raises InvalidQueryError: nothing left, no letter or digit (only punctuation or symbols), or
+        more than :data:`MAX_QUERY_CHARS` characters.
+    """
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidQueryError("query too long")
+    text = unicodedata.normalize("NFC", text)
+    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cc", "Cs", "Co", "Cn")
+                   or ch in "\t\n")
+    text = " ".join(text.split())
+    if not text or not any(unicodedata.category(ch)[0] in "LN" for ch in text):
+        raise InvalidQueryError("query has no words")
+    return text
+
+
+def parse_answer_request(payload: Any) -> AnswerRequest:
+    """Validate a decoded JSON body as an :class:`AnswerRequest` with a normalised ``query``.
+
+    :raises InvalidQueryError: missing, non-string, blank, invisible-only, punctuation-only or
+        oversized query.
+    :raises InvalidRequestError: anything else (unknown fields, wrong types, out of range).
+    """
+    request = validate_request(payload, AnswerRequest, "query", MAX_QUERY_CHARS)
+    return request.model_copy(update={"query": normalise_question(request.query)})
+
+
+# -- routing ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Routed:
+    """Where a question went: ``engine`` (graph | text | graph+text), the evidence ``context``, and,
+    when the route already decided, ``status``/``reason`` (no_answer, ambiguous) and ``candidates``."""
+
+    engine: str
+    context: Context
+    status: str = "ok"
+    reason: str | None = None
+    graph_body: dict[str, Any] | None = None
+    candidates: list[dict[str, Any]] | None = None
+    complete: bool | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 2)
+
+
+def _person_paths(bundle: OpenedBundle, entities: dict[str, Any]) -> set[str]:
+    paths: set[str] = set()
+    persons = entities.get("persons") or []
+    index = graph_index(bundle) if persons else None
+    for p in persons:
+        path = p.get("path")
+        if path is None and index is not None and p.get("id") in index.persons:
+            path = index.persons[p["id"]].path
+        if path:
+            paths.add(path)
+    return paths
+
+
+def route_question(bundle: OpenedBundle, request: AnswerRequest, options: SearchOptions,
+                   min_support: float | None = None) -> Routed:
+    """Route ``request.query`` (see the module table) and build its evidence.
+
+    ``min_support``: relevance gate for text evidence (default :data:`query.rag.MIN_SUPPORT`, or
+    :data:`query.rag.MIN_SUPPORT_RESTRICTED` when retrieval is restricted to the pages of persons
+    the graph resolved).
+
+    :raises RetrievalUnavailableError: the graph or the text index cannot be queried.
+    """
+    started = time.perf_counter()
+    body = answer_graph(bundle, {"question": request.query, "published_only": request.published_only},
+                        base_url=options.base_url)
+    timings = {"graph": _ms(started)}
+    status, reason = body.get("status"), body.get("reason")
+    entities = body.get("entities") or {}
+    budget = request.max_context_tokens
+    if status == "ok":
+        context = graph_context(bundle, body, max_tokens=budget, base_url=options.base_url)
+        if not context.items:
+            return Routed("graph", context, "no_answer", "no_matching_sources", graph_body=body,
+                          complete=body.get("complete"), timings=timings)
+        return Routed("graph", context, graph_body=body, complete=body.get("complete"), timings=timings)
+    if status == "ambiguous":
+        return Routed("graph", Context(), "ambiguous", reason or "ambiguous_person", graph_body=body,
+                      candidates=body.get("candidates") or [], timings=timings)
+    if status == "no_answer" and reason != "unsupported_question":
+        return Routed("graph", Context(), "no_answer", reason or "no_matching_sources", graph_body=body,
+                      complete=body.get("complete"), timings=timings)
+    # unsupported_question: the graph did not answer; text retrieval may, within what it recognised.
+    started = time.perf_counter()
+    paths = _person_paths(bundle, entities)
+    engine = "graph+text" if paths else "text"
+    if min_support is None:
+        min_support = MIN_SUPPORT_RESTRICTED if paths else MIN_SUPPORT
+    names = [w for p in entities.get("persons") or [] for w in str(p.get("matched") or "").split()]
+    context = text_context(bundle, request.query, max_tokens=budget, options=options, flt=request.filter,
+                           published_only=request.published_only, paths=paths or None, min_support=min_support,
+                           resolved_words=names)
+    timings["retrieval"] = _ms(started)
+    return Routed(engine, context, graph_body=body, timings=timings)
+
+
+# -- graph phrasing --------------------------------------------------------------------------------
+
+
+class GraphPhrasing:
+    """Deterministic phrasing of graph evidence, used in place of a generator for ``engine: graph``.
+
+    One claim per evidence line (each line renders graph facts, quoted verbatim); when the graph
+    answer holds an exact ``count`` (count questions), a first claim states it (``"Počet: N."``)
+    citing every item.  Checked by :func:`check_graph`.
+    """
+
+    name = "graph"
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+
+    def fingerprint(self) -> str:
+        return "graph-phrasing/1"
+
+    def count_claim(self, evidence: list[EvidenceItem]) -> Claim | None:
+        """Return the exact-count claim, or ``None`` when the graph answer has no count."""
+        answer = self.body.get("answer")
+        agg = self.body.get("aggregation")
+        if not (isinstance(answer, dict) and "count" in answer and isinstance(agg, dict)
+                and isinstance(agg.get("count"), int) and evidence):
+            return None
+        first = next(line.strip() for line in evidence[0].text.splitlines() if line.strip())
+        return Claim(text=f"Počet: {agg['count']}.", evidence=tuple(i.evidence_id for i in evidence), quote=first)
+
+    def line_claims(self, evidence: list[EvidenceItem]) -> list[Claim]:
+        """Return one claim per evidence line (text = quote = the line)."""
+        return [Claim(text=line.strip(), evidence=(item.evidence_id,), quote=line.strip())
+                for item in evidence for line in item.text.splitlines() if line.strip()]
+
+
+def check_graph(question: str, evidence: list[EvidenceItem], body: dict[str, Any]) -> GenerationOutcome:
+    """Check the graph phrasing of ``body`` and return what may be delivered.
+
+    Fact lines are checked like any claim (quote verbatim in the cited item, numbers and names in
+    it); the count claim is checked with the graph body too, so a count that differs from the
+    aggregation is dropped.  (Numbers inside titles, e.g. ``GPT-2``, are not counts: only the count
+    claim gets the graph-count check.)
+    """
+    from .checker import check_reply, coverage
+
+    phrasing = GraphPhrasing(body)
+    count = phrasing.count_claim(evidence)
+    lines = phrasing.line_claims(evidence)
+    verdicts = (check_reply(question, [count], evidence, graph=body) if count is not None else []) \
+        + check_reply(question, lines, evidence, graph=None)
+    attempts = [{"attempt": 1, "insufficient": False, "error": None, "raw": None, "verdicts": [
+        {"text": v.claim.text, "evidence": list(v.claim.evidence), "quote": v.claim.quote, "ok": v.ok,
+         "reasons": list(v.reasons), "details": list(v.details)} for v in verdicts]}]
+    passed = [v.claim for v in verdicts if v.ok]
+    if not passed or (count is not None and not verdicts[0].ok):
+        # a count answer whose count fails is not delivered as a bare list
+        return GenerationOutcome([], "no_answer", "unsupported_answer", 0.0, attempts)
+    return GenerationOutcome(passed, "ok", None, coverage(question, passed, evidence), attempts)
+
+
+# -- delivery --------------------------------------------------------------------------------------
+
+
+def _fold_ws(text: str) -> str:
+    return " ".join(normalize_text(text).casefold().split())
+
+
+def _deliver(claims: list[Claim], context: Context) -> tuple[str, list[dict[str, Any]], list[Source]]:
+    """Return ``(answer text with [S..] markers, claims JSON, cited sources renumbered S1..)``."""
+    by_id = {e.evidence_id: e for e in context.items}
+    old_sources = {s.source_id: s for s in context.sources}
+    renumber: dict[str, str] = {}
+    sources: list[Source] = []
+    out: list[dict[str, Any]] = []
+    parts: list[str] = []
+    for claim in claims:
+        evidence = []
+        sids: list[str] = []
+        for eid in claim.evidence:
+            item = by_id.get(eid)
+            if item is None:
+                continue
+            if item.source_id not in renumber:
+                renumber[item.source_id] = f"S{len(renumber) + 1}"
+                src = old_sources.get(item.source_id) or Source(source_id=item.source_id,
+                                                                document_path=item.document_path,
+                                                                source_url=item.source_url, title=item.title)
+                sources.append(src.model_copy(update={"source_id": renumber[item.source_id]}))
+            sid = renumber[item.source_id]
+            if sid not in sids:
+                sids.append(sid)
+            if _fold_ws(claim.quote) in _fold_ws(item.text):
+                evidence.append({"evidence_id": eid, "source_id": sid, "chunk_id": item.chunk_id,
+                                 "document_path": item.document_path, "quote": claim.quote})
+        out.append({"text": claim.text, "source_ids": sids, "evidence": evidence})
+        parts.append(f"{claim.text} " + "".join(f"[{s}]" for s in sids))
+    return " ".join(parts), out, sources
+
+
+# -- cache -----------------------------------------------------------------------------------------
+
+
+class AnswerCache:
+    """LRU of answer bodies bounded by ``max_entries`` and ``max_bytes`` (UTF-8 JSON size); thread-safe.
+
+    The key holds the bundle's ``content_digest``, so answers of another bundle are never served.
+    """
+
+    def __init__(self, max_entries: int = 256, max_bytes: int = 16 * 1024 * 1024) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._data: OrderedDict[tuple[str, ...], tuple[str, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(content_digest: str, generator_fingerprint: str, request: AnswerRequest) -> tuple[str, ...]:
+        """Return the cache key of a request answered from a bundle by a generator."""
+        question = fold(request.query)
+        flt = json.dumps(request.filter.model_dump(mode="json") if request.filter else None, sort_keys=True)
+        return (content_digest, generator_fingerprint, question, flt, request.mode,
+                str(request.max_context_tokens), str(request.published_only))
+
+    def get(self, key: tuple[str, ...]) -> dict[str, Any] | None:
+        """Return a copy of the cached body, or ``None``."""
+        with self._lock:
+            entry = self._data.get(key)
+            if entry is None:
+                self.misses += 1
+                return None
+            self._data.move_to_end(key)
+            self.hits += 1
+            return json.loads(entry[0])  # type: ignore[no-any-return]
+
+    def put(self, key: tuple[str, ...], body: dict[str, Any]) -> None:
+        """Store ``body``; evict least recently used entries beyond the bounds (a body larger than
+        ``max_bytes`` is not stored)."""
+        text = json.dumps(body, ensure_ascii=False)
+        size = len(text.encode("utf-8"))
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._data[key] = (text, size)
+            self._bytes += size
+            while len(self._data) > self.max_entries or self._bytes > self.max_bytes:
+                _, (_, dropped) = self._data.popitem(last=False)
+                self._bytes -= dropped
+
+    def info(self) -> dict[str, int]:
+        """Return ``{entries, bytes, hits, misses}``."""
+        with self._lock:
+            return {"entries": len(self._data), "bytes": self._bytes, "hits": self.hits, "misses": self.misses}
+
+
+# -- the pipeline ----------------------------------------------------------------------------------
+
+
+class _Observed:
+    """Wraps a generator to report ``status`` events (generating / checking / repairing)."""
+
+    def __init__(self, inner: Generator, emit: Emit) -> None:
+        self.inner = inner
+        self.emit = emit
+        self.name = inner.name
+
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint()
+
+    async def generate(self, question: str, evidence: list[EvidenceItem], *, repair: Any = None) -> GeneratorReply:
+        await self.emit("status", {"stage": "repairing" if repair else "generating"})
+        reply = await self.inner.generate(question, evidence, repair=repair)
+        await self.emit("status", {"stage": "checking"})
+        return reply
+
+
+async def _no_emit(event: str, data: dict[str, Any]) -> None:
+    return None
+
+
+def _envelope(bundle: OpenedBundle, status: str, reason: str | None, sources: list[Source], *,
+              complete: bool | None, truncation: list[str]) -> dict[str, Any]:
+    return Envelope(status=status, reason=reason, sources=sources, index_version=bundle.index_version,
+                    complete=complete, truncated=bool(truncation),
+                    truncation_reasons=sorted(set(truncation))).model_dump(mode="json")
+
+
+def _coverage_block(routed: Routed, outcome: GenerationOutcome | None, delivered: int) -> dict[str, Any]:
+    warnings: list[str] = []
+    limitations = [f"Only the pages of commit {routed.context.items[0].commit[:12]} were used."
+                   if routed.context.items else "No evidence was used."]
+    if routed.engine == "graph":
+        scope = "graph facts of the served bundle"
+        limitations.append("Facts come from front matter and page structure as mapped into the graph.")
+    elif routed.engine == "graph+text":
+        scope = "text of the pages of the persons named in the question"
+    else:
+        scope = "text retrieval over the served bundle"
+    if routed.context.truncation_reasons:
+        warnings.append("Some evidence did not fit: " + ", ".join(routed.context.truncation_reasons) + ".")
+    dropped = _dropped(outcome)
+    if dropped:
+        warnings.append(f"{dropped} claim(s) failed the evidence check and were left out.")
+    if routed.complete is False:
+        warnings.append("The graph list is cut; the count is exact.")
+    partial = bool(warnings) and (dropped > 0 or routed.complete is False or bool(routed.context.truncation_reasons))
+    return {"scope": scope, "status": "partial" if partial else "supported", "warnings": warnings,
+            "limitations": limitations, "coverage": round(outcome.coverage, 4) if outcome is not None else None,
+            "claims": delivered}
+
+
+def _debug_report(outcome: GenerationOutcome | None) -> dict[str, Any] | None:
+    if outcome is None:
+        return None
+    return {"attempts": outcome.attempts, "repaired": outcome.repaired, "coverage": round(outcome.coverage, 4),
+            "status": outcome.status, "reason": outcome.reason}
+
+
+def _dropped(outcome: GenerationOutcome | None) -> int:
+    """Claims of the last attempt that failed the checker (they were left out)."""
+    if outcome is None or not outcome.attempts:
+        return 0
+    return sum(1 for v in outcome.attempts[-1].get("verdicts") or [] if not v.get("ok"))
+
+
+async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOptions,
+                 generator: Generator | None, *, emit: Emit | None = None, cache: AnswerCache | None = None,
+                 coverage_threshold: float = 0.20, min_support: float | None = None,
+                 include_debug: bool = False) -> dict[str, Any]:
+    """Answer ``request`` from ``bundle``; return the ``/answer`` response body.
+
+    Body: the contract envelope plus ``query``, ``engine``, ``answer`` (text with ``[S1]`` markers,
+    or null), ``claims`` (``[{text, source_ids, evidence: [{evidence_id, source_id, chunk_id,
+    document_path, quote}]}]``), ``answer_coverage`` (``{scope, status, warnings, limitations}``),
+    ``cached``, ``timings`` (ms per stage); ``candidates`` when ambiguous; ``evidence`` in
+    ``mode=retrieve``; ``debug`` (the checker's report) when ``include_debug``.
+
+    ``generator`` may be ``None`` only in ``mode=retrieve``.  The route and retrieval run in a
+    worker thread.  :raises GeneratorUnavailableError: the provider failed (``mode=answer``).
+    :raises RetrievalUnavailableError: the graph or text index failed.
+    """
+    emit = emit or _no_emit
+    started = time.perf_counter()
+    fingerprint = generator.fingerprint() if generator is not None else "none"
+    key = AnswerCache.key(bundle.manifest.content_digest, fingerprint, request) if cache is not None else None
+    if cache is not None and key is not None and not include_debug:
+        hit = cache.get(key)
+        if hit is not None:
+            hit["cached"] = True
+            hit["timings"] = {"total": _ms(started)}
+            await emit("retrieval", {"engine": hit["engine"], "sources": hit["sources"]})
+            return hit
+
+    routed = await asyncio.to_thread(route_question, bundle, request, options, min_support)
+    timings = dict(routed.timings)
+    context = routed.context
+    await emit("retrieval", {"engine": routed.engine,
+                             "sources": [s.model_dump(mode="json") for s in context.sources]})
+    base = {"query": request.query, "engine": routed.engine, "answer": None, "claims": [],
+            "answer_coverage": None, "cached": False}
+    truncation = list(context.truncation_reasons)
+
+    def finish(body: dict[str, Any], cacheable: bool = True) -> dict[str, Any]:
+        timings["total"] = _ms(started)
+        body["timings"] = timings
+        if cache is not None and key is not None and cacheable and not include_debug:
+            cache.put(key, body)
+        return body
+
+    if routed.status != "ok":
+        body = _envelope(bundle, routed.status, routed.reason, [], complete=routed.complete, truncation=[])
+        body.update(base)
+        if routed.candidates is not None:
+            body["candidates"] = routed.candidates
+            body["sources"] = (routed.graph_body or {}).get("sources", [])
+        return finish(body)
+
+    if request.mode == "retrieve":
+        status, reason = ("ok", None) if context.items else ("no_answer", "insufficient_evidence")
+        body = _envelope(bundle, status, reason, context.sources, complete=routed.complete, truncation=truncation)
+        body.update(base)
+        body["evidence"] = context.public_items()
+        body["best_support"] = None if context.best_support is None else round(context.best_support, 4)
+        return finish(body)
+
+    if not context.items:
+        body = _envelope(bundle, "no_answer", "insufficient_evidence", [], complete=None, truncation=truncation)
+        body.update(base)
+        return finish(body)
+
+    from .checker import run_generation
+
+    outcome: GenerationOutcome
+    generation_started = time.perf_counter()
+    if routed.engine == "graph":
+        assert routed.graph_body is not None
+        await emit("status", {"stage": "checking"})
+        outcome = check_graph(request.query, context.items, routed.graph_body)
+    else:
+        if generator is None:
+            raise ValueError("mode=answer needs a generator")
+        outcome = await run_generation(request.query, context.items, _Observed(generator, emit),  # type: ignore[arg-type]
+                                       coverage_threshold=coverage_threshold, graph=None)
+    timings["generation"] = _ms(generation_started)
+
+    if outcome.status != "ok" or not outcome.claims:
+        body = _envelope(bundle, "no_answer", outcome.reason or "unsupported_answer", [], complete=None,
+                         truncation=truncation)
+        body.update(base)
+        if include_debug:
+            body["debug"] = _debug_report(outcome)
+        return finish(body)
+
+    claims = list(outcome.claims)
+    text, claims_json, sources = _deliver(claims, context)
+    body = _envelope(bundle, "ok", None, sources, complete=routed.complete if routed.engine == "graph" else None,
+                     truncation=truncation)
+    body.update(base)
+    body["answer"] = text
+    body["claims"] = claims_json
+    body["answer_coverage"] = _coverage_block(routed, outcome, len(claims_json))
+    if include_debug:
+        body["debug"] = _debug_report(outcome)
+    return finish(body)
+
+
+__all__ = ["AnswerCache", "AnswerRequest", "GraphPhrasing", "Routed", "answer", "normalise_question",
+           "parse_answer_request", "route_question"]

