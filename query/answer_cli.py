@@ -52,7 +52,7 @@ def _print_text(body: dict[str, Any]) -> None:
 @click.command("ask")
 @click.argument("question")
 @click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory.")
-@click.option("--at", default=None, help="Bundle id, or commit sha / prefix (default: CURRENT).")
+@click.option("--at", default=None, help="Revision as for `gitrag use` (default: CURRENT).")
 @click.option("--generator", type=click.Choice(["extractive", "openai", "anthropic"]), default=None,
               help="Claim generator (default: extractive; openai/anthropic read GITRAG_LLM_* / ANTHROPIC_API_KEY).")
 @click.option("--mode", type=click.Choice(["answer", "retrieve"]), default="answer", show_default=True,
