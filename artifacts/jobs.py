@@ -265,6 +265,12 @@ class JobQueue:
         with self._connect() as db:
             return int(db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'queued'").fetchone()[0])
 
+    def counts(self) -> dict[str, int]:
+        """Number of jobs per status (every one of :data:`STATUSES`, zero included)."""
+        with self._connect() as db:
+            rows = db.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall()
+        return dict.fromkeys(STATUSES, 0) | {status: int(n) for status, n in rows}
+
     @staticmethod
     def _get(db: sqlite3.Connection, job_id: int) -> Job | None:
         row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()

@@ -54,6 +54,7 @@ from .errors import (
 )
 from .graph import GraphRequest, answer_graph
 from .hybrid import SearchOptions, parse_search_request, search
+from .prom import METRICS, ServerMetrics, handle_metrics, metrics_middleware
 from .security import (
     CONFIG,
     LIMITER,
@@ -85,6 +86,8 @@ class BundleHolder:
         self.last_error: str | None = None
         self.failed_bundle: str | None = None
         self.swaps = 0
+        self.reload_failures = 0
+        self.wrap_embedder: Callable[[Any], Any] | None = None  # e.g. timing for /metrics (query.prom)
         self.leases = Leases()
         self.cache = BundleCache(self.leases, cache_bundles, cache_bytes)
         self.index = BundleIndex(store)
@@ -92,6 +95,8 @@ class BundleHolder:
 
     def _open(self, bundle_id: str) -> OpenedBundle:
         fresh = open_bundle(self.store.bundle_path(bundle_id), verify=True, embedder=self.embedder)
+        if self.wrap_embedder is not None:
+            fresh.embedder = self.wrap_embedder(fresh.embedder)
         if fresh.embedder is not None:
             fresh.embedder.embed_query("warm-up")  # load weights before serving
         return fresh
@@ -150,6 +155,7 @@ class BundleHolder:
                 fresh = self._open(wanted)
             except (ArtifactError, QueryError, OSError) as exc:
                 self.failed_bundle = wanted
+                self.reload_failures += 1
                 self.last_error = f"bundle {wanted} failed to open: {type(exc).__name__}"
                 log.warning("keeping the served bundle: %s", self.last_error)
                 return False
@@ -237,27 +243,37 @@ async def _read_json(request: web.Request, *, allow_empty: bool = False) -> Any:
         raise InvalidRequestError("body is not JSON") from exc
 
 
+async def run_retrieval(holder: BundleHolder, options: SearchOptions, route: RetrievalRoute,
+                        payload: Any) -> dict[str, Any]:
+    """Answer one retrieval request body (``at`` included) as ``POST route.path`` does.
+
+    The HTTP handlers and the MCP tools (:mod:`query.mcp_server`) both call this.  Returns the
+    response body (contract envelope + the route's fields).  Raises :class:`QueryError` subclasses
+    (bad body, bad or unknown ``at``, no bundle) for the transport to convert.
+    """
+    if not isinstance(payload, dict):
+        raise InvalidRequestError("body must be a JSON object")
+    payload = dict(payload)
+    at = payload.pop("at", None)
+    if at is not None:
+        check_at(at)
+    parsed = route.parse(payload) if route.parse is not None else payload
+
+    def run() -> dict[str, Any]:
+        bundle_id = holder.resolve(at) if at is not None else None
+        with holder.lease(bundle_id) as bundle:
+            if route.wants_options:
+                return route.run(bundle, parsed, options)
+            return route.run(bundle, parsed)
+
+    return await asyncio.to_thread(run)
+
+
 def _retrieval_handler(route: RetrievalRoute) -> Callable[[web.Request], Any]:
     async def handler(request: web.Request) -> web.Response:
         payload = await _read_json(request)
-        if not isinstance(payload, dict):
-            raise InvalidRequestError("body must be a JSON object")
-        payload = dict(payload)
-        at = payload.pop("at", None)
-        if at is not None:
-            check_at(at)
-        parsed = route.parse(payload) if route.parse is not None else payload
-        holder: BundleHolder = request.app[HOLDER]
-        options = request.app[OPTIONS]
-
-        def run() -> dict[str, Any]:
-            bundle_id = holder.resolve(at) if at is not None else None
-            with holder.lease(bundle_id) as bundle:
-                if route.wants_options:
-                    return route.run(bundle, parsed, options)
-                return route.run(bundle, parsed)
-
-        return web.json_response(await asyncio.to_thread(run))
+        body = await run_retrieval(request.app[HOLDER], request.app[OPTIONS], route, payload)
+        return web.json_response(body)
 
     handler.__name__ = "handle_" + route.path.strip("/").replace("/", "_")
     return handler
@@ -290,7 +306,11 @@ async def handle_health(request: web.Request) -> web.Response:
 
 
 async def handle_bundles(request: web.Request) -> web.Response:
-    holder: BundleHolder = request.app[HOLDER]
+    return web.json_response(await list_bundles(request.app[HOLDER]))
+
+
+async def list_bundles(holder: BundleHolder) -> dict[str, Any]:
+    """Return the ``GET /bundles`` body: ``current``, ``served`` and ``bundles`` (newest commit first)."""
     infos = await asyncio.to_thread(holder.index.list)
     current = holder.store.current_id()
     served = holder.bundle.bundle_id if holder.bundle is not None else None
@@ -300,7 +320,7 @@ async def handle_bundles(request: web.Request) -> web.Response:
         "content_digest": b.manifest.content_digest, "documents": b.manifest.counts.documents,
         "chunks": b.manifest.counts.chunks, "current": b.bundle_id == current, "served": b.bundle_id == served,
     } for b in infos]
-    return web.json_response({"status": "ok", "current": current, "served": served, "bundles": items})
+    return {"status": "ok", "current": current, "served": served, "bundles": items}
 
 
 async def _reload(app: web.Application, force: bool) -> dict[str, Any]:
@@ -459,6 +479,7 @@ def route_table() -> list[Route]:
     routes += [
         Route("GET", "/bundles", handle_bundles, "search", "List published bundles (newest commit first)",
               None, openapi.BundlesResponse),
+        Route("GET", "/metrics", handle_metrics, "admin", "Prometheus metrics (text format)"),
         Route("POST", "/admin/reload", handle_reload, "admin", "Re-read CURRENT now and swap if it changed",
               None, openapi.ReloadResponse),
         Route("POST", "/admin/use", handle_use, "admin", "Point CURRENT at a bundle (rollback) and serve it",
@@ -498,7 +519,7 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     config.check()
     interval = poll_interval if poll_interval is not None else config.poll_interval
     body_limit = max(config.max_body_bytes, config.webhook.max_body_bytes)
-    app = web.Application(middlewares=[headers_middleware, envelope_middleware, auth_middleware],
+    app = web.Application(middlewares=[metrics_middleware, headers_middleware, envelope_middleware, auth_middleware],
                           client_max_size=body_limit + 1)
     store = Store(store_dir)
     app[STORE_ROOT] = store.root
@@ -507,6 +528,8 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     app[HOLDER] = BundleHolder(store, embedder=embedder, cache_bundles=config.cache_bundles,
                                cache_bytes=config.cache_megabytes * 1024 * 1024)
     app[OPTIONS] = options or SearchOptions()
+    app[METRICS] = ServerMetrics(app[HOLDER], store.root)
+    app[HOLDER].wrap_embedder = app[METRICS].time_embedder
     roles: dict[tuple[str, str], str] = {}
     routes = route_table()
     for route in routes:
