@@ -496,6 +496,14 @@ def route_table() -> list[Route]:
     return routes
 
 
+def unlisted_routes() -> list[Route]:
+    """Routes left out of ``/openapi.json`` (they are not tools for OpenWebUI): the MCP transport."""
+    from .mcp_server import handle_mcp  # imports this module
+
+    return [Route(method, "/mcp", handle_mcp, "search", "MCP streamable HTTP transport (query.mcp_server)")
+            for method in ("POST", "GET", "DELETE")]
+
+
 async def _watch(app: web.Application, interval: float) -> None:
     holder: BundleHolder = app[HOLDER]
     while True:
@@ -535,6 +543,9 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     for route in routes:
         resource = app.router.add_route(route.method, route.path, route.handler)
         roles[(route.method, resource.resource.canonical)] = route.role  # type: ignore[union-attr]
+    for route in unlisted_routes():
+        resource = app.router.add_route(route.method, route.path, route.handler)
+        roles[(route.method, resource.resource.canonical)] = route.role  # type: ignore[union-attr]
     app[ROLES] = roles
     app[OPENAPI_DOC] = openapi.build_document(routes, keys=config.keys_configured)
 
@@ -555,6 +566,9 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
 
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
+    from .mcp_server import mcp_context  # imports this module
+
+    app.cleanup_ctx.append(mcp_context)
     return app
 
 
