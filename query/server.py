@@ -65,6 +65,7 @@ from .security import (
     headers_middleware,
 )
 from .timetravel import BundleCache, BundleIndex, Leases, check_at, resolve_at
+from .webpage import handle_asset, handle_page, wants_html
 
 log = logging.getLogger("gitrag.server")
 MAX_BODY_BYTES = 64 * 1024
@@ -210,6 +211,10 @@ class RetrievalRoute:
     wants_options: bool = False
 
 
+def _run_graph(bundle: OpenedBundle, payload: Any, options: SearchOptions) -> dict[str, Any]:
+    return answer_graph(bundle, payload, base_url=options.base_url)  # source_url like /search's
+
+
 def _run_search(bundle: OpenedBundle, request: Any, options: SearchOptions) -> dict[str, Any]:
     return search(bundle, request, options)
 
@@ -217,7 +222,8 @@ def _run_search(bundle: OpenedBundle, request: Any, options: SearchOptions) -> d
 RETRIEVAL_ROUTES: list[RetrievalRoute] = [
     RetrievalRoute("/search", _run_search, "Hybrid search (BM25 + vectors, RRF) over the served or an older bundle",
                    openapi.SearchBody, openapi.SearchResponse, parse=parse_search_request, wants_options=True),
-    RetrievalRoute("/graph", answer_graph, "Graph retrieval: facts, paths, documents and exact counts", GraphRequest),
+    RetrievalRoute("/graph", _run_graph, "Graph retrieval: facts, paths, documents and exact counts", GraphRequest,
+                   wants_options=True),
 ]
 
 
@@ -496,12 +502,25 @@ def route_table() -> list[Route]:
     return routes
 
 
+async def handle_root(request: web.Request) -> web.Response:
+    """``GET /``: the web page for a browser, else an index of links."""
+    if wants_html(request):
+        return await handle_page(request)
+    return web.json_response({"status": "ok", "name": "gitrag", "links": {
+        "page": "/ui/", "health": "/health", "openapi": "/openapi.json", "bundles": "/bundles",
+        "metrics": "/metrics", "mcp": "/mcp"}})
+
+
 def unlisted_routes() -> list[Route]:
-    """Routes left out of ``/openapi.json`` (they are not tools for OpenWebUI): the MCP transport."""
+    """Routes left out of ``/openapi.json`` (they are not tools for OpenWebUI): the web page and MCP."""
     from .mcp_server import handle_mcp  # imports this module
 
-    return [Route(method, "/mcp", handle_mcp, "search", "MCP streamable HTTP transport (query.mcp_server)")
-            for method in ("POST", "GET", "DELETE")]
+    return [
+        Route("GET", "/", handle_root, "public", "The web page (browsers) or an index of links"),
+        Route("GET", "/ui/", handle_page, "public", "The web page (query/web/)"),
+        Route("GET", "/ui/{name}", handle_asset, "public", "The web page's script and style sheet"),
+    ] + [Route(method, "/mcp", handle_mcp, "search", "MCP streamable HTTP transport (query.mcp_server)")
+         for method in ("POST", "GET", "DELETE")]
 
 
 async def _watch(app: web.Application, interval: float) -> None:
