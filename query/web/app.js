@@ -359,7 +359,7 @@
     output(...nodes);
   }
 
-  function renderAnswer(body) {
+  function renderAnswer(body, graph) {
     if (!body || body.status === "error") return output(errorBox(body));
     const nodes = [commitNote(body)];
     if (body.status === "ok" && body.answer) {
@@ -369,8 +369,9 @@
     } else {
       nodes.push(noAnswerBox(body, "No answer."));
     }
+    // A graph answer also as tables: the graph's own facts for the same question and commit.
+    if (graph && graph.status !== "error") nodes.push(...graphTables(graph));
     nodes.push(...(coverageBox(body.answer_coverage) || []));
-    if (body.engine === "graph") nodes.push(...graphTables(body.graph || body));
     nodes.push(claimsBox(body.claims), sourcesList(body.sources));
     setStatus(body.status === "ok" ? "Answered." : "No answer.");
     output(...nodes);
@@ -399,7 +400,11 @@
       renderGraph(body, "This server has no /answer endpoint; the knowledge graph answered.");
       return;
     }
-    renderAnswer(answered.body);
+    let graph = null;
+    if (answered.body && answered.body.engine === "graph" && answered.body.status !== "error") {
+      graph = (await api("POST", "/graph", { question: query, at })).body;
+    }
+    renderAnswer(answered.body, graph);
   }
 
   function syncMode() {
