@@ -10,7 +10,8 @@ never share counters.  Two kinds of metrics:
   ``gitrag_query_embedding_seconds``;
 * read at scrape time from the server's state (:class:`_StateCollector`): bundle swaps and
   failed reloads, the served bundle as an info metric, its build's seconds per stage (from the
-  manifest), the history-bundle cache, and the store's job queue by status.
+  manifest), cache hits and misses (:meth:`ServerMetrics.watch_cache`), and the store's job queue
+  by status.
 
 The ``route`` label is the route's path pattern (``/sync/jobs/{job_id}``), ``unmatched`` for a
 path no route serves, so that label values stay few whatever clients send.
@@ -55,7 +56,17 @@ class ServerMetrics:
                                registry=self.registry)
         self.embedding = Histogram("gitrag_query_embedding_seconds", "Time to embed one query (seconds)",
                                    buckets=EMBED_BUCKETS, registry=self.registry)
-        self.registry.register(_StateCollector(holder, store_root))
+        self.state = _StateCollector(holder, store_root)
+        self.registry.register(self.state)
+        self.watch_cache("history", holder.cache)
+
+    def watch_cache(self, name: str, cache: Any) -> None:
+        """Report ``cache.hits`` and ``cache.misses`` (ints) as ``gitrag_cache_lookups_total{cache=name}``.
+
+        The history-bundle LRU is watched as ``history``; the answer cache, where the server has
+        one, is added the same way (``metrics.watch_cache("answer", answer_cache)``).
+        """
+        self.state.caches[name] = cache
 
     def exposition(self) -> bytes:
         """Return the registry in the Prometheus text format (``CONTENT_TYPE_LATEST``)."""
@@ -96,6 +107,7 @@ class _StateCollector(Collector):
     def __init__(self, holder: BundleHolder, store_root: Any) -> None:
         self.holder = holder
         self.store_root = store_root
+        self.caches: dict[str, Any] = {}
 
     def describe(self) -> list[Metric]:
         return []  # values (and label sets) exist only at scrape time
@@ -138,11 +150,12 @@ class _StateCollector(Collector):
                                 value=len(cache.info()["bundles"]))  # type: ignore[arg-type]
         yield GaugeMetricFamily("gitrag_history_cache_bytes", "Approximate bytes of the open historical bundles",
                                 value=cache.total_bytes)
-        lookups = CounterMetricFamily("gitrag_history_cache_lookups",
-                                      "Requests with `at` for a bundle other than the served one, by result",
-                                      labels=["result"])
-        lookups.add_metric(["hit"], getattr(cache, "hits", 0))
-        lookups.add_metric(["miss"], getattr(cache, "misses", 0))
+        lookups = CounterMetricFamily("gitrag_cache_lookups", "Cache lookups by cache and result (hit, miss); "
+                                      "history: `at` requests for a bundle other than the served one",
+                                      labels=["cache", "result"])
+        for name, watched in sorted(self.caches.items()):
+            lookups.add_metric([name, "hit"], watched.hits)
+            lookups.add_metric([name, "miss"], watched.misses)
         yield lookups
         jobs = GaugeMetricFamily("gitrag_jobs", "Build jobs in the store's queue, by status "
                                  "(queue depth: status=\"queued\"; outcomes: succeeded, failed)", labels=["status"])

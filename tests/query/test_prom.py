@@ -86,8 +86,8 @@ def test_metrics_counters_match_the_requests_made(history: dict[str, str], hash_
         assert value(parsed, "gitrag_bundle_items", kind="documents") == 2
         assert value(parsed, "gitrag_bundle_swaps_total") == 1  # the first bundle opened at start-up
         assert value(parsed, "gitrag_bundle_reload_failures_total") == 0
-        assert value(parsed, "gitrag_history_cache_lookups_total", result="miss") == 1
-        assert value(parsed, "gitrag_history_cache_lookups_total", result="hit") == 1
+        assert value(parsed, "gitrag_cache_lookups_total", cache="history", result="miss") == 1
+        assert value(parsed, "gitrag_cache_lookups_total", cache="history", result="hit") == 1
         assert value(parsed, "gitrag_history_cache_bundles") == 1
         assert any(name == "gitrag_bundle_build_stage_seconds" for name, _ in parsed)
         assert value(parsed, "gitrag_jobs", status="queued") == 0
@@ -155,3 +155,19 @@ def test_two_apps_have_separate_registries(history: dict[str, str], hash_embedde
     one[METRICS].requests.labels("/x", "GET", "200").inc()
     assert 'route="/x"' in one[METRICS].exposition().decode()
     assert 'route="/x"' not in two[METRICS].exposition().decode()
+
+
+def test_another_cache_is_reported_by_name(history: dict[str, str], hash_embedder) -> None:  # type: ignore[no-untyped-def]
+    from types import SimpleNamespace
+
+    from query.prom import METRICS
+    from query.server import create_app
+
+    app = create_app(history["store"], embedder=hash_embedder)
+    answers = SimpleNamespace(hits=3, misses=4)
+    app[METRICS].watch_cache("answer", answers)
+    answers.hits += 1  # read at scrape time
+    parsed = samples(app[METRICS].exposition().decode())
+    assert value(parsed, "gitrag_cache_lookups_total", cache="answer", result="hit") == 4
+    assert value(parsed, "gitrag_cache_lookups_total", cache="answer", result="miss") == 4
+    assert value(parsed, "gitrag_cache_lookups_total", cache="history", result="miss") == 0
