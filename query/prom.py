@@ -10,8 +10,8 @@ never share counters.  Two kinds of metrics:
   ``gitrag_query_embedding_seconds``;
 * read at scrape time from the server's state (:class:`_StateCollector`): bundle swaps and
   failed reloads, the served bundle as an info metric, its build's seconds per stage (from the
-  manifest), cache hits and misses (:meth:`ServerMetrics.watch_cache`), and the store's job queue
-  by status.
+  manifest), cache hits and misses (:meth:`ServerMetrics.watch_cache`), the store's job queue
+  by status, and the worker's last build (``<store>/worker.prom``, written by ``gitrag worker``).
 
 The ``route`` label is the route's path pattern (``/sync/jobs/{job_id}``), ``unmatched`` for a
 path no route serves, so that label values stay few whatever clients send.
@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
-from artifacts.jobs import JOBS_DB, STATUSES, JobQueue
+from artifacts.jobs import JOBS_DB, STATUSES, WORKER_METRICS, JobQueue
 
 if TYPE_CHECKING:
     from .server import BundleHolder
@@ -157,6 +159,7 @@ class _StateCollector(Collector):
             lookups.add_metric([name, "hit"], watched.hits)
             lookups.add_metric([name, "miss"], watched.misses)
         yield lookups
+        yield from _worker_metrics(self.store_root)
         jobs = GaugeMetricFamily("gitrag_jobs", "Build jobs in the store's queue, by status "
                                  "(queue depth: status=\"queued\"; outcomes: succeeded, failed)", labels=["status"])
         for status, count in _job_counts(self.store_root).items():
@@ -165,11 +168,22 @@ class _StateCollector(Collector):
 
 
 def _job_counts(store_root: Any) -> dict[str, int]:
-    from pathlib import Path
-
     if not (Path(store_root) / JOBS_DB).exists():  # never create the queue just to read it
         return dict.fromkeys(STATUSES, 0)
     return JobQueue(store_root).counts()
+
+
+def _worker_metrics(store_root: Any) -> Iterator[Metric]:
+    """The families of ``<store>/worker.prom`` (the worker's last build), if the worker wrote one."""
+    try:
+        text = (Path(store_root) / WORKER_METRICS).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    try:
+        families = list(text_string_to_metric_families(text))
+    except ValueError:  # a damaged file must not break the scrape
+        return
+    yield from (f for f in families if f.name.startswith("gitrag_worker_"))
 
 
 METRICS = web.AppKey("metrics", ServerMetrics)

@@ -8,6 +8,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from artifacts.jobs import JobQueue
+from artifacts.manifest import read_manifest
 from artifacts.store import Store
 from indexer.build import build_bundle
 from query.config import ServerConfig
@@ -171,3 +172,40 @@ def test_another_cache_is_reported_by_name(history: dict[str, str], hash_embedde
     assert value(parsed, "gitrag_cache_lookups_total", cache="answer", result="hit") == 4
     assert value(parsed, "gitrag_cache_lookups_total", cache="answer", result="miss") == 4
     assert value(parsed, "gitrag_cache_lookups_total", cache="history", result="miss") == 0
+
+
+def test_worker_build_stages_reach_the_server_metrics(repo: RepoBuilder, tmp_path: Path, hash_embedder) -> None:  # type: ignore[no-untyped-def]
+    """`gitrag worker` writes its last build to <store>/worker.prom; /metrics re-exposes it."""
+    from artifacts.jobs import WORKER_METRICS
+    from indexer.worker import run_worker
+    from tests.test_worker import _bare
+
+    repo.write("a.md", "# A\n\nPrvá verzia.\n")
+    commit = repo.commit("one")
+    bare = _bare(repo, tmp_path)
+    store = tmp_path / "store"
+    queue = JobQueue(store)
+    queue.enqueue(kind="push", repo=str(bare), branch="main", commit=commit)
+    assert run_worker(store, embedder=hash_embedder, idle_exit=0.0, poll=0.01) == 1
+    written = samples((store / WORKER_METRICS).read_text(encoding="utf-8"))
+    stages = {dict(labels)["stage"] for name, labels in written if name == "gitrag_worker_build_stage_seconds"}
+    manifest = read_manifest(Store(store).bundle_path(Store(store).current_id()))
+    # The manifest holds every stage but publishing, which happens after it is written.
+    assert stages == set(manifest.stats.timings) | {"publish"} and {"parse", "embed", "graph"} <= stages
+    assert value(written, "gitrag_worker_last_job_seconds") > 0
+    assert value(written, "gitrag_worker_last_job_finished", outcome="done") > 1e9
+
+    async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        async with http.get(base + "/metrics") as resp:
+            parsed = samples(await resp.text())
+        assert {k: v for k, v in parsed.items() if k[0].startswith("gitrag_worker_")} == written
+        assert value(parsed, "gitrag_jobs", status="succeeded") == 1
+
+    with_server(store, hash_embedder, scenario)
+    (store / WORKER_METRICS).write_text("garbage {{{\n", encoding="utf-8")
+
+    async def damaged(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        async with http.get(base + "/metrics") as resp:
+            assert resp.status == 200 and "gitrag_worker_" not in await resp.text()
+
+    with_server(store, hash_embedder, damaged)
