@@ -14,7 +14,8 @@ Two transports:
   session manager is an ASGI app; :func:`handle_mcp` hands it one aiohttp request as an ASGI call
   (a route of our own rather than an ASGI mount, so that the role check, which looks up the
   matched route, covers it).  It runs stateless with JSON responses: every tool call is one
-  self-contained POST, which any replica behind a load balancer can answer.
+  self-contained POST, which any replica behind a load balancer can answer; there is no
+  server-sent stream, so ``GET /mcp`` answers 405 as the transport specification allows.
 
 The ``answer`` tool exists only when the server has an ``/answer`` retrieval route.
 """
@@ -218,7 +219,7 @@ async def mcp_context(app: web.Application) -> AsyncIterator[None]:
 
 
 async def handle_mcp(request: web.Request) -> web.StreamResponse:
-    """``POST|GET|DELETE /mcp``: the MCP streamable HTTP transport (JSON-RPC in, JSON out)."""
+    """``POST /mcp``: the MCP streamable HTTP transport (JSON-RPC in, JSON out)."""
     manager = request.app[MCP_MANAGER]
     body = await request.read()
     delivered = False
@@ -230,7 +231,12 @@ async def handle_mcp(request: web.Request) -> web.StreamResponse:
         if not delivered:
             delivered = True
             return {"type": "http.request", "body": body, "more_body": False}
-        await finished.wait()  # nothing more to read: report a disconnect only once the app is done
+        while not finished.is_set():  # nothing more to read: wait for the end or the client leaving
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(finished.wait(), 0.5)
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:

@@ -519,8 +519,9 @@ def unlisted_routes() -> list[Route]:
         Route("GET", "/", handle_root, "public", "The web page (browsers) or an index of links"),
         Route("GET", "/ui/", handle_page, "public", "The web page (query/web/)"),
         Route("GET", "/ui/{name}", handle_asset, "public", "The web page's script and style sheet"),
-    ] + [Route(method, "/mcp", handle_mcp, "search", "MCP streamable HTTP transport (query.mcp_server)")
-         for method in ("POST", "GET", "DELETE")]
+        # POST only: the transport is stateless, so there is no server-sent stream (GET answers 405).
+        Route("POST", "/mcp", handle_mcp, "search", "MCP streamable HTTP transport (query.mcp_server)"),
+    ]
 
 
 async def _watch(app: web.Application, interval: float) -> None:

@@ -124,6 +124,9 @@ def test_http_tools_match_the_http_api(wiki: dict[str, str], hash_embedder) -> N
             assert out["graph"] == await resp.json()
         async with http.get(base + "/bundles") as resp:
             assert out["list_bundles"] == await resp.json()
+        # Stateless: no server-sent stream, so GET is 405 in the contract's envelope (the SDK client copes).
+        async with http.get(base + "/mcp", headers={"Accept": "text/event-stream"}) as resp:
+            assert resp.status == 405 and (await resp.json())["reason"] == "method_not_allowed"
         # /mcp is not an OpenWebUI tool: it stays out of the OpenAPI document.
         async with http.get(base + "/openapi.json") as resp:
             assert "/mcp" not in (await resp.json())["paths"]
