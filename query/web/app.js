@@ -5,7 +5,7 @@
 (() => {
   const KEY_STORAGE = "gitrag.apiKey";
   const $ = (id) => document.getElementById(id);
-  const state = { served: null, pending: null };
+  const state = { served: null, pending: null, seq: 0 };
 
   // -- small DOM helpers --------------------------------------------------------------------------
 
@@ -99,16 +99,22 @@
   async function loadHealth() {
     const { body } = await api("GET", "/health");
     const bundle = body && body.bundle;
-    state.served = bundle ? bundle.commit : null;
-    const line = $("served");
-    if (!bundle) {
-      line.replaceChildren("No index is served yet.");
-      return;
+    if (bundle) {
+      showServed(bundle.commit, bundle.commit_summary, bundle.counts ? bundle.counts.documents : null);
+    } else if (body && body.ready) {
+      // A server with keys may show the bundle only to a client with a key: /bundles names it then.
+      if (!state.served) $("served").replaceChildren("An index is served.");
+    } else {
+      state.served = null;
+      $("served").replaceChildren("No index is served yet.");
     }
-    line.replaceChildren(
-      "Serving commit ", el("code", { title: bundle.commit, id: "served-commit" }, short(bundle.commit)),
-      bundle.commit_summary ? ` — ${bundle.commit_summary}` : "",
-      ` · ${bundle.counts.documents} documents`);
+  }
+
+  function showServed(commit, summary, documents) {
+    state.served = commit;
+    $("served").replaceChildren(
+      "Serving commit ", el("code", { title: commit, id: "served-commit" }, short(commit)),
+      summary ? ` — ${summary}` : "", typeof documents === "number" ? ` · ${documents} documents` : "");
   }
 
   async function loadBundles() {
@@ -118,6 +124,7 @@
     const chosen = select.value;
     const options = [el("option", { value: "" }, "the served commit (latest)")];
     for (const b of body.bundles) {
+      if (b.served && b.commit !== state.served) showServed(b.commit, b.commit_summary, b.documents);
       if (b.served) continue;
       const date = b.commit_time ? new Date(b.commit_time * 1000).toISOString().slice(0, 10) : "";
       const label = `${short(b.commit)} · ${date} · ${b.commit_summary || ""}`.trim();
@@ -387,24 +394,29 @@
     const query = $("q").value.trim();
     if (!query) return;
     const at = $("at").value || undefined;
-    setStatus(mode() === "search" ? "Searching…" : "Asking…");
+    const asking = mode() === "ask";
+    // Only the newest request may draw: an older one that answers late (say, the search started by
+    // changing the commit) must not replace what the person asked for since.
+    const mine = ++state.seq;
+    const current = () => mine === state.seq;
+    setStatus(asking ? "Asking…" : "Searching…");
     await loadHealth(); // the served commit may have changed since the page loaded
-    if (mode() === "search") {
+    if (!asking) {
       const { body } = await api("POST", "/search", { query, limit: 10, at });
-      renderSearch(body, query);
+      if (current()) renderSearch(body, query);
       return;
     }
     const answered = await api("POST", "/answer", { query, at, mode: "answer" });
     if (answered.http === 404 && answered.body && answered.body.reason === "not_found") {
       const { body } = await api("POST", "/graph", { question: query, at });
-      renderGraph(body, "This server has no /answer endpoint; the knowledge graph answered.");
+      if (current()) renderGraph(body, "This server has no /answer endpoint; the knowledge graph answered.");
       return;
     }
     let graph = null;
-    if (answered.body && answered.body.engine === "graph" && answered.body.status !== "error") {
+    if (current() && answered.body && answered.body.engine === "graph" && answered.body.status !== "error") {
       graph = (await api("POST", "/graph", { question: query, at })).body;
     }
-    renderAnswer(answered.body, graph);
+    if (current()) renderAnswer(answered.body, graph);
   }
 
   function syncMode() {

@@ -203,6 +203,19 @@ def test_search_follow_a_link_and_time_travel_in_a_browser(server: str, wiki: di
             page.press("#q", "Enter")
             expect(page.locator("#results > li").first.locator("h2")).to_have_text("Ján Holp")
             assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+            # A server that shows /health's details only with a key: the page names the served commit
+            # from /bundles once the key is typed (a new tab: session storage starts empty).
+            tab = browser.new_page()
+            hidden = json.dumps({"status": "ok", "ready": True, "reason": None, "auth": "api_keys"})
+            tab.route("**/health", lambda r: r.fulfill(status=200, content_type="application/json", body=hidden))
+            tab.goto(server + "/")
+            expect(tab.locator("#served")).to_have_text("An index is served.")
+            tab.fill("#key", SEARCH_KEY)
+            tab.press("#key", "Enter")
+            expect(tab.locator("#served-commit")).to_have_text(wiki["c2"][:7])
+            tab.close()
+
             # Chromium logs every 4xx fetch; a 401 before the key and /answer's 404 (no such route) are expected.
             unexpected = [e for e in errors if not e.endswith(("/answer)", "/bundles)"))]
             assert not unexpected, errors
