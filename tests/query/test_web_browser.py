@@ -121,12 +121,14 @@ def test_search_follow_a_link_and_time_travel_in_a_browser(server: str, wiki: di
             assert response.headers["content-security-policy"] == PAGE_CSP
             assert response.headers["x-frame-options"] == "DENY"
 
-            # The served commit is always visible; the key is typed once and kept for the tab.
-            expect(page.locator("#served-commit")).to_have_text(wiki["c2"][:7])
+            # The key is typed once and kept for the tab; then the served commit is always visible (before
+            # the key, a server whose /health hides details without one only lets the page say it is ready).
             expect(page.locator("#keybox")).to_be_visible()
+            expect(page.locator("#served")).not_to_have_text("Connecting…")
             page.fill("#key", SEARCH_KEY)
             page.press("#key", "Enter")
             expect(page.locator("#keybox")).to_be_hidden()
+            expect(page.locator("#served-commit")).to_have_text(wiki["c2"][:7])
             assert page.evaluate("sessionStorage.getItem('gitrag.apiKey')") == SEARCH_KEY
             expect(page.locator("#at option")).to_have_count(2)  # the served commit + the older one
 
