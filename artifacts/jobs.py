@@ -53,6 +53,7 @@ from typing import Any
 JOBS_DB = "jobs.sqlite"
 WORKER_LOCK = "worker.lock"
 WORKER_LOG = "worker.log"
+WORKER_METRICS = "worker.prom"
 STATUSES = ("queued", "running", "succeeded", "failed")
 MAX_ATTEMPTS = 3
 
@@ -288,6 +289,12 @@ class JobQueue:
         with self._connect() as db:
             return int(db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'queued'").fetchone()[0])
 
+    def counts(self) -> dict[str, int]:
+        """Number of jobs per status (every one of :data:`STATUSES`, zero included)."""
+        with self._connect() as db:
+            rows = db.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall()
+        return dict.fromkeys(STATUSES, 0) | {status: int(n) for status, n in rows}
+
     @staticmethod
     def _get(db: sqlite3.Connection, job_id: int) -> Job | None:
         row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
@@ -332,6 +339,31 @@ def worker_running(store_root: Path | str) -> bool:
     """True when a ``gitrag worker`` holds the store's worker lock."""
     with worker_lock(store_root) as taken:
         return not taken
+
+
+def write_worker_metrics(store_root: Path | str, *, stage_seconds: dict[str, float], total_seconds: float,
+                         outcome: str) -> None:
+    """Write the worker's last build as Prometheus text to ``<store>/worker.prom`` (atomically).
+
+    ``stage_seconds``: seconds per build stage (empty when the bundle already existed);
+    ``total_seconds``: the whole job; ``outcome``: the job's phase at the end (``done``,
+    ``built_not_current``).  The query server re-exposes the file on ``/metrics``; a
+    node_exporter textfile collector can read it too.  The worker is short-lived, so it keeps no
+    counters of its own: job outcomes come from the queue (:meth:`JobQueue.counts`).
+    """
+    from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+
+    registry = CollectorRegistry()
+    stages = Gauge("gitrag_worker_build_stage_seconds", "Seconds per stage of the worker's last build",
+                   ["stage"], registry=registry)
+    for stage, seconds in sorted(stage_seconds.items()):
+        stages.labels(stage).set(seconds)
+    Gauge("gitrag_worker_last_job_seconds", "Seconds of the worker's last successful job (fetch + build)",
+          registry=registry).set(total_seconds)
+    finished = Gauge("gitrag_worker_last_job_finished", "Unix time the worker's last successful job ended, by "
+                     "outcome", ["outcome"], registry=registry)
+    finished.labels(outcome).set_to_current_time()
+    write_to_textfile(str(Path(store_root) / WORKER_METRICS), registry)
 
 
 def gitrag_command() -> list[str]:

@@ -16,6 +16,7 @@ commit is the tip, so it becomes current even though it may be older than the se
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -26,10 +27,12 @@ from pathlib import Path
 import click
 import pygit2
 
-from artifacts.jobs import MAX_ATTEMPTS, Job, JobQueue, worker_lock
+from artifacts.jobs import MAX_ATTEMPTS, WORKER_METRICS, Job, JobQueue, worker_lock, write_worker_metrics
 from artifacts.store import Store
 
 from .errors import IndexerError
+
+log = logging.getLogger("gitrag.worker")
 
 
 class DivergedError(IndexerError):
@@ -75,6 +78,7 @@ def process_job(job: Job, store_dir: Path, queue: JobQueue, embedder: object | N
     """Run one claimed job to ``succeeded`` (or raise; the caller records the failure)."""
     from .build import build_bundle
 
+    started = time.monotonic()
     commit = job.commit
     if job.kind == "sync":
         queue.set_phase(job.id, "fetch")
@@ -92,11 +96,21 @@ def process_job(job: Job, store_dir: Path, queue: JobQueue, embedder: object | N
     store = Store(store_dir)
     if _branch_tip(job.repo, job.branch) != commit:
         queue.finish(job.id, bundle_id=result.bundle_id, phase="built_not_current")
+        _write_metrics(store_dir, result.timings, started, "built_not_current")
         return
     if not store.is_pinned():
         with store.writer_lock(wait=True):
             store.set_current(result.bundle_id)
     queue.finish(job.id, bundle_id=result.bundle_id)
+    _write_metrics(store_dir, result.timings, started, "done")
+
+
+def _write_metrics(store_dir: Path, timings: dict[str, float], started: float, outcome: str) -> None:
+    try:
+        write_worker_metrics(store_dir, stage_seconds=timings, total_seconds=time.monotonic() - started,
+                             outcome=outcome)
+    except OSError:  # metrics are best effort; the job itself succeeded
+        log.warning("could not write %s", WORKER_METRICS)
 
 
 def _branch_tip(repo_path: str, branch: str) -> str | None:

@@ -61,6 +61,7 @@ from .errors import (
 from .evidence import Generator
 from .graph import GraphRequest, answer_graph
 from .hybrid import SearchOptions, parse_search_request, search
+from .prom import METRICS, ServerMetrics, handle_metrics, metrics_middleware
 from .security import (
     AUTH_FAILURES,
     CONFIG,
@@ -77,6 +78,7 @@ from .security import (
     presented_key,
 )
 from .timetravel import BundleCache, BundleIndex, Leases, check_at
+from .webpage import handle_asset, handle_page, wants_html
 
 log = logging.getLogger("gitrag.server")
 access_log = logging.getLogger("gitrag.access")
@@ -114,6 +116,8 @@ class BundleHolder:
         self.last_error: str | None = None
         self.failed_bundle: str | None = None
         self.swaps = 0
+        self.reload_failures = 0
+        self.wrap_embedder: Callable[[Any], Any] | None = None  # e.g. timing for /metrics (query.prom)
         self.leases = Leases()
         self.cache = BundleCache(self.leases, cache_bundles, cache_bytes)
         self.index = BundleIndex(store)
@@ -121,6 +125,8 @@ class BundleHolder:
 
     def _open(self, bundle_id: str) -> OpenedBundle:
         fresh = open_bundle(self.store.bundle_path(bundle_id), verify=True, embedder=self.embedder)
+        if self.wrap_embedder is not None:
+            fresh.embedder = self.wrap_embedder(fresh.embedder)
         if fresh.embedder is not None:
             fresh.embedder.embed_query("warm-up")  # load weights before serving
         return fresh
@@ -185,6 +191,7 @@ class BundleHolder:
                 fresh = self._open(wanted)
             except (ArtifactError, QueryError, OSError) as exc:
                 self.failed_bundle = wanted
+                self.reload_failures += 1
                 self.last_error = f"bundle {wanted} failed to open: {describe_failure(exc)}"
                 log.warning("keeping the served bundle: %s", self.last_error,
                             extra={"event": "swap_failed", "bundle_id": wanted})
@@ -221,10 +228,10 @@ class BundleHolder:
 
 HOLDER = web.AppKey("holder", BundleHolder)
 OPTIONS = web.AppKey("options", SearchOptions)
-WATCHER = web.AppKey("watcher", asyncio.Task)
-STORE_ROOT = web.AppKey("store_root", Path)
 ANSWER_CACHE = web.AppKey("answer_cache", AnswerCache)
 GENERATORS = web.AppKey("generators", Callable)
+WATCHER = web.AppKey("watcher", asyncio.Task)
+STORE_ROOT = web.AppKey("store_root", Path)
 
 Retrieval = Callable[[OpenedBundle, Any], dict[str, Any]]
 
@@ -246,6 +253,10 @@ class RetrievalRoute:
     wants_options: bool = False
 
 
+def _run_graph(bundle: OpenedBundle, payload: Any, options: SearchOptions) -> dict[str, Any]:
+    return answer_graph(bundle, payload, base_url=options.base_url)  # source_url like /search's
+
+
 def _run_search(bundle: OpenedBundle, request: Any, options: SearchOptions) -> dict[str, Any]:
     return search(bundle, request, options)
 
@@ -253,7 +264,8 @@ def _run_search(bundle: OpenedBundle, request: Any, options: SearchOptions) -> d
 RETRIEVAL_ROUTES: list[RetrievalRoute] = [
     RetrievalRoute("/search", _run_search, "Hybrid search (BM25 + vectors, RRF) over the served or an older bundle",
                    openapi.SearchBody, openapi.SearchResponse, parse=parse_search_request, wants_options=True),
-    RetrievalRoute("/graph", answer_graph, "Graph retrieval: facts, paths, documents and exact counts", GraphRequest),
+    RetrievalRoute("/graph", _run_graph, "Graph retrieval: facts, paths, documents and exact counts", GraphRequest,
+                   wants_options=True),
 ]
 
 
@@ -297,27 +309,36 @@ async def _read_json(request: web.Request, *, allow_empty: bool = False) -> Any:
     return decode_json(raw)
 
 
+async def run_retrieval(holder: BundleHolder, options: SearchOptions, route: RetrievalRoute,
+                        payload: Any) -> dict[str, Any]:
+    """Answer one retrieval request body (``at`` included) as ``POST route.path`` does.
+
+    The HTTP handlers and the MCP tools (:mod:`query.mcp_server`) both call this.  Returns the
+    response body (contract envelope + the route's fields).  Raises :class:`QueryError` subclasses
+    (bad body, bad or unknown ``at``, no bundle) for the transport to convert.
+    """
+    if not isinstance(payload, dict):
+        raise InvalidRequestError("body must be a JSON object")
+    payload = dict(payload)
+    at = payload.pop("at", None)
+    if at is not None:
+        check_at(at)
+    parsed = route.parse(payload) if route.parse is not None else payload
+
+    def run() -> dict[str, Any]:
+        bundle_id = holder.resolve(at) if at is not None else None
+        with holder.lease(bundle_id) as bundle:
+            if route.wants_options:
+                return route.run(bundle, parsed, options)
+            return route.run(bundle, parsed)
+
+    return await asyncio.to_thread(run)
+
+
 def _retrieval_handler(route: RetrievalRoute) -> Callable[[web.Request], Any]:
     async def handler(request: web.Request) -> web.Response:
         payload = await _read_json(request)
-        if not isinstance(payload, dict):
-            raise InvalidRequestError("body must be a JSON object")
-        payload = dict(payload)
-        at = payload.pop("at", None)
-        if at is not None:
-            check_at(at)
-        parsed = route.parse(payload) if route.parse is not None else payload
-        holder: BundleHolder = request.app[HOLDER]
-        options = request.app[OPTIONS]
-
-        def run() -> dict[str, Any]:
-            bundle_id = holder.resolve(at) if at is not None else None
-            with holder.lease(bundle_id) as bundle:
-                if route.wants_options:
-                    return route.run(bundle, parsed, options)
-                return route.run(bundle, parsed)
-
-        body = await asyncio.to_thread(run)
+        body = await run_retrieval(request.app[HOLDER], request.app[OPTIONS], route, payload)
         if isinstance(body.get("index_version"), dict):
             request[BUNDLE_ID] = body["index_version"].get("bundle_id")  # for the access log
         return web.json_response(body)
@@ -453,17 +474,26 @@ async def handle_health(request: web.Request) -> web.Response:
     return web.json_response(body, status=200 if bundle is not None else 503)
 
 
-ROOT_LINKS: dict[str, str] = {"health": "/health", "openapi": "/openapi.json", "bundles": "/bundles"}
+ROOT_LINKS: dict[str, str] = {"health": "/health", "openapi": "/openapi.json", "bundles": "/bundles",
+                              "page": "/ui/", "metrics": "/metrics", "mcp": "/mcp"}
 """Links listed by ``GET /`` (a web page registers itself here)."""
 
 
 async def handle_root(request: web.Request) -> web.Response:
-    """What this server is, with links to ``/health``, ``/openapi.json`` and the other entry points."""
+    """What this server is, with links to ``/health``, ``/openapi.json`` and the other entry points.
+
+    A browser (``Accept`` prefers ``text/html``) gets the web page instead (:mod:`query.webpage`)."""
+    if wants_html(request):
+        return await handle_page(request)
     return web.json_response({"status": "ok", "name": "gitrag", "version": __version__, "links": dict(ROOT_LINKS)})
 
 
 async def handle_bundles(request: web.Request) -> web.Response:
-    holder: BundleHolder = request.app[HOLDER]
+    return web.json_response(await list_bundles(request.app[HOLDER]))
+
+
+async def list_bundles(holder: BundleHolder) -> dict[str, Any]:
+    """Return the ``GET /bundles`` body: ``current``, ``served`` and ``bundles`` (newest commit first)."""
     infos = await asyncio.to_thread(holder.index.list)
     current = holder.store.current_id()
     served = holder.bundle.bundle_id if holder.bundle is not None else None
@@ -473,7 +503,7 @@ async def handle_bundles(request: web.Request) -> web.Response:
         "content_digest": b.manifest.content_digest, "documents": b.manifest.counts.documents,
         "chunks": b.manifest.counts.chunks, "current": b.bundle_id == current, "served": b.bundle_id == served,
     } for b in infos]
-    return web.json_response({"status": "ok", "current": current, "served": served, "bundles": items})
+    return {"status": "ok", "current": current, "served": served, "bundles": items}
 
 
 async def _reload(app: web.Application, force: bool) -> dict[str, Any]:
@@ -649,6 +679,7 @@ def route_table() -> list[Route]:
     routes += [
         Route("GET", "/bundles", handle_bundles, "search", "List published bundles (newest commit first)",
               None, openapi.BundlesResponse),
+        Route("GET", "/metrics", handle_metrics, "admin", "Prometheus metrics (text format)"),
         Route("POST", "/admin/reload", handle_reload, "admin", "Re-read CURRENT now and swap if it changed",
               None, openapi.ReloadResponse),
         Route("POST", "/admin/use", handle_use, "admin", "Point CURRENT at a bundle (rollback) and serve it",
@@ -663,6 +694,18 @@ def route_table() -> list[Route]:
               "Gitea push webhook (HMAC-SHA256 in X-Gitea-Signature)", None, openapi.JobAccepted, 202),
     ]
     return routes
+
+
+def unlisted_routes() -> list[Route]:
+    """Routes left out of ``/openapi.json`` (they are not tools for OpenWebUI): the web page and MCP."""
+    from .mcp_server import handle_mcp  # imports this module
+
+    return [
+        Route("GET", "/ui/", handle_page, "public", "The web page (query/web/)"),
+        Route("GET", "/ui/{name}", handle_asset, "public", "The web page's script and style sheet"),
+        # POST only: the transport is stateless, so there is no server-sent stream (GET answers 405).
+        Route("POST", "/mcp", handle_mcp, "search", "MCP streamable HTTP transport (query.mcp_server)"),
+    ]
 
 
 def default_generators(config: ServerConfig) -> Callable[[str | None], Generator]:
@@ -706,7 +749,8 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     config.check()
     interval = poll_interval if poll_interval is not None else config.poll_interval
     body_limit = max(config.max_body_bytes, config.webhook.max_body_bytes)
-    app = web.Application(middlewares=[log_middleware, headers_middleware, envelope_middleware, auth_middleware],
+    app = web.Application(middlewares=[metrics_middleware, log_middleware, headers_middleware, envelope_middleware,
+                                       auth_middleware],
                           client_max_size=body_limit + 1)
     store = Store(store_dir)
     app[STORE_ROOT] = store.root
@@ -718,9 +762,15 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     app[OPTIONS] = options or SearchOptions()
     app[ANSWER_CACHE] = AnswerCache(config.answer.cache_entries, config.answer.cache_megabytes * 1024 * 1024)
     app[GENERATORS] = generators or default_generators(config)
+    app[METRICS] = ServerMetrics(app[HOLDER], store.root)
+    app[HOLDER].wrap_embedder = app[METRICS].time_embedder
+    app[METRICS].watch_cache("answer", app[ANSWER_CACHE])
     roles: dict[tuple[str, str], str] = {}
     routes = route_table()
     for route in routes:
+        resource = app.router.add_route(route.method, route.path, route.handler)
+        roles[(route.method, resource.resource.canonical)] = route.role  # type: ignore[union-attr]
+    for route in unlisted_routes():
         resource = app.router.add_route(route.method, route.path, route.handler)
         roles[(route.method, resource.resource.canonical)] = route.role  # type: ignore[union-attr]
     app[ROLES] = roles
@@ -746,6 +796,9 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
 
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
+    from .mcp_server import mcp_context  # imports this module
+
+    app.cleanup_ctx.append(mcp_context)
     return app
 
 

@@ -107,6 +107,8 @@ class BundleCache:
         self.max_bytes = max_bytes
         self._entries: OrderedDict[str, tuple[OpenedBundle, int]] = OrderedDict()
         self._opening: dict[str, threading.Lock] = {}
+        self.hits = 0  # leases served from the LRU (for /metrics)
+        self.misses = 0  # bundles opened because they were not in the LRU
 
     def lease_cached(self, bundle_id: str) -> OpenedBundle | None:
         """Return and lease the cached bundle (call with ``leases.lock`` held), or ``None``."""
@@ -114,6 +116,7 @@ class BundleCache:
         if entry is None:
             return None
         self._entries.move_to_end(bundle_id)
+        self.hits += 1
         self.leases.acquire(entry[0])
         return entry[0]
 
@@ -123,6 +126,7 @@ class BundleCache:
 
     def insert_and_lease(self, bundle: OpenedBundle) -> None:
         """Add a freshly opened bundle, lease it and evict beyond the bounds (``leases.lock`` held)."""
+        self.misses += 1
         self._entries[bundle.bundle_id] = (bundle, bundle_bytes(bundle.manifest))
         self._opening.pop(bundle.bundle_id, None)
         self.leases.acquire(bundle)

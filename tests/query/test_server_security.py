@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from query.config import ConfigError, ServerConfig, load_config
+from query.server import unlisted_routes
 from tests.query.test_server import (
     ADMIN_KEY,
     ENVELOPE,
@@ -184,7 +185,10 @@ def test_openapi_describes_every_route_with_models(store: Path, hash_embedder) -
         registered = {(r.method, r.resource.canonical) for r in app.router.routes()
                       if r.method != "HEAD" and r.resource is not None}
         registered = {(m, p.replace("{job_id}", "{job_id}")) for m, p in registered}
-        assert registered <= routes | {("GET", "/sync/jobs/{job_id}")}
+        # The web page and the MCP transport are deliberately not OpenWebUI tools (server.unlisted_routes).
+        unlisted = {(r.method, r.path) for r in unlisted_routes()}
+        assert registered <= routes | {("GET", "/sync/jobs/{job_id}")} | unlisted
+        assert not unlisted & routes
         assert "/graph" in doc["paths"] and "requestBody" in doc["paths"]["/graph"]["post"]
         search = doc["paths"]["/search"]["post"]
         assert search["operationId"] == "search"
