@@ -30,7 +30,8 @@ def test_every_command_has_help_and_is_documented_in_the_readme() -> None:
         assert result.exit_code == 0, name
         assert "Usage:" in result.output
         assert f"gitrag {name}" in readme, f"README does not document `gitrag {name}`"
-        for option in [p.opts[0] for p in main.get_command(None, name).params if p.opts[0].startswith("--")]:  # type: ignore[arg-type,union-attr]
+        params = main.get_command(None, name).params  # type: ignore[arg-type,union-attr]
+        for option in [p.opts[0] for p in params if p.opts[0].startswith("--") and not getattr(p, "hidden", False)]:
             assert option in result.output
 
 

@@ -62,7 +62,7 @@ def test_retrieve_mode_over_http(wiki: dict[str, Any], hash_embedder: Any) -> No
                     assert resp.status == 200 and (await resp.json())["engine"] == "graph"
                 async with http.post(url, json={"query": "Aké práce má Ján Holp?", "mode": "retrieve",
                                                 "at": "f" * 40}) as resp:
-                    assert resp.status == 404 and (await resp.json())["reason"] == "bundle_not_found"
+                    assert resp.status == 404 and (await resp.json())["reason"] == "unknown_revision"
         finally:
             await server.close()
 
