@@ -40,6 +40,7 @@ from artifacts.analysis import (
 
 from .bundle import OpenedBundle
 from .contract import Envelope, Source, validate_request
+from .snippets import make_snippet
 
 MAX_QUERY_CHARS = 1000
 MAX_QUERY_TERMS = 64
@@ -550,12 +551,37 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
                    bm25_full=bm25_full, anchor=anchor)
 
 
+def snippet_terms(bundle: OpenedBundle, text: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Return the query's folded words and stem prefixes with their idf, for :func:`query.snippets.make_snippet`.
+
+    Weight ``ln(1 + N / (df + 1))`` from the body field (N chunks); a word in more than half of
+    the chunks (a function word) is left out, so it is never marked.
+    """
+    words: dict[str, float] = {}
+    prefixes: dict[str, float] = {}
+    with bundle.text_lock:
+        searcher: Any = ranking_searcher(bundle)
+        n = max(1, searcher.doc_count_all())
+        for term in query_terms(text):
+            df = searcher.doc_frequency("body", term.folded)
+            if df > n / 2:
+                continue
+            weight = math.log(1 + n / (df + 1))
+            words[term.folded] = weight
+            stem = _stem_prefix(term.folded)
+            if stem is not None:
+                prefixes[stem] = weight
+    return words, prefixes
+
+
 def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions | None = None) -> dict[str, Any]:
     """Run hybrid retrieval and return the response body (contract envelope + ``results``).
 
     ``results``: list of ``{rank, source_id, chunk_id, document_path, title, heading_path, text,
-    source_url, score}`` (``score`` is the fused RRF score); with ``request.debug`` each result also
-    has ``debug: {bm25_rank, bm25_score, vector_rank, vector_score, fused_score, anchor}``.
+    snippet, source_url, score}`` (``score`` is the fused RRF score; ``snippet`` the chunk's
+    best-matching passage with matched words in ``**``, see :mod:`query.snippets`); with
+    ``request.debug`` each result also has ``debug: {bm25_rank, bm25_score, vector_rank,
+    vector_score, fused_score, anchor}``.
     ``complete`` is null (a ranking is never provably exhaustive); ``truncated`` lists the limits
     that cut results.
     """
@@ -586,6 +612,7 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
 
     sources: dict[str, Source] = {}
     results = []
+    words, prefixes = snippet_terms(bundle, request.query) if chosen else ({}, {})
     for rank, cid in enumerate(chosen, start=1):
         chunk = bundle.chunks[bundle.chunk_index[cid]]
         doc = bundle.docs.get(chunk.path)
@@ -601,6 +628,7 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
             "title": chunk.title,
             "heading_path": chunk.heading_path,
             "text": chunk.text,
+            "snippet": make_snippet(chunk.text, words, prefixes),
             "source_url": url,
             "score": round(fused[cid], 6),
         }
