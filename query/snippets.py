@@ -65,8 +65,8 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
         if best:
             fragment = best[0]
             body = _MarkFormatter().format_fragment(fragment)
-            head = "… " if fragment.startchar > 0 else ""
-            tail = " …" if fragment.endchar < len(text.rstrip()) else ""
+            head = "… " if any(ch.isalnum() for ch in text[: fragment.startchar]) else ""
+            tail = " …" if any(ch.isalnum() for ch in text[fragment.endchar:]) else ""
             return head + " ".join(body.split()) + tail
     flat = " ".join(text.split())
     if len(flat) <= maxchars:
