@@ -35,6 +35,9 @@ def main() -> None:
     parser.add_argument("--questions", required=True)
     parser.add_argument("--split", default="all", choices=["dev", "test", "all"])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="also write each question's two arm rankings (JSON lines: id, relevant, "
+                             "bm25/vector [[chunk_id, path, score]], anchor) for offline fusion studies")
     args = parser.parse_args()
 
     bundle = open_bundle(args.bundle)
@@ -47,6 +50,15 @@ def main() -> None:
     for q in questions:
         ranking = rank_chunks(bundle, q.question, depth=base.candidates, flt=q.filter, options=unrestricted)
         runs.append((q, ranking))
+
+    if args.dump is not None:
+        with args.dump.open("w", encoding="utf-8") as fh:
+            for q, r in runs:
+                def rows(hits):  # type: ignore[no-untyped-def]
+                    return [[cid, bundle.chunks[bundle.chunk_index[cid]].path, round(sc, 6)] for cid, sc in hits]
+                fh.write(json.dumps({"id": q.id, "relevant": sorted(q.relevant), "bm25": rows(r.bm25),
+                                     "vector": rows(r.vector), "anchor": r.anchor,
+                                     "words": len(q.question.split()), "split": q.split}, ensure_ascii=False) + "\n")
 
     def score(order_of: Callable[[object], list[str]]) -> dict[str, float]:
         return mean_scores([score_question(document_ranking(bundle, order_of(r)), q.relevant) for q, r in runs])

@@ -237,8 +237,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         docs, skipped, parsed_paths = _parse_tree(files, base, config.max_file_bytes, report)
         lap("parse")
         report("chunk", 0, len(docs))
-        chunks = _chunk_all(docs, parsed_paths, base, config.chunking)
-        report("chunk", len(docs), len(docs))
+        chunks = _chunk_all(docs, parsed_paths, base, config.chunking, report)
         lap("chunk")
         docs_by_path = {d.path: d for d in docs}
         vectors, row_ids, computed = _embed(model, chunks, docs_by_path, [b for b in (base, donor) if b], report)
@@ -393,9 +392,12 @@ def _parse_tree(files: list[SourceFile], base: BaseBundle | None, max_bytes: int
     return unique, skipped, parsed
 
 
-def _chunk_all(docs: list[Document], parsed: set[str], base: BaseBundle | None, config: ChunkConfig) -> list[Chunk]:
+def _chunk_all(docs: list[Document], parsed: set[str], base: BaseBundle | None, config: ChunkConfig,
+               report: Progress | None = None) -> list[Chunk]:
     chunks: list[Chunk] = []
-    for doc in docs:
+    for i, doc in enumerate(docs):
+        if report is not None:
+            report("chunk", i, len(docs))
         if base is not None and doc.path not in parsed:
             chunks.extend(base.chunks_by_path[doc.path])
             continue
@@ -409,6 +411,8 @@ def _chunk_all(docs: list[Document], parsed: set[str], base: BaseBundle | None, 
                 sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), published=doc.published,
             )]
         chunks.extend(pieces)
+    if report is not None:
+        report("chunk", len(docs), len(docs))
     return chunks
 
 
