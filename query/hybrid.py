@@ -124,7 +124,7 @@ class SearchOptions(BaseModel):
     among BM25's best this many documents (an inflected form that happens to be rare elsewhere must
     not override a better lexical match); ``vector_confidence``: scale the vector weight per query by
     :func:`vector_confidence` (an arm with no signal then counts for nothing, see there);
-    ``confidence_z``: its ``(none, full)`` z thresholds; ``base_url``: prefix of ``source_url``.
+    ``confidence_z_none`` / ``confidence_z_full``: its z thresholds; ``base_url``: prefix of ``source_url``.
     """
 
     rrf_k: int = Field(5, ge=1)
@@ -139,7 +139,8 @@ class SearchOptions(BaseModel):
     anchor_max_chunks: int = Field(8, ge=1)
     anchor_bm25_rank: int = Field(1, ge=1)
     vector_confidence: bool = True
-    confidence_z: tuple[float, float] = CONFIDENCE_Z
+    confidence_z_none: float = CONFIDENCE_Z[0]
+    confidence_z_full: float = CONFIDENCE_Z[1]
     base_url: str | None = None
 
     def retrieval_config(self) -> dict[str, Any]:
@@ -513,7 +514,8 @@ def fuse_rankings(bundle: OpenedBundle, bm25: list[tuple[str, float]], dense: li
     if opts.vector_confidence and dense and bm25:
         bm25_docs = top_documents(bundle, (cid for cid, _ in bm25), len(bm25))
         dense_docs = top_documents(bundle, (cid for cid, _ in dense), len(dense))
-        vector_weight *= vector_confidence(bm25_docs, dense_docs, n_docs or len(bundle.docs), *opts.confidence_z)
+        vector_weight *= vector_confidence(bm25_docs, dense_docs, n_docs or len(bundle.docs),
+                                           opts.confidence_z_none, opts.confidence_z_full)
     for arm, hits, weight in (("bm25", bm25, opts.bm25_weight), ("vector", dense, vector_weight)):
         doc_rank: dict[str, int] = {}
         for rank, (cid, score) in enumerate(hits, start=1):
@@ -631,7 +633,7 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
     snippet, source_url, score}`` (``score`` is the fused RRF score; ``snippet`` the chunk's
     best-matching passage with matched words in ``**``, see :mod:`query.snippets`); with
     ``request.debug`` each result also has ``debug: {bm25_rank, bm25_score, vector_rank,
-    vector_score, fused_score, anchor}``.
+    vector_score, vector_weight, fused_score, anchor}``.
     ``complete`` is null (a ranking is never provably exhaustive); ``truncated`` lists the limits
     that cut results.
     """
