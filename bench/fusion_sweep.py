@@ -85,7 +85,7 @@ def main() -> None:
     rows["hybrid (default)"] = score(lambda r: fused(r, base, base.anchor_bm25_rank))
     blind = base.model_copy(update={"vector_confidence": False})
     rows["hybrid (blind RRF: no confidence)"] = score(lambda r: fused(r, blind, base.anchor_bm25_rank))
-    for z_none, z_full in ((0.5, 2.0), (1.0, 2.5), (1.5, 3.0), (0.0, 3.0)):
+    for z_none, z_full in ((1.0, 2.5), (2.0, 4.0), (3.0, 5.0), (4.0, 8.0)):
         opts = base.model_copy(update={"confidence_z_none": z_none, "confidence_z_full": z_full})
         rows[f"hybrid confidence z {z_none}-{z_full}"] = score(lambda r, o=opts: fused(r, o, base.anchor_bm25_rank))
     for level in ("chunk", "document"):

@@ -26,8 +26,8 @@ def test_confidence_is_agreement_beyond_chance() -> None:
     bm25 = [f"d{i}" for i in range(10)]
     # Two unrelated rankings of 100 documents share one document of their top ten by chance.
     assert vector_confidence(bm25, [f"d{i}" for i in range(9, 19)], 100) == 0.0
-    assert vector_confidence(bm25, ["x", "d0", "d1", "d2", "d3", "y"], 100) == 1.0
-    half = vector_confidence(bm25, ["d0", "d1", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8"], 100)
+    assert vector_confidence(bm25, ["d0", "d1", "d2", "d3", "d4", "y"], 100) == 1.0
+    half = vector_confidence(bm25, ["d0", "d1", "d2", "d3", "x4", "x5", "x6", "x7", "x8", "x9"], 100)
     assert 0.0 < half < 1.0
     assert vector_confidence([], bm25, 100) == 1.0  # nothing to compare with: plain RRF
 
@@ -86,7 +86,10 @@ def test_an_arm_without_signal_cannot_pull_hybrid_below_bm25(wiki: RepoBuilder, 
 def test_an_arm_with_signal_keeps_its_weight(wiki: RepoBuilder, tmp_path: Path) -> None:
     result = build_bundle(wiki.path, tmp_path / "store", embedder="hash-256")
     bundle = open_bundle(result.bundle_path)
-    ranking = rank_chunks(bundle, "kváskového chleba pečenie", depth=100, options=SearchOptions())
+    # A 36-document corpus cannot show agreement far beyond chance (z < 3 here), so the test uses
+    # lower thresholds than the defaults, which were set on real corpora.
+    opts = SearchOptions(confidence_z_none=1.0, confidence_z_full=2.5)
+    ranking = rank_chunks(bundle, "kváskového chleba pečenie", depth=100, options=opts)
     assert document_ranking(bundle, ranking.chunk_ids("vector"))[0].startswith("t3/")
     assert {i["vector_weight"] for i in ranking.info.values()} == {0.5}
     bundle.close()
