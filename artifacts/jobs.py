@@ -10,6 +10,10 @@ Job life cycle::
        ^                 |
        +--fail (retry)---+--fail (attempts exhausted)--> failed
 
+A push the hook does not index (another branch, a tag, a deletion) is recorded as a job with
+status and phase ``ignored`` and the reason in ``error``, so ``gitrag jobs`` shows why a push did
+nothing; such a row is never claimed.
+
 ``phase`` says where a job is (``queued``, ``fetch``, ``resolve``, ``build``, ``done``,
 ``built_not_current``); ``error`` holds a short, path-free description of the last failure.
 
@@ -54,7 +58,7 @@ JOBS_DB = "jobs.sqlite"
 WORKER_LOCK = "worker.lock"
 WORKER_LOG = "worker.log"
 WORKER_METRICS = "worker.prom"
-STATUSES = ("queued", "running", "succeeded", "failed")
+STATUSES = ("queued", "running", "succeeded", "failed", "ignored")
 MAX_ATTEMPTS = 3
 
 _SCHEMA = """
@@ -213,6 +217,23 @@ class JobQueue:
             job = self._get(db, job_id)  # type: ignore[arg-type]
         assert job is not None
         return Enqueued(job, coalesced=coalesced)
+
+    def record_ignored(self, *, repo: str, ref: str, commit: str | None, reason: str) -> Job:
+        """Record a push that is not indexed (status ``ignored``, ``reason`` in ``error``); return it.
+
+        ``ref`` is the full ref name pushed (``refs/heads/feature``); it is stored as the job's
+        branch with ``refs/heads/`` removed.
+        """
+        now = time.time()
+        branch = ref.removeprefix("refs/heads/")
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO jobs (kind, repo, branch, commit_sha, status, phase, error, created, updated) "
+                "VALUES ('push', ?, ?, ?, 'ignored', 'ignored', ?, ?, ?)",
+                (repo, branch, commit, reason[:500], now, now))
+            job = self._get(db, cursor.lastrowid)  # type: ignore[arg-type]
+        assert job is not None
+        return job
 
     # -- the worker --------------------------------------------------------------------------
 

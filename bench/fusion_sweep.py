@@ -4,7 +4,8 @@ Runs gitrag's BM25 and vector arms (``query.hybrid.rank_chunks``, anchor include
 question, keeps both chunk rankings, and scores several ways of fusing them at the document level
 (a document takes the rank of its best chunk): RRF over chunks (what the server did up to
 embedding input version 2), RRF over documents, each with other k and vector weights, and the
-lexical anchor off, unrestricted, or restricted to BM25's top 1 or 3 documents.
+lexical anchor off, unrestricted, or restricted to BM25's top 1 or 3 documents; and the default
+with blind RRF (no dense-arm confidence) and other confidence thresholds.
 
     .venv/bin/python bench/fusion_sweep.py --bundle STORE/bundles/<id> \\
         --questions ../shared/bench/xquad-de.qrels.jsonl --split dev [--json]
@@ -25,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from query.bundle import open_bundle  # noqa: E402
 from query.eval import document_ranking, load_questions, select_questions  # noqa: E402
-from query.hybrid import SearchOptions, apply_anchor, fuse_rankings, rank_chunks  # noqa: E402
+from query.hybrid import SearchOptions, allowed_paths, apply_anchor, fuse_rankings, rank_chunks  # noqa: E402
 from query.metrics import mean_scores, score_question  # noqa: E402
 
 
@@ -35,6 +36,9 @@ def main() -> None:
     parser.add_argument("--questions", required=True)
     parser.add_argument("--split", default="all", choices=["dev", "test", "all"])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="also write each question's two arm rankings (JSON lines: id, relevant, "
+                             "bm25/vector [[chunk_id, path, score]], anchor) for offline fusion studies")
     args = parser.parse_args()
 
     bundle = open_bundle(args.bundle)
@@ -48,13 +52,25 @@ def main() -> None:
         ranking = rank_chunks(bundle, q.question, depth=base.candidates, flt=q.filter, options=unrestricted)
         runs.append((q, ranking))
 
+    if args.dump is not None:
+        with args.dump.open("w", encoding="utf-8") as fh:
+            for q, r in runs:
+                def rows(hits):  # type: ignore[no-untyped-def]
+                    return [[cid, bundle.chunks[bundle.chunk_index[cid]].path, round(sc, 6)] for cid, sc in hits]
+                fh.write(json.dumps({"id": q.id, "relevant": sorted(q.relevant), "bm25": rows(r.bm25),
+                                     "vector": rows(r.vector), "anchor": r.anchor,
+                                     "words": len(q.question.split()), "split": q.split}, ensure_ascii=False) + "\n")
+
     def score(order_of: Callable[[object], list[str]]) -> dict[str, float]:
         return mean_scores([score_question(document_ranking(bundle, order_of(r)), q.relevant) for q, r in runs])
 
     bm25_docs = {id(r): document_ranking(bundle, r.chunk_ids("bm25")) for _, r in runs}
+    # Documents each question can reach (its filter), as rank_chunks tells fuse_rankings.
+    reach = {id(r): (len(allowed_paths(bundle, q.filter, True)) if q.filter is not None and not q.filter.is_empty()
+                     else None) for q, r in runs}
 
     def fused(ranking, opts: SearchOptions, anchor_rank: int | None = None) -> list[str]:  # type: ignore[no-untyped-def]
-        order, scores, info = fuse_rankings(bundle, ranking.bm25, ranking.vector, opts)
+        order, scores, info = fuse_rankings(bundle, ranking.bm25, ranking.vector, opts, reach[id(ranking)])
         anchor = ranking.anchor  # the same lexical anchor the server applies
         if anchor is not None and anchor_rank is not None and anchor not in bm25_docs[id(ranking)][:anchor_rank]:
             anchor = None  # variant: anchor only a document BM25 itself ranks in its top anchor_rank
@@ -67,6 +83,11 @@ def main() -> None:
         "vector": score(lambda r: r.chunk_ids("vector")),  # type: ignore[attr-defined]
     }
     rows["hybrid (default)"] = score(lambda r: fused(r, base, base.anchor_bm25_rank))
+    blind = base.model_copy(update={"vector_confidence": False})
+    rows["hybrid (blind RRF: no confidence)"] = score(lambda r: fused(r, blind, base.anchor_bm25_rank))
+    for z_none, z_full in ((1.0, 2.5), (2.0, 4.0), (3.0, 5.0), (4.0, 8.0)):
+        opts = base.model_copy(update={"confidence_z_none": z_none, "confidence_z_full": z_full})
+        rows[f"hybrid confidence z {z_none}-{z_full}"] = score(lambda r, o=opts: fused(r, o, base.anchor_bm25_rank))
     for level in ("chunk", "document"):
         for k in (5, 10, 20, 60):
             for wv in (0.25, 0.5, 0.75, 1.0):

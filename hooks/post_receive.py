@@ -22,8 +22,13 @@ from artifacts.jobs import JobQueue, spawn_worker
 ZERO = "0" * 40
 
 
-def parse_updates(lines: TextIO, branch: str) -> list[tuple[str, str]]:
-    """Return ``(old, new)`` for each update of ``refs/heads/<branch>``; deletions are ignored."""
+def parse_updates(lines: TextIO, branch: str,
+                  ignored: list[tuple[str, str | None, str]] | None = None) -> list[tuple[str, str]]:
+    """Return ``(old, new)`` for each update of ``refs/heads/<branch>``.
+
+    Every other ref update (another branch, a tag, a deletion of the branch) is appended to
+    ``ignored`` (when given) as ``(ref, new commit or None, reason)``.
+    """
     wanted = f"refs/heads/{branch}"
     updates = []
     for line in lines:
@@ -33,6 +38,13 @@ def parse_updates(lines: TextIO, branch: str) -> list[tuple[str, str]]:
         old, new, ref = parts
         if ref == wanted and new != ZERO:
             updates.append((old, new))
+        elif ignored is not None:
+            if ref == wanted:
+                reason = f"branch {branch} was deleted; nothing to index"
+            else:
+                reason = (f"push to {ref} ignored: this hook indexes branch {branch} "
+                          f"(reinstall with `gitrag install-hook --branch ...` to change it)")
+            ignored.append((ref, None if new == ZERO else new, reason))
     return updates
 
 
@@ -50,11 +62,18 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None, stdout: Tex
     args = parser.parse_args(argv)
     out = stdout or sys.stdout
     try:
-        updates = parse_updates(stdin or sys.stdin, args.branch)
+        ignored: list[tuple[str, str | None, str]] = []
+        updates = parse_updates(stdin or sys.stdin, args.branch, ignored)
+        repo = str(Path(args.repo).resolve())
+        if ignored:
+            queue = JobQueue(args.store)
+            for ref, commit, reason in ignored:
+                job = queue.record_ignored(repo=repo, ref=ref, commit=commit, reason=reason)
+                print(f"gitrag: {reason} (job {job.id})", file=out)
         if not updates:
+            out.flush()
             return 0
         queue = JobQueue(args.store)
-        repo = str(Path(args.repo).resolve())
         for old, new in updates:
             queued = queue.enqueue(kind="push", repo=repo, branch=args.branch, commit=new, old_commit=old)
             state = "merged into" if queued.coalesced else "queued as"

@@ -10,8 +10,9 @@ import pygit2
 from artifacts.config import ChunkConfig
 from artifacts.embedding import Embedder, load_embedder
 from artifacts.store import Store
+from artifacts.storeconfig import resolve_options
 
-from .build import BuildResult, build_bundle
+from .build import BuildResult, build_bundle, current_move_blocked
 from .errors import SourceError
 from .gitsource import open_repo, resolve_commit
 
@@ -40,17 +41,23 @@ def backfill(repo_path: Path | str, store_dir: Path | str, rev_range: str | None
              embedder: str | Embedder | None = None, chunking: ChunkConfig | None = None,
              max_file_bytes: int | None = None, graph_schema: str | None = None,
              include: list[str] | None = None,
-             on_commit: Callable[[int, int, BuildResult], None] | None = None) -> list[BuildResult]:
+             on_commit: Callable[[int, int, BuildResult], None] | None = None,
+             force_current: bool = False) -> list[BuildResult]:
     """Build every commit of ``rev_range`` (``A..B``; ``None`` = all of ``tip``'s history).
 
     Commits that already have a bundle are skipped, so an interrupted backfill resumes where it
-    stopped.  ``CURRENT`` moves once, to the range's last commit, at the end (unless pinned).
+    stopped.  ``CURRENT`` moves once, to the range's last commit, at the end (unless pinned, or that
+    commit is not a descendant of the current one and ``force_current`` is false; see
+    :func:`~indexer.build.current_move_blocked`).  Options left ``None`` come from the store's defaults.
     ``graph_schema`` and ``include`` are passed to each build.  ``on_commit(done, total, result)`` is called after each
     commit.  Raises what
     :func:`build_bundle` raises.
     """
     repo = open_repo(repo_path)
     commits = list_range(repo, rev_range, tip)
+    if embedder is None or isinstance(embedder, str):
+        embedder = resolve_options(store_dir, embedder=embedder, chunking=None, include=None, graph_schema=None,
+                                   max_file_bytes=None).embedder
     model = embedder if embedder is not None and not isinstance(embedder, str) else load_embedder(embedder)
     results = []
     for i, commit in enumerate(commits):
@@ -62,7 +69,12 @@ def backfill(repo_path: Path | str, store_dir: Path | str, rev_range: str | None
             on_commit(i + 1, len(commits), result)
     if results:
         store = Store(store_dir)
-        if not store.is_pinned():
+        note = current_move_blocked(store, repo, results[-1].manifest.commit) if not force_current else None
+        if store.is_pinned():
+            results[-1].current_note = "store is pinned: CURRENT not moved (gitrag unpin)"
+        elif note is not None:
+            results[-1].current_note = note
+        else:
             store.set_current(results[-1].bundle_id)
             results[-1].current = True
     return results

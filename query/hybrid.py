@@ -40,12 +40,20 @@ from artifacts.analysis import (
 
 from .bundle import OpenedBundle
 from .contract import Envelope, Source, validate_request
+from .snippets import make_snippet
 
 MAX_QUERY_CHARS = 1000
 MAX_QUERY_TERMS = 64
 MAX_PREFIX_QUERY_TERMS = 6
 PREFIX_FIELDS = ("title", "headings", "body")
 """Folded fields searched by stem prefix in the ``prefix_terms`` strategy."""
+CONFIDENCE_DEPTH = 10
+"""Documents of each arm compared by :func:`vector_confidence`."""
+CONFIDENCE_Z = (3.0, 5.0)
+"""Agreement z-scores (against chance) up to which the dense arm gets no weight, and from which it
+gets its whole weight (:func:`vector_confidence`).  Measured with ``bench/fusion_sweep.py --dump`` on
+thesis-wiki gold with MiniLM (a weak arm, vector nDCG@10 0.37): blind RRF was 0.026 below BM25 on the
+test split; (1, 2.5) still 0.018 below; (3, 5) 0.0005 below on test and equal to BM25 on dev."""
 
 
 class SearchFilter(BaseModel):
@@ -116,7 +124,9 @@ class SearchOptions(BaseModel):
     by edit distance; ``anchor``: enable the lexical anchor; ``anchor_max_chunks``: a word is rare
     when at most this many chunks contain it; ``anchor_bm25_rank``: the anchored document must be
     among BM25's best this many documents (an inflected form that happens to be rare elsewhere must
-    not override a better lexical match); ``base_url``: prefix of ``source_url``.
+    not override a better lexical match); ``vector_confidence``: scale the vector weight per query by
+    :func:`vector_confidence` (an arm with no signal then counts for nothing, see there);
+    ``confidence_z_none`` / ``confidence_z_full``: its z thresholds; ``base_url``: prefix of ``source_url``.
     """
 
     rrf_k: int = Field(5, ge=1)
@@ -130,6 +140,9 @@ class SearchOptions(BaseModel):
     anchor: bool = True
     anchor_max_chunks: int = Field(8, ge=1)
     anchor_bm25_rank: int = Field(1, ge=1)
+    vector_confidence: bool = True
+    confidence_z_none: float = CONFIDENCE_Z[0]
+    confidence_z_full: float = CONFIDENCE_Z[1]
     base_url: str | None = None
 
     def retrieval_config(self) -> dict[str, Any]:
@@ -426,6 +439,35 @@ def lexical_anchor(bundle: OpenedBundle, text: str, whoosh_filter: wq.Query | No
 # -- fusion ----------------------------------------------------------------------------------------
 
 
+def vector_confidence(bm25_docs: list[str], vector_docs: list[str], n_docs: int,
+                      z_none: float = CONFIDENCE_Z[0], z_full: float = CONFIDENCE_Z[1],
+                      depth: int = CONFIDENCE_DEPTH) -> float:
+    """Return how much the dense arm's ranking of one query can be trusted, in [0, 1].
+
+    The arms' agreement is tested against chance: ``o`` of the dense arm's best ``depth`` documents
+    are among BM25's best ``depth``; for two unrelated rankings of ``n_docs`` documents ``o`` is
+    hypergeometric with mean ``e = |B| |V| / n`` and variance ``e (1 - |B|/n) (n - |V|) / (n - 1)``;
+    ``z = (o - e) / sd``.  The result is 0 up to ``z_none``, 1 from ``z_full``, linear between.  A
+    model that reads the text shares part of BM25's top ten for almost every query (even when it
+    lifts a page BM25 ranks low), while a model that cannot read it (an English model on Cyrillic
+    text) agrees only by chance.  Being built on ranks, it does not depend on a model's similarity
+    scale.  ``bm25_docs``/``vector_docs``: document paths, best first; ``n_docs``: documents the
+    query can reach.  Without BM25 documents, in a corpus of fewer than ``2 * depth`` documents (too
+    small to tell agreement from chance) or when chance alone fills the overlap: 1 (plain RRF).
+    """
+    b = set(bm25_docs[:depth])
+    v = set(vector_docs[:depth])
+    n = max(n_docs, len(b | v))
+    if not b or not v or n < 2 * depth:
+        return 1.0
+    expected = len(b) * len(v) / n
+    variance = expected * (1 - len(b) / n) * (n - len(v)) / (n - 1)
+    if variance <= 1e-9:
+        return 1.0
+    z = (len(b & v) - expected) / math.sqrt(variance)
+    return max(0.0, min(1.0, (z - z_none) / (z_full - z_none)))
+
+
 @dataclass
 class Ranking:
     """Per-arm and fused chunk rankings of one query (chunk ids, best first)."""
@@ -450,7 +492,8 @@ class Ranking:
 
 
 def fuse_rankings(bundle: OpenedBundle, bm25: list[tuple[str, float]], dense: list[tuple[str, float]],
-                  opts: SearchOptions) -> tuple[list[str], dict[str, float], dict[str, dict[str, Any]]]:
+                  opts: SearchOptions, n_docs: int | None = None,
+                  ) -> tuple[list[str], dict[str, float], dict[str, dict[str, Any]]]:
     """Fuse two chunk rankings by weighted RRF; return ``(chunk ids best first, fused score, debug info)``.
 
     ``opts.fusion_level == "chunk"``: a chunk scores ``sum(weight / (rrf_k + its rank in the arm))``.
@@ -458,17 +501,29 @@ def fuse_rankings(bundle: OpenedBundle, bm25: list[tuple[str, float]], dense: li
     its best chunk in that arm), documents are fused by the same formula, and chunks are ordered by
     their document's fused score, then by their own chunk-level score.  Document-level fusion lets
     two arms that agree on a document but prefer different chunks of it reinforce each other.
-    ``info[cid]`` holds ``bm25_rank``, ``bm25_score``, ``vector_rank``, ``vector_score`` (chunk level).
+    With ``opts.vector_confidence`` the vector weight is scaled by :func:`vector_confidence` (the
+    arms' agreement beyond chance on this query; ``n_docs``: documents the query can reach, default
+    all), so an arm that carries no signal cannot reorder
+    BM25's ranking (blind RRF let an English model on a Cyrillic corpus pull hybrid 0.016 nDCG@10
+    below BM25).
+    ``info[cid]`` holds ``bm25_rank``, ``bm25_score``, ``vector_rank``, ``vector_score`` (chunk level)
+    and ``vector_weight`` (the weight the dense arm got for this query).
     """
     chunk_score: dict[str, float] = {}
     doc_score: dict[str, float] = {}
     info: dict[str, dict[str, Any]] = {}
-    for arm, hits, weight in (("bm25", bm25, opts.bm25_weight), ("vector", dense, opts.vector_weight)):
+    vector_weight = opts.vector_weight
+    if opts.vector_confidence and dense and bm25:
+        bm25_docs = top_documents(bundle, (cid for cid, _ in bm25), len(bm25))
+        dense_docs = top_documents(bundle, (cid for cid, _ in dense), len(dense))
+        vector_weight *= vector_confidence(bm25_docs, dense_docs, n_docs or len(bundle.docs),
+                                           opts.confidence_z_none, opts.confidence_z_full)
+    for arm, hits, weight in (("bm25", bm25, opts.bm25_weight), ("vector", dense, vector_weight)):
         doc_rank: dict[str, int] = {}
         for rank, (cid, score) in enumerate(hits, start=1):
             chunk_score[cid] = chunk_score.get(cid, 0.0) + weight / (opts.rrf_k + rank)
             entry = info.setdefault(cid, {"bm25_rank": None, "bm25_score": None, "vector_rank": None,
-                                          "vector_score": None})
+                                          "vector_score": None, "vector_weight": round(vector_weight, 4)})
             entry[f"{arm}_rank"] = rank
             entry[f"{arm}_score"] = round(score, 6)
             path = bundle.chunks[bundle.chunk_index[cid]].path
@@ -535,7 +590,7 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
     if "vector" in engines:
         dense = vector_ranking(bundle, text, depth, published_only, paths=paths)
 
-    order, fused, info = fuse_rankings(bundle, bm25, dense, opts)
+    order, fused, info = fuse_rankings(bundle, bm25, dense, opts, len(paths) if paths is not None else None)
 
     anchor = None
     if opts.anchor and bm25:
@@ -550,12 +605,37 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
                    bm25_full=bm25_full, anchor=anchor)
 
 
+def snippet_terms(bundle: OpenedBundle, text: str) -> tuple[dict[str, float], dict[str, float]]:
+    """Return the query's folded words and stem prefixes with their idf, for :func:`query.snippets.make_snippet`.
+
+    Weight ``ln(1 + N / (df + 1))`` from the body field (N chunks); a word in more than half of
+    the chunks (a function word) is left out, so it is never marked.
+    """
+    words: dict[str, float] = {}
+    prefixes: dict[str, float] = {}
+    with bundle.text_lock:
+        searcher: Any = ranking_searcher(bundle)
+        n = max(1, searcher.doc_count_all())
+        for term in query_terms(text):
+            df = searcher.doc_frequency("body", term.folded)
+            if df > n / 2:
+                continue
+            weight = math.log(1 + n / (df + 1))
+            words[term.folded] = weight
+            stem = _stem_prefix(term.folded)
+            if stem is not None:
+                prefixes[stem] = weight
+    return words, prefixes
+
+
 def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions | None = None) -> dict[str, Any]:
     """Run hybrid retrieval and return the response body (contract envelope + ``results``).
 
     ``results``: list of ``{rank, source_id, chunk_id, document_path, title, heading_path, text,
-    source_url, score}`` (``score`` is the fused RRF score); with ``request.debug`` each result also
-    has ``debug: {bm25_rank, bm25_score, vector_rank, vector_score, fused_score, anchor}``.
+    snippet, source_url, score}`` (``score`` is the fused RRF score; ``snippet`` the chunk's
+    best-matching passage with matched words in ``**``, see :mod:`query.snippets`); with
+    ``request.debug`` each result also has ``debug: {bm25_rank, bm25_score, vector_rank,
+    vector_score, vector_weight, fused_score, anchor}``.
     ``complete`` is null (a ranking is never provably exhaustive); ``truncated`` lists the limits
     that cut results.
     """
@@ -586,6 +666,7 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
 
     sources: dict[str, Source] = {}
     results = []
+    words, prefixes = snippet_terms(bundle, request.query) if chosen else ({}, {})
     for rank, cid in enumerate(chosen, start=1):
         chunk = bundle.chunks[bundle.chunk_index[cid]]
         doc = bundle.docs.get(chunk.path)
@@ -601,6 +682,7 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
             "title": chunk.title,
             "heading_path": chunk.heading_path,
             "text": chunk.text,
+            "snippet": make_snippet(chunk.text, words, prefixes),
             "source_url": url,
             "score": round(fused[cid], 6),
         }

@@ -40,7 +40,8 @@ class SearchResult(BaseModel):
     document_path: str
     title: str
     heading_path: list[str]
-    text: str
+    text: str = Field(description="the whole chunk text")
+    snippet: str = Field(description="best-matching passage of the chunk, matched words in **")
     source_url: str | None
     score: float = Field(description="fused reciprocal-rank score")
     debug: dict[str, Any] | None = None

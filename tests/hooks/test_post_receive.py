@@ -148,3 +148,51 @@ def _worker_alive(store: Path) -> bool:
     from artifacts.jobs import worker_running
 
     return worker_running(store)
+
+
+def test_install_hook_uses_the_default_branch_and_refuses_an_unknown_one(repo: RepoBuilder, tmp_path: Path) -> None:
+    repo.write("a.md", "# A\n")
+    repo.commit("a")
+    bare = tmp_path / "wiki.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo.path), str(bare))
+    git(bare, "branch", "-m", "main", "master")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/master")
+    runner = CliRunner()
+    result = runner.invoke(main, ["install-hook", "--repo", str(bare), "--store", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    assert "branch 'master'" in result.output
+    assert "--branch master" in (bare / "hooks" / "post-receive").read_text()
+    # A branch the repository does not have is refused, naming the ones it has.
+    result = runner.invoke(main, ["install-hook", "--repo", str(bare), "--store", str(tmp_path / "s"),
+                                  "--branch", "main"])
+    assert result.exit_code != 0 and "'main' does not exist" in result.output and "master" in result.output
+    assert "--branch master" in (bare / "hooks" / "post-receive").read_text()  # unchanged
+    # In an empty repository the branch cannot exist yet: a warning, not a refusal.
+    empty = tmp_path / "empty.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "trunk", str(empty))
+    result = runner.invoke(main, ["install-hook", "--repo", str(empty), "--store", str(tmp_path / "s2")])
+    assert result.exit_code == 0 and "does not exist yet" in result.output
+    assert "--branch trunk" in (empty / "hooks" / "post-receive").read_text()
+
+
+def test_a_push_to_another_branch_is_recorded_as_ignored_with_the_reason(repo: RepoBuilder, tmp_path: Path) -> None:
+    env = {**os.environ, "GITRAG_EMBEDDER": "hash-64"}
+    repo.write("a.md", "# A\n")
+    repo.commit("a")
+    bare = tmp_path / "wiki.git"
+    store = tmp_path / "store"
+    git(tmp_path, "clone", "-q", "--bare", str(repo.path), str(bare))
+    installed = subprocess.run([GITRAG, "install-hook", "--repo", str(bare), "--store", str(store)],
+                               capture_output=True, text=True, env=env, check=True)
+    assert "branch 'main'" in installed.stdout
+    git(repo.path, "checkout", "-q", "-b", "feature")
+    repo.write("b.md", "# B\n")
+    sha = repo.commit("b")
+    done = subprocess.run(["git", "push", "-q", str(bare), "feature"], cwd=repo.path, env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "push to refs/heads/feature ignored: this hook indexes branch main" in done.stderr
+    jobs = JobQueue(store).list_jobs()
+    assert len(jobs) == 1 and jobs[0].status == "ignored" and jobs[0].commit == sha
+    listed = CliRunner().invoke(main, ["jobs", "--store", str(store)])
+    assert "ignored" in listed.output and "reason: push to refs/heads/feature ignored" in listed.output

@@ -149,8 +149,9 @@ def test_real_model_segments_an_over_long_chunk(repo: RepoBuilder, tmp_path: Pat
 def test_a_bundle_with_another_configuration_donates_its_vectors(seg_repo: RepoBuilder, tmp_path: Path) -> None:
     model = SegmentingHashEmbedder()
     part = build_bundle(seg_repo.path, tmp_path / "store", embedder=model, include=["docs/"])
-    full = build_bundle(seg_repo.path, tmp_path / "store", embedder=model)
-    scratch = build_bundle(seg_repo.path, tmp_path / "scratch", embedder=model)
+    # The store now remembers include=docs/ (artifacts.storeconfig): "every file" must be said.
+    full = build_bundle(seg_repo.path, tmp_path / "store", embedder=model, include=["*"])
+    scratch = build_bundle(seg_repo.path, tmp_path / "scratch", embedder=model, include=["*"])
     assert full.manifest.built_from is None  # another configuration is never an incremental base
     assert full.summary()["vectors_donor"] == part.bundle_id
     assert full.manifest.stats.embeddings_computed == 1  # only other/x.md was not in the donor

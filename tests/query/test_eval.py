@@ -89,7 +89,7 @@ def test_eval_reports_metrics_per_engine_and_reproduces(wiki: RepoBuilder, tmp_p
             "--embedder", "hash-64", "--split", "dev", "--out", str(out), "--json"]
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
-    body = json.loads(result.output)
+    body = json.loads(result.stdout)  # progress of the build goes to stderr
     assert set(body["engines"]) == {"bm25", "vector", "hybrid"}
     assert set(body["engines"]["bm25"]) == {"hit@1", "hit@3", "hit@5", "mrr", "recall@5", "ndcg@10"}
     assert body["engines"]["bm25"]["hit@1"] == 1.0 and body["engines"]["hybrid"]["hit@1"] == 1.0
@@ -120,7 +120,7 @@ def test_eval_rejects_a_relevant_path_absent_from_the_commit(wiki: RepoBuilder, 
                                        "--store", str(tmp_path / "store"), "--embedder", "hash-64",
                                        "--engines", "bm25", "--json"])
     assert result.exit_code == 1
-    body = json.loads(result.output)
+    body = json.loads(result.stdout)
     assert body["reason"] == "invalid_questions"
     assert body["problems"] == ["question 'q1': relevant path 'cs/missing.md' is not in commit "
                                 + body["problems"][0].split("commit ")[1]]
@@ -140,7 +140,7 @@ def test_eval_never_moves_current_and_names_paths_excluded_by_include(wiki: Repo
     assert (store / "CURRENT").read_text() == current  # a server on this store keeps its bundle
     excluded = runner.invoke(main, [*base, "--include", "cs/", "--json"])
     assert excluded.exit_code == 1
-    assert json.loads(excluded.output)["problems"] == [
+    assert json.loads(excluded.stdout)["problems"] == [
         "question 'q1': relevant path 'de/kaffee.md' is excluded by --include cs/"]
     nothing = runner.invoke(main, ["build", "--repo", str(wiki.path), "--store", str(store), "--embedder", "hash-64",
                                    "--include", "cs"])

@@ -78,7 +78,7 @@ def test_debug_shows_per_arm_ranks(bundle) -> None:  # type: ignore[no-untyped-d
     body = _search(bundle, query="zebraplankton", debug=True)
     debug = body["results"][0]["debug"]
     assert debug["bm25_rank"] == 1 and set(debug) == {"bm25_rank", "bm25_score", "vector_rank", "vector_score",
-                                                      "fused_score", "anchor"}
+                                                      "vector_weight", "fused_score", "anchor"}
     assert debug["fused_score"] == body["results"][0]["score"]
     assert "debug" not in _search(bundle, query="zebraplankton")["results"][0]
 

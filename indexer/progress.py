@@ -1,0 +1,181 @@
+"""Build progress for people: bars on a terminal, log lines elsewhere.
+
+:func:`indexer.build.build_bundle` reports ``(stage, done, total)`` events (see ``Progress`` there):
+``done == 0`` when a stage starts, ``done == total`` when it ends, and intermediate counts where
+a stage has them (``parse`` per file, ``embed`` per batch of chunks).  :class:`BuildProgress`
+turns them into
+
+* ``mode="bars"`` (stderr is a terminal): one tqdm bar per stage, updated with increments so the
+  rate (items/s, averaged since the stage started) and the ETA are tqdm's own; a watcher thread
+  refreshes the open bar every second, so the elapsed time moves even in a stage that reports no
+  intermediate counts (writing the Whoosh index);
+* ``mode="lines"`` (no terminal, ``--json``, the worker's ``worker.log``): one line when a stage
+  starts, one when it ends (items, seconds, rate), and in between a progress line at least every
+  ``interval`` seconds (done/total, percent, rate, ETA; or "still running" when the stage reports
+  no counts), each prefixed ``gitrag build:`` and flushed;
+* ``mode="off"``: nothing.
+
+Everything goes to the stream given (stderr by default), never to stdout, so ``--json`` output
+stays clean.  Rates are measured, not guessed: the ETA is ``remaining / (done / elapsed)`` of the
+current stage and is omitted until something is done.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Literal, TextIO
+
+UNITS = {"load_model": "model", "parse": "file", "chunk": "doc", "embed": "chunk", "text_index": "chunk",
+         "vector_index": "vector", "graph": "doc", "publish": "bundle"}
+"""Unit of a stage's counts, for display."""
+
+LABELS = {"load_model": "loading the embedding model", "parse": "parsing Markdown", "chunk": "chunking",
+          "embed": "embedding", "text_index": "writing the BM25 index", "vector_index": "writing the vector index",
+          "graph": "writing the graph", "publish": "verifying and publishing"}
+
+
+def format_seconds(seconds: float) -> str:
+    """Return ``"42 s"``, ``"3 min 05 s"`` or ``"1 h 02 min"`` for a duration in seconds."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+    minutes, sec = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {sec:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+class BuildProgress:
+    """A ``(stage, done, total)`` callback that shows build progress (see the module docstring).
+
+    Use as a context manager (or call :meth:`close`) so the watcher thread stops and bars close.
+    ``clock`` (seconds, monotonic) is injectable for tests.
+    """
+
+    def __init__(self, mode: Literal["bars", "lines", "off"], stream: TextIO | None = None,
+                 interval: float = 10.0, clock: Callable[[], float] = time.monotonic,
+                 prefix: str = "gitrag build: ") -> None:
+        self.mode = mode
+        self.stream = stream or sys.stderr
+        self.interval = interval
+        self.clock = clock
+        self.prefix = prefix
+        self._lock = threading.Lock()
+        self._stage: str | None = None
+        self._started = 0.0
+        self._done = 0
+        self._total = 0
+        self._last_line = 0.0
+        self._bar: Any = None
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        if mode != "off":
+            self._watcher = threading.Thread(target=self._watch, name="gitrag-progress", daemon=True)
+            self._watcher.start()
+
+    @classmethod
+    def for_stream(cls, stream: TextIO | None = None, *, quiet: bool = False, interval: float = 10.0) -> BuildProgress:
+        """Bars when ``stream`` (default stderr) is a terminal, else log lines; nothing when ``quiet``."""
+        stream = stream or sys.stderr
+        if quiet:
+            return cls("off", stream)
+        tty = getattr(stream, "isatty", lambda: False)()
+        return cls("bars" if tty else "lines", stream, interval=interval)
+
+    # -- the callback ----------------------------------------------------------------------------
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.mode == "off":
+            return
+        with self._lock:
+            now = self.clock()
+            if stage != self._stage:
+                self._end_stage(now)
+                self._stage, self._started, self._done, self._total = stage, now, 0, total
+                self._start_stage(now)
+            self._total = total
+            step = max(0, done - self._done)
+            self._done = done
+            if self.mode == "bars" and self._bar is not None:
+                self._bar.total = total
+                self._bar.update(step)
+            elif self.mode == "lines" and done < total and now - self._last_line >= self.interval:
+                self._line(self._status(now))
+            if done >= total and total > 0:
+                self._end_stage(now)
+
+    def close(self) -> None:
+        """End the open stage and stop the watcher thread."""
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=2)
+        with self._lock:
+            self._end_stage(self.clock())
+
+    def __enter__(self) -> BuildProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _unit(self, stage: str) -> str:
+        return UNITS.get(stage, "item")
+
+    def _start_stage(self, now: float) -> None:
+        stage = self._stage or ""
+        if self.mode == "bars":
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self._total, desc=f"{stage:<12}", unit=self._unit(stage), file=self.stream,
+                             leave=True, smoothing=0, dynamic_ncols=True, mininterval=0.2)
+        else:
+            label = LABELS.get(stage, stage)
+            self._line(f"{stage}: {label}, {self._total:,} {self._unit(stage)}(s)")
+
+    def _end_stage(self, now: float) -> None:
+        if self._stage is None:
+            return
+        if self.mode == "bars" and self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif self.mode == "lines":
+            elapsed = now - self._started
+            rate = f", {self._done / elapsed:,.1f} {self._unit(self._stage)}/s" if elapsed > 0 and self._done else ""
+            self._line(f"{self._stage} done: {self._done:,} {self._unit(self._stage)}(s) in "
+                       f"{format_seconds(elapsed)}{rate}")
+        self._stage = None
+
+    def _status(self, now: float) -> str:
+        stage = self._stage or ""
+        elapsed = now - self._started
+        unit = self._unit(stage)
+        if self._done <= 0 or elapsed <= 0:
+            return f"{stage}: 0/{self._total:,} {unit}(s), running for {format_seconds(elapsed)}"
+        rate = self._done / elapsed
+        eta = (self._total - self._done) / rate
+        pct = 100.0 * self._done / self._total if self._total else 100.0
+        return (f"{stage}: {self._done:,}/{self._total:,} {unit}(s) ({pct:.0f}%), {rate:,.1f} {unit}/s, "
+                f"ETA {format_seconds(eta)}")
+
+    def _line(self, text: str) -> None:
+        self.stream.write(self.prefix + text + "\n")
+        self.stream.flush()
+        self._last_line = self.clock()
+
+    def _watch(self) -> None:
+        tick = 1.0 if self.mode == "bars" else min(1.0, self.interval / 2)
+        while not self._stop.wait(tick):
+            with self._lock:
+                if self._stage is None:
+                    continue
+                now = self.clock()
+                if self.mode == "bars" and self._bar is not None:
+                    self._bar.refresh()
+                elif self.mode == "lines" and now - self._last_line >= self.interval:
+                    self._line(self._status(now))

@@ -1,0 +1,79 @@
+"""Readable results: highlighted best passages, one result per document in the CLI, commit named."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from artifacts.cli import main
+from indexer.build import build_bundle
+from query.bundle import open_bundle
+from query.hybrid import SearchOptions, parse_search_request, search, snippet_terms
+from query.snippets import make_snippet
+from tests.conftest import RepoBuilder
+
+FILLER = " ".join(f"Úvodná veta číslo {i} hovorí o počasí a o ničom inom." for i in range(12))
+LONG = (f"# Správa o sieťach\n\n{FILLER}\n\nV lete sme merali smerovanie v počítačových sieťach "
+        f"a zebraplanktón v jazere; výsledky sú v tabuľke.\n\n{FILLER}\n")
+
+
+def test_snippet_is_the_matching_passage_with_words_marked() -> None:
+    text = LONG.split("\n\n", 1)[1]
+    snippet = make_snippet(text, {"zebraplankton": 3.0, "sietach": 1.0}, {"smerov": 2.0})
+    # Not the chunk start: the passage around the matches, folded forms matched with diacritics kept.
+    assert not snippet.startswith("Úvodná") and snippet.startswith("… ")
+    assert "**zebraplanktón**" in snippet and "**sieťach**" in snippet
+    assert "**smerovanie**" in snippet  # an inflected form through the stem prefix
+    assert len(snippet.replace("**", "")) < 300 and "\n" not in snippet
+
+
+def test_snippet_without_a_match_is_the_chunk_start() -> None:
+    text = "Prvá veta.\n\nDruhá veta, ktorá je dlhá. " * 30
+    snippet = make_snippet(text, {"neexistuje": 1.0})
+    assert snippet.startswith("Prvá veta. Druhá veta") and snippet.endswith(" …") and "**" not in snippet
+
+
+@pytest.fixture
+def store(repo: RepoBuilder, tmp_path: Path) -> Path:
+    repo.write("posts/siete.md",
+               "---\ntitle: Siete\n---\n" + LONG + "\n## Ďalej\n\n" + FILLER + " Zebraplanktón znova.\n")
+    for i in range(4):
+        repo.write(f"posts/p{i}.md", f"---\ntitle: Príspevok {i}\n---\n# Príspevok {i}\n\n{FILLER}\n")
+    repo.commit("posts")
+    build_bundle(repo.path, tmp_path / "store", embedder="hash-64")
+    return tmp_path / "store"
+
+
+def test_api_results_gain_a_snippet_and_keep_text(store: Path) -> None:
+    from artifacts.store import Store
+
+    bundle = open_bundle(Store(store).current_path())
+    body = search(bundle, parse_search_request({"query": "zebraplanktón sieťach", "limit": 3}), SearchOptions())
+    first = body["results"][0]
+    assert first["document_path"] == "posts/siete.md"
+    assert "**zebraplanktón**" in first["snippet"].lower() and "Úvodná veta číslo 0" in first["text"]
+    assert not first["snippet"].startswith("Úvodná veta číslo 0")
+    words, _ = snippet_terms(bundle, "o zebraplanktón")
+    assert "zebraplankton" in words and "o" not in words  # a word in most chunks is never marked
+
+
+def test_cli_search_shows_one_result_per_document_and_names_the_commit(store: Path) -> None:
+    from artifacts.store import Store
+
+    manifest = open_bundle(Store(store).current_path(), load_model=False).manifest
+    runner = CliRunner()
+    env = {"GITRAG_EMBEDDER": ""} if "GITRAG_EMBEDDER" in os.environ else {}
+    out = runner.invoke(main, ["search", "zebraplanktón", "--store", str(store), "--limit", "3"], env=env)
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0].startswith(f'searched {manifest.commit[:12]} "posts"') and manifest.bundle_id in lines[0]
+    ranked = [line for line in lines if line[:3].strip().rstrip(".").isdigit()]
+    paths = [line.split()[1] for line in ranked]
+    assert paths[0] == "posts/siete.md" and len(paths) == len(set(paths))  # one result per document
+    assert "**zebraplanktón**" in out.output.lower()  # not a terminal: marks stay as **
+    out = runner.invoke(main, ["search", "zebraplanktón", "--store", str(store), "--max-per-document", "3"])
+    paths = [line.split()[1] for line in out.output.splitlines() if line[:3].strip().rstrip(".").isdigit()]
+    assert paths.count("posts/siete.md") >= 2
