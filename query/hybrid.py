@@ -492,17 +492,19 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
     if paths is not None:
         def accept(label: int) -> bool:
             return chunks[label].path in paths
-    elif published_only:
+    elif published_only and filter_index(bundle).unpublished:
         def accept(label: int) -> bool:
             return chunks[label].published
     else:
-        accept = None  # type: ignore[assignment]
+        accept = None  # type: ignore[assignment]  # every vector may match: no per-node callback
     k = min(n, depth * 2)
-    bundle.hnsw.set_ef(max(k, 200))
-    try:
-        labels, distances = bundle.hnsw.knn_query(qvec.reshape(1, -1), k=k, filter=accept)
-    except RuntimeError:  # fewer than k items pass the filter
-        labels, distances = _knn_all(bundle, qvec, accept, n)
+    with bundle.vector_lock:  # ef is index state shared by every thread
+        bundle.hnsw.set_ef(max(k, 200))
+        try:
+            labels, distances = bundle.hnsw.knn_query(qvec.reshape(1, -1), k=k, filter=accept)
+        except RuntimeError:  # fewer than k items pass the filter
+            count = n if accept is None else _filtered_count(bundle, paths, n)
+            labels, distances = _knn_all(bundle, qvec, accept, count)
     hits: list[tuple[str, float]] = []
     seen: set[str] = set()
     for label, dist in zip(labels[0], distances[0], strict=True):
@@ -514,9 +516,22 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
     return hits[:depth]
 
 
-def _knn_all(bundle: OpenedBundle, qvec: Any, accept: Any, n: int):  # type: ignore[no-untyped-def]
-    """Retry a filtered k-NN with the largest k hnswlib can fill."""
-    count = n if accept is None else sum(1 for i in range(n) if accept(i))
+def _filtered_count(bundle: OpenedBundle, paths: set[str] | None, n: int) -> int:
+    """Return how many vectors pass the filter of :func:`vector_ranking` (cost: the allowed paths)."""
+    def compute() -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for chunk in bundle.chunks:
+            counts[chunk.path] = counts.get(chunk.path, 0) + 1
+        return counts
+
+    counts = bundle.derive("vectors_by_path", compute)
+    if paths is not None:
+        return sum(counts.get(p, 0) for p in paths)
+    return n - sum(counts.get(p, 0) for p in filter_index(bundle).unpublished)
+
+
+def _knn_all(bundle: OpenedBundle, qvec: Any, accept: Any, count: int):  # type: ignore[no-untyped-def]
+    """Retry a filtered k-NN with the largest k hnswlib can fill (``count`` vectors pass ``accept``)."""
     if count == 0:
         return [[]], [[]]
     bundle.hnsw.set_ef(max(count, 200))
