@@ -53,6 +53,8 @@ MAX_PATH_PREFIX_CHARS = 1000
 """Longest ``filter.path_prefix`` accepted (characters)."""
 MAX_TYPO_WORDS = 8
 """Most words of one query expanded by edit distance (each expansion walks the term dictionary)."""
+LONG_WORD = 24
+"""Words longer than this (characters) are expanded only when some indexed word is long enough to be near."""
 
 FilterValue = Annotated[str, Field(max_length=MAX_FILTER_VALUE_CHARS)]
 
@@ -223,10 +225,10 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
     """Return each query term with its typo forms (see :class:`QueryWord`).
 
     A word is expanded only when it has at least 4 letters, is not a number, occurs in no folded
-    field, could be within the edit distance of some indexed word (it is at most that distance
-    longer than the longest indexed word) and is among the first :data:`MAX_TYPO_WORDS` such words
-    of the query: the cost of expansion grows with the word's length, so it is bounded by the index,
-    not by the request.
+    field, could be within the edit distance of some indexed word (a word of more than
+    :data:`LONG_WORD` letters must be at most that distance longer than the longest indexed word)
+    and is among the first :data:`MAX_TYPO_WORDS` such words of the query: the cost of expansion
+    grows with the word's length, so it is bounded by the index, not by the request.
     """
     words: list[QueryWord] = []
     expanded = 0
@@ -237,7 +239,8 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
             words.append(QueryWord(term))
             continue
         maxdist = 2 if len(word) >= 8 else 1
-        if len(word) - maxdist > _longest_word(bundle, searcher):
+        # The longest word is found once per bundle, and only asked for long words (short ones are cheap).
+        if len(word) > LONG_WORD and len(word) - maxdist > _longest_word(bundle, searcher):
             words.append(QueryWord(term))
             continue
         expanded += 1
