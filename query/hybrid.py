@@ -202,13 +202,14 @@ def _known(searcher: Any, term: str) -> bool:
 class QueryWord:
     """A query word with its typo forms, found once per query and shared by every field and strategy.
 
-    ``fuzzy``: indexed folded words within edit distance 1 (2 for words of 8+ letters) sharing the
-    first letter; ``swaps``: indexed words equal to ``term`` with two neighbouring letters swapped.
+    ``fuzzy``: per folded field, ``(field, words)`` of that field within edit distance 1 (2 for
+    words of 8+ letters) sharing the first letter; ``swaps``: indexed words equal to ``term`` with
+    two neighbouring letters swapped.
     Both are empty for a word found in the index, and for words no indexed word could be near.
     """
 
     term: QueryTerm
-    fuzzy: tuple[str, ...] = ()
+    fuzzy: tuple[tuple[str, tuple[str, ...]], ...] = ()
     swaps: tuple[str, ...] = ()
 
 
@@ -244,12 +245,11 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
             words.append(QueryWord(term))
             continue
         expanded += 1
-        fuzzy: list[str] = []
-        for f in FOLDED_FIELDS:
-            fuzzy.extend(w for w in reader.terms_within(f, word, maxdist, prefix=1) if w not in fuzzy)
+        fuzzy = tuple((f, forms) for f in FOLDED_FIELDS
+                      if (forms := tuple(sorted(reader.terms_within(f, word, maxdist, prefix=1)))))
         # Levenshtein distance counts a swap of two neighbours as 2 edits; add swapped forms that exist.
         swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)} - {word}
-        words.append(QueryWord(term, tuple(sorted(fuzzy)), tuple(w for w in sorted(swaps) if _known(searcher, w))))
+        words.append(QueryWord(term, fuzzy, tuple(w for w in sorted(swaps) if _known(searcher, w))))
     return words
 
 
@@ -258,8 +258,12 @@ def _word_query(word: QueryWord, *, prefix: bool) -> wq.Query:
     term = word.term
     options: list[wq.Query] = [wq.Term(f, term.folded, boost=FIELD_BOOSTS[f]) for f in FOLDED_FIELDS]
     options += [wq.Term(f, term.exact, boost=FIELD_BOOSTS[f]) for f in EXACT_FIELDS]
-    # A typo form absent from a field matches nothing there, so listing every field is exact.
-    options += [wq.Term(f, w, boost=0.5 * FIELD_BOOSTS[f]) for w in word.fuzzy for f in FOLDED_FIELDS]
+    for f, forms in word.fuzzy:
+        # As Whoosh's FuzzyTerm did: a field with a single typo form scores it with weight 1 (its
+        # boost is dropped), several forms get half the field weight.  Kept so rankings stay as
+        # measured (thesis wiki dev: inflected Slovak names depend on it).
+        boost = 1.0 if len(forms) == 1 else 0.5 * FIELD_BOOSTS[f]
+        options += [wq.Term(f, w, boost=boost) for w in forms]
     options += [wq.Term(f, w, boost=0.5 * FIELD_BOOSTS[f]) for w in word.swaps for f in FOLDED_FIELDS]
     stem = _stem_prefix(term.folded) if prefix else None
     if stem is not None:
