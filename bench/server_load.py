@@ -4,7 +4,14 @@ Starts ``gitrag serve`` on a free loopback port over an existing store, then for
 level runs that many clients for a fixed time over a fixed query list and prints one JSON line per
 level: requests, errors, requests/s, latency p50/p95/p99/max (ms), server RSS (MB).
 
-    .venv/bin/python bench/server_load.py --store STORE [--concurrency 1,8,32] [--seconds 5]
+``--compare-tree DIR`` starts a second server importing gitrag from another checkout (e.g. the code
+before a change) on the same store, and runs every level on both, alternating, ``--rounds`` times.
+``--hostile`` adds, per server and concurrency level, a run where one more client keeps sending
+the hostile requests of issue 12 (a 60 KB ``filter.tags`` list, then a 1,000-letter word): the line
+``"hostile": true`` shows what they do to the normal clients' latency.
+
+    .venv/bin/python bench/server_load.py --store STORE [--concurrency 1,8,32] [--seconds 5] \
+        [--compare-tree DIR] [--rounds 1] [--hostile]
 
 The store is built beforehand, e.g. from the obsidian-help corpus::
 
@@ -47,12 +54,33 @@ def _rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def _level(base: str, concurrency: int, seconds: float, limit: int) -> dict[str, object]:
+def _hostile() -> list[dict[str, object]]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return [{"query": "obsidian sync", "filter": {"tags": [letters[i % 26] * 3 + f"{i:09d}" for i in range(4000)]}},
+            {"query": "".join(letters[(i * 7) % 26] for i in range(1000))}]
+
+
+async def _level(base: str, concurrency: int, seconds: float, limit: int, hostile: bool = False) -> dict[str, object]:
     latencies: list[float] = []
     errors = 0
+    hostile_done: list[tuple[int, float]] = []
     deadline = time.monotonic() + seconds
-    connector = aiohttp.TCPConnector(limit=concurrency)
+    connector = aiohttp.TCPConnector(limit=concurrency + 1)
     async with aiohttp.ClientSession(connector=connector) as http:
+        async def attacker() -> None:
+            i = 0
+            while time.monotonic() < deadline:
+                started = time.perf_counter()
+                try:
+                    async with http.post(base + "/search", json=_hostile()[i % 2],
+                                         timeout=aiohttp.ClientTimeout(total=max(1.0, deadline - time.monotonic()))
+                                         ) as resp:
+                        await resp.read()
+                        hostile_done.append((resp.status, time.perf_counter() - started))
+                except (TimeoutError, aiohttp.ClientError):
+                    hostile_done.append((0, time.perf_counter() - started))
+                i += 1
+
         async def client(offset: int) -> None:
             nonlocal errors
             i = offset
@@ -61,24 +89,69 @@ async def _level(base: str, concurrency: int, seconds: float, limit: int) -> dic
                 i += 1
                 started = time.perf_counter()
                 try:
-                    async with http.post(base + "/search", json={"query": query, "limit": limit}) as resp:
+                    # Beside a hostile client, a request still waiting 10 s after the level ends is an error.
+                    wait = aiohttp.ClientTimeout(total=max(1.0, deadline - time.monotonic()) + 10) if hostile else None
+                    async with http.post(base + "/search", json={"query": query, "limit": limit},
+                                         timeout=wait) as resp:
                         await resp.read()
                         if resp.status != 200:
                             errors += 1
                             continue
-                except aiohttp.ClientError:
+                except (TimeoutError, aiohttp.ClientError):
                     errors += 1
                     continue
                 latencies.append(time.perf_counter() - started)
 
         started = time.monotonic()
-        await asyncio.gather(*(client(k) for k in range(concurrency)))
+        await asyncio.gather(*(client(k) for k in range(concurrency)), *([attacker()] if hostile else []))
         elapsed = time.monotonic() - started
     qs = statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else [float("nan")] * 99
-    return {"concurrency": concurrency, "requests": len(latencies), "errors": errors,
+    extra: dict[str, object] = {}
+    if hostile:
+        extra = {"hostile": True, "hostile_requests": len(hostile_done),
+                 "hostile_statuses": sorted({status for status, _ in hostile_done}),
+                 "hostile_max_ms": round(max((t for _, t in hostile_done), default=float("nan")) * 1000, 1)}
+    return {**extra, "concurrency": concurrency, "requests": len(latencies), "errors": errors,
             "rps": round(len(latencies) / elapsed, 1), "p50_ms": round(qs[49] * 1000, 1),
             "p95_ms": round(qs[94] * 1000, 1), "p99_ms": round(qs[98] * 1000, 1),
             "max_ms": round(max(latencies, default=float("nan")) * 1000, 1)}
+
+
+class Server:
+    """A ``gitrag serve`` process importing gitrag from ``tree`` (``None``: as installed / ``PYTHONPATH``)."""
+
+    def __init__(self, name: str, store: str, tree: str | None) -> None:
+        self.name = name
+        port = _free_port()
+        self.base = f"http://127.0.0.1:{port}"
+        gitrag = str(Path(sys.executable).with_name("gitrag"))
+        config = Path(store).resolve().parent / f"bench-server-{port}.toml"
+        config.write_text("rate_limit_per_minute = 1000000\nrate_limit_burst = 100000\n", encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GITRAG_") or k == "GITRAG_EMBEDDER"}
+        if tree is not None:
+            env["PYTHONPATH"] = str(Path(tree).resolve())
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen([gitrag, "serve", "--store", store, "--port", str(port), "--config", str(config)],
+                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.ready_s = float("nan")
+
+    async def wait_ready(self) -> None:
+        async with aiohttp.ClientSession() as http:
+            for _ in range(6000):
+                try:
+                    async with http.get(self.base + "/health") as resp:
+                        if resp.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.05)
+            self.ready_s = round(time.monotonic() - self.started, 2)
+            for query in QUERIES:  # warm-up
+                await (await http.post(self.base + "/search", json={"query": query})).read()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
 
 
 def main() -> int:
@@ -87,37 +160,31 @@ def main() -> int:
     parser.add_argument("--concurrency", default="1,8,32")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--compare-tree", default=None, help="also serve gitrag from this checkout (gitrag-compare)")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--hostile", action="store_true", help="also run each level beside a hostile client")
     args = parser.parse_args()
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    gitrag = str(Path(sys.executable).with_name("gitrag"))
-    config = Path(args.store).resolve().parent / "bench-server.toml"
-    config.write_text("rate_limit_per_minute = 1000000\nrate_limit_burst = 100000\n", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITRAG_") or k == "GITRAG_EMBEDDER"}
-    server = subprocess.Popen([gitrag, "serve", "--store", args.store, "--port", str(port), "--config", str(config)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    servers = [Server("gitrag", args.store, None)]
+    if args.compare_tree:
+        servers.append(Server("gitrag-compare", args.store, args.compare_tree))
     try:
         async def run() -> None:
-            async with aiohttp.ClientSession() as http:
-                for _ in range(1200):
-                    try:
-                        async with http.get(base + "/health") as resp:
-                            if resp.status == 200:
-                                break
-                    except aiohttp.ClientError:
-                        pass
-                    await asyncio.sleep(0.1)
-                for query in QUERIES:  # warm-up
-                    await (await http.post(base + "/search", json={"query": query})).read()
-            for level in (int(c) for c in args.concurrency.split(",")):
-                row = await _level(base, level, args.seconds, args.limit)
-                row["server_rss_mb"] = _rss_mb(server.pid)
-                print(json.dumps(row), flush=True)
+            for server in servers:
+                await server.wait_ready()
+                print(json.dumps({"server": server.name, "ready_s": server.ready_s}), flush=True)
+            modes = [False, True] if args.hostile else [False]
+            for hostile in modes:  # hostile runs last: the old code may keep computing after they end
+                for _ in range(args.rounds):
+                    for level in (int(c) for c in args.concurrency.split(",")):
+                        for server in servers:
+                            row = await _level(server.base, level, args.seconds, args.limit, hostile)
+                            row = {"server": server.name, **row, "server_rss_mb": _rss_mb(server.proc.pid)}
+                            print(json.dumps(row), flush=True)
 
         asyncio.run(run())
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        for server in servers:
+            server.stop()
     return 0
 
 

@@ -180,9 +180,9 @@ def recheck_claim(bundle: OpenedBundle, claim: dict[str, Any]) -> list[str]:
             continue
         if path not in doc_texts:
             doc = bundle.docs.get(path)
+            front = json.dumps(doc.front_matter, ensure_ascii=False, default=str) if doc else ""
             doc_texts[path] = _norm_quote(
-                f"{doc.title}\n{doc.body}\n{json.dumps(doc.front_matter, ensure_ascii=False, default=str)}"
-                if doc else "")
+                f"{doc.title}\n{bundle.document_body(path) or ''}\n{front}" if doc else "")
         text = doc_texts[path]
         titles = _TITLE.findall(claim["text"])
         values = _VALUES.match(claim["text"])

@@ -25,16 +25,17 @@ from .errors import QueryError, from_artifact_error
 @click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
               help="Base URL for source_url (document path appended).")
 @click.option("--debug", is_flag=True, help="Show per-arm ranks and scores.")
-@click.option("--no-verify", is_flag=True, help="Skip re-hashing the bundle against its manifest (faster).")
+@click.option("--no-verify", is_flag=True, help="Skip checking the bundle's file hashes against its manifest.")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON as POST /search.")
 def search_command(query: str, store_dir: str, limit: int, max_per_document: int, include_unpublished: bool,
                    base_url: str | None, debug: bool, no_verify: bool, as_json: bool) -> None:
     """Search the CURRENT bundle of a store with hybrid retrieval (BM25 + vectors, RRF).
 
     Shows one result per document (--max-per-document N for more) with the best-matching passage
-    of each, matched words highlighted.  The bundle is verified against its manifest first (as the
-    server does), unless --no-verify.  Each call opens the bundle and loads the embedding model
-    (seconds); for repeated queries run `gitrag serve` and POST /search.
+    of each, matched words highlighted.  The bundle's files are checked against the hashes in its
+    manifest first (as the server does), unless --no-verify; `gitrag verify` also checks records,
+    counts and digests.  Each call opens the bundle and loads the embedding model (seconds); for
+    repeated queries run `gitrag serve` and POST /search.
     """
     from artifacts.store import Store
 
@@ -46,7 +47,8 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
                                         "published_only": not include_unpublished, "debug": debug})
         if not Path(store_dir).is_dir():
             raise click.ClickException(f"no store at {store_dir}")
-        bundle = open_bundle(Store(store_dir).current_path(), verify=not no_verify)
+        # The model loads while the bundle is verified and read and the BM25 arm runs.
+        bundle = open_bundle(Store(store_dir).current_path(), verify=not no_verify, wait_model=False)
         body = search(bundle, request, SearchOptions(base_url=base_url))
     except (QueryError, ArtifactError) as exc:
         mapped = from_artifact_error(exc) if isinstance(exc, ArtifactError) else exc

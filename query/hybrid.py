@@ -15,18 +15,17 @@ that document among its best ``anchor_bm25_rank`` documents (by default: first).
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
-import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from pydantic import BaseModel, Field, field_validator
 from whoosh import query as wq
 from whoosh import scoring
-from whoosh.searching import Searcher
 
 from artifacts.analysis import (
     EXACT_FIELDS,
@@ -54,22 +53,35 @@ CONFIDENCE_Z = (3.0, 5.0)
 gets its whole weight (:func:`vector_confidence`).  Measured with ``bench/fusion_sweep.py --dump`` on
 thesis-wiki gold with MiniLM (a weak arm, vector nDCG@10 0.37): blind RRF was 0.026 below BM25 on the
 test split; (1, 2.5) still 0.018 below; (3, 5) 0.0005 below on test and equal to BM25 on dev."""
+MAX_FILTER_VALUES = 64
+"""Most values in one ``filter.tags``, ``filter.categories`` or ``filter.year`` list."""
+MAX_FILTER_VALUE_CHARS = 200
+"""Longest tag or category accepted in a filter (characters)."""
+MAX_PATH_PREFIX_CHARS = 1000
+"""Longest ``filter.path_prefix`` accepted (characters)."""
+MAX_TYPO_WORDS = 8
+"""Most words of one query expanded by edit distance (each expansion walks the term dictionary)."""
+LONG_WORD = 24
+"""Words longer than this (characters) are expanded only when some indexed word is long enough to be near."""
+
+FilterValue = Annotated[str, Field(max_length=MAX_FILTER_VALUE_CHARS)]
 
 
 class SearchFilter(BaseModel):
     """Restrict results to documents matching every given criterion (omitted = no restriction).
 
-    ``path_prefix``: document path starts with this string; ``tags`` / ``categories``: the document
-    has at least one of them (compared case- and diacritics-insensitively); ``year``: the document's
-    year is this one or one of these.
+    ``path_prefix``: document path starts with this string (at most 1,000 characters); ``tags`` /
+    ``categories``: the document has at least one of them (compared case- and diacritics-insensitively;
+    at most 64 values of at most 200 characters); ``year``: the document's year is this one or one of
+    these (at most 64).  The bounds keep a request's cost proportional to its size.
     """
 
     model_config = {"extra": "forbid"}
 
-    path_prefix: str | None = None
-    tags: list[str] | None = None
-    categories: list[str] | None = None
-    year: int | list[int] | None = None
+    path_prefix: str | None = Field(None, max_length=MAX_PATH_PREFIX_CHARS)
+    tags: list[FilterValue] | None = Field(None, max_length=MAX_FILTER_VALUES)
+    categories: list[FilterValue] | None = Field(None, max_length=MAX_FILTER_VALUES)
+    year: int | Annotated[list[int], Field(max_length=MAX_FILTER_VALUES)] | None = None
 
     def is_empty(self) -> bool:
         """Return true when the filter restricts nothing."""
@@ -199,39 +211,92 @@ def _known(searcher: Any, term: str) -> bool:
     return any(searcher.doc_frequency(f, term) for f in FOLDED_FIELDS)
 
 
-def _word_query(searcher: Any, term: QueryTerm, *, prefix: bool, typo: bool) -> wq.Query:
+@dataclass(frozen=True)
+class QueryWord:
+    """A query word with its typo forms, found once per query and shared by every field and strategy.
+
+    ``fuzzy``: per folded field, ``(field, words)`` of that field within edit distance 1 (2 for
+    words of 8+ letters) sharing the first letter; ``swaps``: indexed words equal to ``term`` with
+    two neighbouring letters swapped.
+    Both are empty for a word found in the index, and for words no indexed word could be near.
+    """
+
+    term: QueryTerm
+    fuzzy: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    swaps: tuple[str, ...] = ()
+
+
+def _longest_word(bundle: OpenedBundle, searcher: Any) -> int:
+    """Return the length (characters) of the longest word in the folded fields, found once per bundle."""
+    def compute() -> int:
+        reader = searcher.reader()
+        return max((len(w) for f in FOLDED_FIELDS for w in reader.field_terms(f)), default=0)
+
+    return int(bundle.derive("longest_word", compute))
+
+
+def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], typo: bool = True) -> list[QueryWord]:
+    """Return each query term with its typo forms (see :class:`QueryWord`).
+
+    A word is expanded only when it has at least 4 letters, is not a number, occurs in no folded
+    field, could be within the edit distance of some indexed word (a word of more than
+    :data:`LONG_WORD` letters must be at most that distance longer than the longest indexed word)
+    and is among the first :data:`MAX_TYPO_WORDS` such words of the query: the cost of expansion
+    grows with the word's length, so it is bounded by the index, not by the request.
+    """
+    words: list[QueryWord] = []
+    expanded = 0
+    reader = searcher.reader()
+    for term in terms:
+        word = term.folded
+        if not typo or len(word) < 4 or word.isdigit() or expanded >= MAX_TYPO_WORDS or _known(searcher, word):
+            words.append(QueryWord(term))
+            continue
+        maxdist = 2 if len(word) >= 8 else 1
+        # The longest word is found once per bundle, and only asked for long words (short ones are cheap).
+        if len(word) > LONG_WORD and len(word) - maxdist > _longest_word(bundle, searcher):
+            words.append(QueryWord(term))
+            continue
+        expanded += 1
+        fuzzy = tuple((f, forms) for f in FOLDED_FIELDS
+                      if (forms := tuple(sorted(reader.terms_within(f, word, maxdist, prefix=1)))))
+        # Levenshtein distance counts a swap of two neighbours as 2 edits; add swapped forms that exist.
+        swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)} - {word}
+        words.append(QueryWord(term, fuzzy, tuple(w for w in sorted(swaps) if _known(searcher, w))))
+    return words
+
+
+def _word_query(word: QueryWord, *, prefix: bool) -> wq.Query:
     """Return the query matching one word in any field (folded + exact, optionally stem or typo forms)."""
+    term = word.term
     options: list[wq.Query] = [wq.Term(f, term.folded, boost=FIELD_BOOSTS[f]) for f in FOLDED_FIELDS]
     options += [wq.Term(f, term.exact, boost=FIELD_BOOSTS[f]) for f in EXACT_FIELDS]
-    if typo and len(term.folded) >= 4 and not term.folded.isdigit() and not _known(searcher, term.folded):
-        maxdist = 2 if len(term.folded) >= 8 else 1
-        options += [wq.FuzzyTerm(f, term.folded, boost=0.5 * FIELD_BOOSTS[f], maxdist=maxdist, prefixlength=1,
-                                 constantscore=False) for f in FOLDED_FIELDS]
-        # Levenshtein distance counts a swap of two neighbours as 2 edits; add swapped forms that exist.
-        word = term.folded
-        swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)} - {word}
-        options += [wq.Term(f, w, boost=0.5 * FIELD_BOOSTS[f]) for w in sorted(swaps) if _known(searcher, w)
-                    for f in FOLDED_FIELDS]
+    for f, forms in word.fuzzy:
+        # As Whoosh's FuzzyTerm did: a field with a single typo form scores it with weight 1 (its
+        # boost is dropped), several forms get half the field weight.  Kept so rankings stay as
+        # measured (thesis wiki dev: inflected Slovak names depend on it).
+        boost = 1.0 if len(forms) == 1 else 0.5 * FIELD_BOOSTS[f]
+        options += [wq.Term(f, w, boost=boost) for w in forms]
+    options += [wq.Term(f, w, boost=0.5 * FIELD_BOOSTS[f]) for w in word.swaps for f in FOLDED_FIELDS]
     stem = _stem_prefix(term.folded) if prefix else None
     if stem is not None:
         options += [wq.Prefix(f, stem, boost=0.5 * FIELD_BOOSTS[f], constantscore=False) for f in PREFIX_FIELDS]
     return wq.Or(options)
 
 
-def build_text_queries(searcher: Any, terms: list[QueryTerm], typo: bool = True) -> list[tuple[str, wq.Query]]:
-    """Return the BM25 strategies ``[(name, query)]`` for ``terms``, strictest first.
+def build_text_queries(words: list[QueryWord]) -> list[tuple[str, wq.Query]]:
+    """Return the BM25 strategies ``[(name, query)]`` for ``words``, strictest first.
 
     ``any_term`` is omitted for a one-word query (it would equal ``all_terms``); ``prefix_terms``
     for long queries and for queries without a word long enough to have a stem.
     """
-    if not terms:
+    if not words:
         return []
-    plain = [_word_query(searcher, t, prefix=False, typo=typo) for t in terms]
-    stems = [_word_query(searcher, t, prefix=True, typo=typo) for t in terms]
+    plain = [_word_query(w, prefix=False) for w in words]
     strategies: list[tuple[str, wq.Query]] = [("all_terms", wq.And(plain))]
-    if len(terms) <= MAX_PREFIX_QUERY_TERMS and any(_stem_prefix(t.folded) for t in terms):
-        strategies.append(("prefix_terms", wq.And(stems)))
-    if len(terms) > 1:
+    if len(words) <= MAX_PREFIX_QUERY_TERMS and any(_stem_prefix(w.term.folded) for w in words):
+        strategies.append(("prefix_terms", wq.And([_word_query(w, prefix=True) for w in words])))
+    if len(words) > 1:
         strategies.append(("any_term", wq.Or(plain)))
     return strategies
 
@@ -240,6 +305,7 @@ def build_text_queries(searcher: Any, terms: list[QueryTerm], typo: bool = True)
 
 
 def _doc_matches(doc: Any, flt: SearchFilter) -> bool:
+    """Return whether one document passes ``flt`` (the reference definition; search uses :class:`FilterIndex`)."""
     if flt.path_prefix and not doc.path.startswith(flt.path_prefix):
         return False
     if flt.tags and not {fold(t) for t in flt.tags} & {fold(t) for t in doc.tags}:
@@ -250,28 +316,107 @@ def _doc_matches(doc: Any, flt: SearchFilter) -> bool:
     return years is None or doc.year in years
 
 
+@dataclass(frozen=True)
+class FilterIndex:
+    """Per-bundle lookup tables: a filter becomes allowed paths without visiting every document.
+
+    ``paths`` sorted (a path prefix is a contiguous run); ``unpublished`` the paths with
+    ``published: false``; ``tags`` / ``categories``: folded value -> paths; ``years``: year -> paths.
+    """
+
+    paths: tuple[str, ...]
+    unpublished: frozenset[str]
+    tags: dict[str, frozenset[str]]
+    categories: dict[str, frozenset[str]]
+    years: dict[int, frozenset[str]]
+
+
+def _build_filter_index(docs: dict[str, Any]) -> FilterIndex:
+    tags: dict[str, set[str]] = {}
+    categories: dict[str, set[str]] = {}
+    years: dict[int, set[str]] = {}
+    for path, doc in docs.items():
+        for value in {fold(t) for t in doc.tags}:
+            tags.setdefault(value, set()).add(path)
+        for value in {fold(c) for c in doc.categories}:
+            categories.setdefault(value, set()).add(path)
+        if doc.year is not None:
+            years.setdefault(doc.year, set()).add(path)
+    return FilterIndex(
+        paths=tuple(sorted(docs)),
+        unpublished=frozenset(p for p, d in docs.items() if not d.published),
+        tags={k: frozenset(v) for k, v in tags.items()},
+        categories={k: frozenset(v) for k, v in categories.items()},
+        years={k: frozenset(v) for k, v in years.items()},
+    )
+
+
+def filter_index(bundle: OpenedBundle) -> FilterIndex:
+    """Return the bundle's :class:`FilterIndex` (built on first use, then shared by every request)."""
+    return bundle.derive("filter_index", lambda: _build_filter_index(bundle.docs))  # type: ignore[no-any-return]
+
+
 def allowed_paths(bundle: OpenedBundle, flt: SearchFilter | None, published_only: bool) -> set[str] | None:
-    """Return the document paths a request may return, or ``None`` when every document is allowed."""
-    if (flt is None or flt.is_empty()) and not published_only:
+    """Return the document paths a filtered request may return, or ``None`` when ``flt`` restricts nothing.
+
+    With ``None`` only the published rule applies (callers handle it through cached sets, so an
+    unfiltered request costs nothing per document).  Cost: the request's values plus the paths found.
+    """
+    if flt is None or flt.is_empty():
         return None
-    return {
-        path for path, doc in bundle.docs.items()
-        if (not published_only or doc.published) and (flt is None or _doc_matches(doc, flt))
-    }
+    index = filter_index(bundle)
+    found: set[str] | None = None
+
+    def narrow(paths: Iterable[str]) -> None:
+        nonlocal found
+        found = set(paths) if found is None else found.intersection(paths)
+
+    if flt.path_prefix:
+        lo = hi = bisect.bisect_left(index.paths, flt.path_prefix)
+        while hi < len(index.paths) and index.paths[hi].startswith(flt.path_prefix):
+            hi += 1
+        narrow(index.paths[lo:hi])
+    if flt.tags:
+        narrow(set().union(*(index.tags.get(v, ()) for v in {fold(t) for t in flt.tags})))
+    if flt.categories:
+        narrow(set().union(*(index.categories.get(v, ()) for v in {fold(c) for c in flt.categories})))
+    years = flt.years()
+    if years is not None:
+        narrow(set().union(*(index.years.get(y, ()) for y in years)))
+    result = found if found is not None else set(index.paths)
+    return result - index.unpublished if published_only else result
 
 
-def _whoosh_filter(flt: SearchFilter | None, published_only: bool, paths: set[str] | None) -> wq.Query | None:
-    """Return a Whoosh filter query equivalent to the request's restrictions (``None``: no filter)."""
-    parts: list[wq.Query] = []
-    if published_only:
-        parts.append(wq.NumericRange("published", 1, 1))
-    if flt is not None and flt.path_prefix:
-        parts.append(wq.Prefix("path", flt.path_prefix))
-    if flt is not None and (flt.tags or flt.categories or flt.year is not None):
-        parts.append(wq.Or([wq.Term("path", p) for p in sorted(paths or ())]) if paths else wq.NullQuery)
-    if not parts:
+def _docnums_by_path(searcher: Any) -> dict[str, tuple[int, ...]]:
+    """Return document path -> Whoosh document numbers of its chunks (computed once per bundle)."""
+    paths = list(searcher.reader().field_terms("path"))
+    return {path: tuple(searcher.docs_for_query(wq.Term("path", path))) for path in paths}
+
+
+def allowed_docnums(bundle: OpenedBundle, searcher: Any, paths: set[str] | None,
+                    published_only: bool) -> set[int] | None:
+    """Return the Whoosh document numbers a request may match, or ``None`` for all.
+
+    ``paths`` (from :func:`allowed_paths`) gives the chunks of those documents; without it, the
+    published rule alone gives a set computed once per bundle, or ``None`` when every document is
+    published, so an unfiltered search does no per-document filter work.
+    """
+    if paths is not None:
+        by_path = bundle.derive("docnums_by_path", lambda: _docnums_by_path(searcher))
+        found: set[int] = set()
+        for path in paths:
+            found.update(by_path.get(path, ()))
+        return found
+    index = filter_index(bundle)
+    if not published_only or not index.unpublished:
         return None
-    return parts[0] if len(parts) == 1 else wq.And(parts)
+
+    def compute() -> set[int]:  # a set, not a frozenset: the only type Whoosh takes as a filter (never mutated)
+        by_path = bundle.derive("docnums_by_path", lambda: _docnums_by_path(searcher))
+        hidden = {n for p in index.unpublished for n in by_path.get(p, ())}
+        return {n for n in range(searcher.doc_count_all()) if n not in hidden}
+
+    return bundle.derive("published_docnums", compute)  # type: ignore[no-any-return]
 
 
 # -- arms ------------------------------------------------------------------------------------------
@@ -292,25 +437,27 @@ class RSJBM25F(scoring.BM25F):
         return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
 
 
-_SEARCHERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_WEIGHTING = RSJBM25F()
 
 
 def ranking_searcher(bundle: OpenedBundle) -> Any:
-    """Return a searcher over the bundle's Whoosh reader scoring with :class:`RSJBM25F` (call under ``text_lock``).
+    """Return the calling thread's Whoosh searcher of ``bundle``, scoring with :class:`RSJBM25F`."""
+    return bundle.thread_searcher(_WEIGHTING)
 
-    One per opened bundle, sharing its reader; it is dropped with the bundle's own searcher.
-    """
-    base = bundle.searcher
-    searcher = _SEARCHERS.get(base)
-    if searcher is None:
-        searcher = Searcher(base.reader(), weighting=RSJBM25F(), closereader=False)  # type: ignore[attr-defined]
-        _SEARCHERS[base] = searcher
-    return searcher
+
+def _chunk_id(bundle: OpenedBundle, searcher: Any, docnum: int) -> str:
+    """Return the chunk id stored with Whoosh document ``docnum`` (cached per bundle)."""
+    cache: dict[int, str] = bundle.derive("chunk_ids", dict)
+    cid = cache.get(docnum)
+    if cid is None:
+        cid = cache[docnum] = searcher.stored_fields(docnum)["chunk_id"]
+    return cid
 
 
 def bm25_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bool, any_term_weight: float = 0.5,
                  *, flt: SearchFilter | None = None, options: SearchOptions | None = None,
-                 paths: set[str] | None = None) -> tuple[list[tuple[str, float]], bool]:
+                 paths: set[str] | None = None, words: list[QueryWord] | None = None
+                 ) -> tuple[list[tuple[str, float]], bool]:
     """Return BM25 hits as ``[(chunk_id, score)]`` best first, and whether ``depth`` was reached.
 
     Strategies ``all_terms``, ``prefix_terms`` and ``any_term`` run in that order; a chunk's score is
@@ -318,26 +465,31 @@ def bm25_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bo
     ``any_term_weight``), so a chunk matching every word outranks one with a similar BM25 score that
     matches only some.  ``prefix_terms`` runs only for queries of at most
     :data:`MAX_PREFIX_QUERY_TERMS` words (keyword queries, where inflection matters).
+    ``words``: the query's words already expanded by :func:`expand_words` (else done here).
     """
     opts = options or SearchOptions(any_term_weight=any_term_weight)
     if paths is None and flt is not None and not flt.is_empty():
         paths = allowed_paths(bundle, flt, published_only)
+    if paths is not None and not paths:
+        return [], False
     weights = {"all_terms": 1.0, "prefix_terms": opts.prefix_weight, "any_term": opts.any_term_weight}
-    terms = query_terms(text)
+    searcher = ranking_searcher(bundle)
+    if words is None:
+        words = expand_words(bundle, searcher, query_terms(text), typo=opts.typo_tolerance)
+    allow = allowed_docnums(bundle, searcher, paths, published_only)
+    if allow is not None and not allow:  # Whoosh reads an empty filter as "no filter"
+        return [], False
     best: dict[str, float] = {}
     hit_depth = False
-    with bundle.text_lock:
-        searcher = ranking_searcher(bundle)
-        whoosh_filter = _whoosh_filter(flt, published_only, paths)
-        for name, q in build_text_queries(searcher, terms, typo=opts.typo_tolerance):
-            results = searcher.search(q, limit=depth + 1, filter=whoosh_filter, scored=True)
-            if results.scored_length() > depth:
-                hit_depth = True
-            for hit in results[:depth]:
-                cid = hit["chunk_id"]
-                score = float(hit.score) * weights[name]
-                if score > best.get(cid, -1.0):
-                    best[cid] = score
+    for name, q in build_text_queries(words):
+        results = searcher.search(q, limit=depth + 1, filter=allow, scored=True)
+        if results.scored_length() > depth:
+            hit_depth = True
+        for score, docnum in results.top_n[:depth]:
+            cid = _chunk_id(bundle, searcher, docnum)
+            score = float(score) * weights[name]
+            if score > best.get(cid, -1.0):
+                best[cid] = score
     hits = sorted(best.items(), key=lambda item: (-item[1], item[0]))
     return hits[:depth], hit_depth or len(hits) > depth
 
@@ -360,17 +512,19 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
     if paths is not None:
         def accept(label: int) -> bool:
             return chunks[label].path in paths
-    elif published_only:
+    elif published_only and filter_index(bundle).unpublished:
         def accept(label: int) -> bool:
             return chunks[label].published
     else:
-        accept = None  # type: ignore[assignment]
+        accept = None  # type: ignore[assignment]  # every vector may match: no per-node callback
     k = min(n, depth * 2)
-    bundle.hnsw.set_ef(max(k, 200))
-    try:
-        labels, distances = bundle.hnsw.knn_query(qvec.reshape(1, -1), k=k, filter=accept)
-    except RuntimeError:  # fewer than k items pass the filter
-        labels, distances = _knn_all(bundle, qvec, accept, n)
+    with bundle.vector_lock:  # ef is index state shared by every thread
+        bundle.hnsw.set_ef(max(k, 200))
+        try:
+            labels, distances = bundle.hnsw.knn_query(qvec.reshape(1, -1), k=k, filter=accept)
+        except RuntimeError:  # fewer than k items pass the filter
+            count = n if accept is None else _filtered_count(bundle, paths, n)
+            labels, distances = _knn_all(bundle, qvec, accept, count)
     hits: list[tuple[str, float]] = []
     seen: set[str] = set()
     for label, dist in zip(labels[0], distances[0], strict=True):
@@ -382,9 +536,22 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
     return hits[:depth]
 
 
-def _knn_all(bundle: OpenedBundle, qvec: Any, accept: Any, n: int):  # type: ignore[no-untyped-def]
-    """Retry a filtered k-NN with the largest k hnswlib can fill."""
-    count = n if accept is None else sum(1 for i in range(n) if accept(i))
+def _filtered_count(bundle: OpenedBundle, paths: set[str] | None, n: int) -> int:
+    """Return how many vectors pass the filter of :func:`vector_ranking` (cost: the allowed paths)."""
+    def compute() -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for chunk in bundle.chunks:
+            counts[chunk.path] = counts.get(chunk.path, 0) + 1
+        return counts
+
+    counts = bundle.derive("vectors_by_path", compute)
+    if paths is not None:
+        return sum(counts.get(p, 0) for p in paths)
+    return n - sum(counts.get(p, 0) for p in filter_index(bundle).unpublished)
+
+
+def _knn_all(bundle: OpenedBundle, qvec: Any, accept: Any, count: int):  # type: ignore[no-untyped-def]
+    """Retry a filtered k-NN with the largest k hnswlib can fill (``count`` vectors pass ``accept``)."""
     if count == 0:
         return [[]], [[]]
     bundle.hnsw.set_ef(max(count, 200))
@@ -396,43 +563,62 @@ def _knn_all(bundle: OpenedBundle, qvec: Any, accept: Any, n: int):  # type: ign
 _PHRASE = re.compile(r'"([^"]+)"|„([^“”"]+)[“”"]')
 
 
-def lexical_anchor(bundle: OpenedBundle, text: str, whoosh_filter: wq.Query | None, max_chunks: int) -> str | None:
+PHRASE_ANCHOR_MAX_CHUNKS = 64
+"""A quoted phrase is checked only when at most this many chunks hold all its words (else too common to anchor)."""
+
+
+def lexical_anchor(bundle: OpenedBundle, text: str, allow: set[int] | None, max_chunks: int,
+                   terms: list[QueryTerm] | None = None) -> str | None:
     """Return the one document path that all rare query words / quoted phrases point to, or ``None``.
 
     A word is rare when at most ``max_chunks`` chunks contain it (in the title or body) and all of
-    them belong to one document; a quoted phrase counts when its chunks belong to one document.
-    Words shorter than 4 characters (3 when they hold a digit) never anchor.
+    them belong to one document; a quoted phrase counts when its chunks belong to one document
+    (phrases whose words share more than :data:`PHRASE_ANCHOR_MAX_CHUNKS` chunks never anchor).
+    Words shorter than 4 characters (3 when they hold a digit) never anchor.  ``allow``: the
+    Whoosh document numbers the request may match (:func:`allowed_docnums`); ``terms``: the
+    query's terms when already computed.
     """
+    searcher: Any = ranking_searcher(bundle)
+    if allow is not None and not allow:  # Whoosh reads an empty filter as "no filter"
+        return None
+
+    def paths_of(results: Any) -> set[str]:
+        return {bundle.chunks[bundle.chunk_index[_chunk_id(bundle, searcher, n)]].path for _, n in results.top_n}
+
     candidates: list[wq.Query] = []
-    with bundle.text_lock:
-        searcher: Any = ranking_searcher(bundle)
-        for term in query_terms(text):
-            word = term.folded
-            if len(word) < 4 and not (len(word) >= 3 and any(ch.isdigit() for ch in word)):
-                continue
-            df = searcher.doc_frequency("title", word) + searcher.doc_frequency("body", word)
-            if 0 < df <= max_chunks:
-                candidates.append(wq.Or([wq.Term("title", word), wq.Term("body", word)]))
-        docs: set[str] = set()
-        for q in candidates:
-            results = searcher.search(q, limit=max_chunks + 1, filter=whoosh_filter)
-            if results.scored_length() == 0 or results.scored_length() > max_chunks:
-                continue
-            paths = {hit["path"] for hit in results}
-            if len(paths) == 1:
-                docs |= paths
-        for match in _PHRASE.finditer(normalize_text(text)):
-            # Phrases are checked on the chunk text rather than with Whoosh position queries, whose
-            # position decoding is not reliable in whoosh-ng 5.4.
-            phrase = fold(match.group(1) or match.group(2))
-            words = phrase.split()
-            if len(words) < 2:
-                continue
-            results = searcher.search(wq.And([wq.Term("body", w) for w in words]), limit=None, filter=whoosh_filter)
-            paths = {hit["path"] for hit in results
-                     if phrase in fold(bundle.chunks[bundle.chunk_index[hit["chunk_id"]]].text)}
-            if len(paths) == 1:
-                docs |= paths
+    for term in terms if terms is not None else query_terms(text):
+        word = term.folded
+        if len(word) < 4 and not (len(word) >= 3 and any(ch.isdigit() for ch in word)):
+            continue
+        df = searcher.doc_frequency("title", word) + searcher.doc_frequency("body", word)
+        if 0 < df <= max_chunks:
+            candidates.append(wq.Or([wq.Term("title", word), wq.Term("body", word)]))
+    docs: set[str] = set()
+    for q in candidates:
+        results = searcher.search(q, limit=max_chunks + 1, filter=allow)
+        if results.scored_length() == 0 or results.scored_length() > max_chunks:
+            continue
+        paths = paths_of(results)
+        if len(paths) == 1:
+            docs |= paths
+    for match in _PHRASE.finditer(normalize_text(text)):
+        # Phrases are checked on the chunk text rather than with Whoosh position queries, whose
+        # position decoding is not reliable in whoosh-ng 5.4.
+        phrase = fold(match.group(1) or match.group(2))
+        words = phrase.split()
+        if len(words) < 2:
+            continue
+        results = searcher.search(wq.And([wq.Term("body", w) for w in words]), limit=PHRASE_ANCHOR_MAX_CHUNKS + 1,
+                                  filter=allow, scored=False)
+        if results.scored_length() > PHRASE_ANCHOR_MAX_CHUNKS:
+            continue
+        paths = set()
+        for _, n in results.top_n:
+            chunk = bundle.chunks[bundle.chunk_index[_chunk_id(bundle, searcher, n)]]
+            if phrase in fold(chunk.text):
+                paths.add(chunk.path)
+        if len(paths) == 1:
+            docs |= paths
     return docs.pop() if len(docs) == 1 else None
 
 
@@ -581,11 +767,15 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
     """
     opts = options or SearchOptions()
     text = normalize_text(text).strip()
-    paths = allowed_paths(bundle, flt, published_only) if flt is not None and not flt.is_empty() else None
+    paths = allowed_paths(bundle, flt, published_only)
+    terms = query_terms(text)
     bm25: list[tuple[str, float]] = []
     bm25_full = False
-    if "bm25" in engines:
-        bm25, bm25_full = bm25_ranking(bundle, text, depth, published_only, flt=flt, options=opts, paths=paths)
+    if "bm25" in engines and terms and paths != set():
+        searcher = ranking_searcher(bundle)
+        words = expand_words(bundle, searcher, terms, typo=opts.typo_tolerance)
+        bm25, bm25_full = bm25_ranking(bundle, text, depth, published_only, flt=flt, options=opts, paths=paths,
+                                       words=words)
     dense: list[tuple[str, float]] = []
     if "vector" in engines:
         dense = vector_ranking(bundle, text, depth, published_only, paths=paths)
@@ -594,9 +784,8 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
 
     anchor = None
     if opts.anchor and bm25:
-        with bundle.text_lock:
-            whoosh_filter = _whoosh_filter(flt, published_only, paths)
-        anchor = lexical_anchor(bundle, text, whoosh_filter, opts.anchor_max_chunks)
+        allow = allowed_docnums(bundle, ranking_searcher(bundle), paths, published_only)
+        anchor = lexical_anchor(bundle, text, allow, opts.anchor_max_chunks, terms)
         if anchor is not None and anchor not in top_documents(bundle, (c for c, _ in bm25), opts.anchor_bm25_rank):
             anchor = None
         if anchor is not None:
@@ -613,18 +802,17 @@ def snippet_terms(bundle: OpenedBundle, text: str) -> tuple[dict[str, float], di
     """
     words: dict[str, float] = {}
     prefixes: dict[str, float] = {}
-    with bundle.text_lock:
-        searcher: Any = ranking_searcher(bundle)
-        n = max(1, searcher.doc_count_all())
-        for term in query_terms(text):
-            df = searcher.doc_frequency("body", term.folded)
-            if df > n / 2:
-                continue
-            weight = math.log(1 + n / (df + 1))
-            words[term.folded] = weight
-            stem = _stem_prefix(term.folded)
-            if stem is not None:
-                prefixes[stem] = weight
+    searcher: Any = ranking_searcher(bundle)
+    n = max(1, searcher.doc_count_all())
+    for term in query_terms(text):
+        df = searcher.doc_frequency("body", term.folded)
+        if df > n / 2:
+            continue
+        weight = math.log(1 + n / (df + 1))
+        words[term.folded] = weight
+        stem = _stem_prefix(term.folded)
+        if stem is not None:
+            prefixes[stem] = weight
     return words, prefixes
 
 

@@ -44,7 +44,7 @@ from artifacts.config import TOKENIZER
 from .bundle import OpenedBundle
 from .contract import Source
 from .evidence import EvidenceItem
-from .hybrid import SearchFilter, SearchOptions, rank_chunks, ranking_searcher, source_url
+from .hybrid import LONG_WORD, SearchFilter, SearchOptions, rank_chunks, ranking_searcher, source_url
 from .sentences import content_words
 
 MIN_SUPPORT = 0.5
@@ -136,24 +136,23 @@ def question_weights(bundle: OpenedBundle, question: str, ignore: Iterable[str] 
     """
     skip = {fold(w) for w in ignore}
     words = [w for w in content_words(question) if w not in skip]
-    with bundle.text_lock:
-        searcher = ranking_searcher(bundle)
-        total = max(searcher.doc_count_all(), 1)
-        weights = {}
-        for w in words:
-            n = sum(searcher.doc_frequency(f, w) for f in _DF_FIELDS)
-            if n == 0 and len(w) >= 5 and not w.isdigit():
-                # a typo ("dilpomovej"): the closest indexed word, as BM25's typo tolerance does
-                for f in _DF_FIELDS:
-                    close = searcher.suggest(f, w, limit=1, maxdist=2 if len(w) >= 8 else 1, prefix=1)
-                    if close:
-                        w = close[0]
-                        n = sum(searcher.doc_frequency(g, w) for g in _DF_FIELDS)
-                        break
-            if n == 0 and drop_unknown:
-                continue
-            n = min(n, total)
-            weights[w] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+    searcher = ranking_searcher(bundle)
+    total = max(searcher.doc_count_all(), 1)
+    weights = {}
+    for w in words:
+        n = sum(searcher.doc_frequency(f, w) for f in _DF_FIELDS)
+        if n == 0 and 5 <= len(w) <= LONG_WORD and not w.isdigit():  # no real word is longer: no cost
+            # a typo ("dilpomovej"): the closest indexed word, as BM25's typo tolerance does
+            for f in _DF_FIELDS:
+                close = searcher.suggest(f, w, limit=1, maxdist=2 if len(w) >= 8 else 1, prefix=1)
+                if close:
+                    w = close[0]
+                    n = sum(searcher.doc_frequency(g, w) for g in _DF_FIELDS)
+                    break
+        if n == 0 and drop_unknown:
+            continue
+        n = min(n, total)
+        weights[w] = math.log(1.0 + (total - n + 0.5) / (n + 0.5))
     return weights
 
 

@@ -1,0 +1,273 @@
+"""In-process search latency: gitrag against SQLite FTS5 and bm25s on the same chunks and queries.
+
+Every engine answers the same queries, interleaved (for each query of each round every engine runs
+once, in an order that rotates per query), so that load on a shared machine hits all alike.  Prints
+p50/p95/p99 (ms) per engine and the ratios of gitrag to FTS5, then the cost of the two hostile
+requests of issue 12 (a 62 KB ``filter.tags`` list; a 1,000-letter word) and of the largest valid
+filter.
+
+* ``gitrag``: ``query.hybrid.search`` (request validation, BM25 strategies, vector arm with the
+  bundle's embedder, fusion, anchor, result records) in a worker process importing this tree;
+  ``--compare-tree DIR`` adds a second worker importing another checkout (e.g. the code before a
+  change) on the same bundle, and counts queries whose top 10 differ between the two.
+* ``fts5``: SQLite FTS5 (``unicode61 remove_diacritics 2``) over title, headings, tags, authors and
+  text of each chunk (``bench/reference_bm25.py``), any-term OR, top 10.
+* ``bm25s``: the ``bm25s`` package (sparse matrix of precomputed BM25 impacts, numpy scoring) over the
+  same text, lowercased word tokens, top 10.  Bench-only dependency (``pip install .[bench]``).
+
+Queries (deterministic for a seed): half are document titles, half 2-5 consecutive words of a chunk.
+
+    .venv/bin/python bench/search_latency.py --bundle STORE/bundles/<id> [--queries 200] [--rounds 5] \\
+        [--compare-tree /path/to/old/checkout] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if "--worker" not in sys.argv:  # a worker imports gitrag from its PYTHONPATH (this tree or --compare-tree)
+    sys.path.insert(0, str(ROOT))
+
+WORD = re.compile(r"\w+", re.UNICODE)
+
+
+# -- worker: one gitrag tree, one opened bundle, one query per stdin line --------------------------------
+
+
+def worker(bundle_dir: str) -> None:
+    """Answer JSON lines ``{"payload": {...}}`` with ``{"ms", "status", "top"}`` (in-process search time)."""
+    from query.bundle import open_bundle
+    from query.errors import QueryError
+    from query.hybrid import SearchOptions, parse_search_request, search
+
+    bundle = open_bundle(Path(bundle_dir))
+    options = SearchOptions()
+    search(bundle, parse_search_request({"query": "warm up"}), options)
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        payload = json.loads(line)["payload"]
+        started = time.perf_counter()
+        try:
+            body = search(bundle, parse_search_request(payload), options)
+            status, top = body["status"], [r["chunk_id"] for r in body["results"]]
+        except QueryError as exc:
+            status, top = f"rejected:{exc.reason}", []
+        took = (time.perf_counter() - started) * 1000
+        print(json.dumps({"ms": took, "status": status, "top": top}), flush=True)
+
+
+class Worker:
+    """A ``--worker`` subprocess importing gitrag from ``tree``."""
+
+    def __init__(self, name: str, tree: Path, bundle: Path) -> None:
+        self.name = name
+        env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--bundle", str(bundle)]
+        self.proc = subprocess.Popen(command, env=env, cwd=str(tree), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+        assert self.proc.stdout is not None
+        ready = self.proc.stdout.readline()
+        if not ready:
+            raise SystemExit(f"worker {name} failed to start")
+
+    def ask(self, payload: dict) -> dict:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"payload": payload}) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+# -- reference engines ----------------------------------------------------------------------------------
+
+
+def _chunk_texts(bundle: Path) -> tuple[list, list[str]]:
+    from artifacts.layout import CHUNKS_FILE, DOCS_FILE
+    from artifacts.records import Chunk, Document, read_records
+
+    docs = {d.path: d for d in read_records(bundle / DOCS_FILE, Document)}
+    chunks = list(read_records(bundle / CHUNKS_FILE, Chunk))
+    texts = []
+    for c in chunks:
+        doc = docs[c.path]
+        texts.append("\n".join([c.title, " ".join(c.heading_path), " ".join([*doc.tags, *doc.authors]), c.text]))
+    return chunks, texts
+
+
+class Fts5:
+    name = "fts5"
+
+    def __init__(self, texts: list[str]) -> None:
+        import sqlite3
+
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("CREATE VIRTUAL TABLE c USING fts5(body, tokenize='unicode61 remove_diacritics 2')")
+        self.db.executemany("INSERT INTO c(rowid, body) VALUES (?, ?)", enumerate(texts))
+        self.db.commit()
+
+    def ask(self, query: str) -> dict:
+        started = time.perf_counter()
+        words = list(dict.fromkeys(w.lower() for w in WORD.findall(query)))
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        rows = self.db.execute("SELECT rowid FROM c WHERE c MATCH ? ORDER BY bm25(c) LIMIT 10", (match,)).fetchall() \
+            if words else []
+        return {"ms": (time.perf_counter() - started) * 1000, "top": [r[0] for r in rows]}
+
+
+class Bm25s:
+    name = "bm25s"
+
+    def __init__(self, texts: list[str]) -> None:
+        import bm25s
+
+        self.bm25s = bm25s
+        self.model = bm25s.BM25()
+        self.model.index(bm25s.tokenize([t.lower() for t in texts], stopwords=None, show_progress=False),
+                         show_progress=False)
+
+    def ask(self, query: str) -> dict:
+        started = time.perf_counter()
+        tokens = self.bm25s.tokenize([query.lower()], stopwords=None, show_progress=False)
+        top: list = []
+        if tokens.vocab:
+            docs, _scores = self.model.retrieve(tokens, k=10, show_progress=False, n_threads=1)
+            top = [int(d) for d in docs[0]]
+        return {"ms": (time.perf_counter() - started) * 1000, "top": top}
+
+
+# -- queries and statistics -----------------------------------------------------------------------------
+
+
+def make_queries(chunks: list, n: int, seed: int) -> list[str]:
+    """Return ``n`` queries: half distinct document titles, half 2-5 consecutive words of a chunk."""
+    rng = random.Random(seed)
+    titles = sorted({c.title for c in chunks if WORD.search(c.title)})
+    queries = rng.sample(titles, min(len(titles), n // 2))
+    while len(queries) < n:
+        words = WORD.findall(rng.choice(chunks).text)
+        if len(words) >= 2:
+            size = rng.randint(2, min(5, len(words)))
+            start = rng.randrange(len(words) - size + 1)
+            queries.append(" ".join(words[start:start + size]))
+    return queries
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    qs = statistics.quantiles(values, n=100, method="inclusive")
+    return {"p50_ms": round(qs[49], 2), "p95_ms": round(qs[94], 2), "p99_ms": round(qs[98], 2),
+            "max_ms": round(max(values), 2)}
+
+
+def hostile_payloads() -> dict[str, dict]:
+    """The requests of issue 12 that used to cost seconds, and the largest request the model accepts."""
+    rng = random.Random(7)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return {
+        "filter_tags_62kb": {"query": "obsidian sync", "filter": {"tags": [
+            "".join(rng.choice(letters) for _ in range(12)) for _ in range(4000)]}},
+        "word_1000_letters": {"query": "".join(rng.choice(letters) for _ in range(1000))},
+        "largest_valid_filter": {"query": "obsidian sync settings", "filter": {
+            "path_prefix": "e" * 1000,
+            "tags": ["".join(rng.choice(letters) for _ in range(200)) for _ in range(64)],
+            "categories": ["".join(rng.choice(letters) for _ in range(200)) for _ in range(64)],
+            "year": list(range(1990, 2054))}},
+        "largest_valid_filter_matching": {"query": "obsidian sync settings", "filter": {
+            "tags": ["".join(rng.choice(letters) for _ in range(199)) for _ in range(63)] + ["publish"],
+            "year": list(range(1970, 2034))}},
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bundle", required=True, type=Path)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--compare-tree", type=Path, default=None,
+                        help="another gitrag checkout to measure side by side (named gitrag-compare)")
+    parser.add_argument("--engines", default="gitrag,fts5,bm25s")
+    parser.add_argument("--skip-compare-hostile", default="",
+                        help="comma-separated hostile requests not sent to gitrag-compare (e.g. filter_tags_62kb, "
+                             "which cost the old code minutes on a large vault)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(str(args.bundle))
+        return 0
+
+    bundle = args.bundle.resolve()
+    wanted = args.engines.split(",")
+    chunks, texts = _chunk_texts(bundle)
+    queries = make_queries(chunks, args.queries, args.seed)
+    engines: list = []
+    if "gitrag" in wanted:
+        engines.append(Worker("gitrag", ROOT, bundle))
+        if args.compare_tree is not None:
+            engines.append(Worker("gitrag-compare", args.compare_tree.resolve(), bundle))
+    if "fts5" in wanted:
+        engines.append(Fts5(texts))
+    if "bm25s" in wanted:
+        engines.append(Bm25s(texts))
+
+    times: dict[str, list[float]] = {e.name: [] for e in engines}
+    tops: dict[str, list] = {e.name: [None] * len(queries) for e in engines}
+    for _round in range(args.rounds):
+        for i, query in enumerate(queries):
+            k = i % len(engines)
+            for engine in engines[k:] + engines[:k]:
+                answer = engine.ask({"query": query}) if isinstance(engine, Worker) else engine.ask(query)
+                times[engine.name].append(answer["ms"])
+                tops[engine.name][i] = answer["top"]
+
+    rows = {name: percentiles(values) for name, values in times.items()}
+    result: dict = {"bundle": bundle.name, "chunks": len(chunks), "queries": len(queries), "rounds": args.rounds,
+                    "engines": rows}
+    if "fts5" in rows:
+        result["ratios_to_fts5"] = {name: {k: round(v[k] / rows["fts5"][k], 1) for k in ("p50_ms", "p99_ms")}
+                                    for name, v in rows.items() if name != "fts5"}
+    if "gitrag" in tops and "gitrag-compare" in tops:
+        result["top10_differs"] = sum(a != b for a, b in zip(tops["gitrag"], tops["gitrag-compare"], strict=True))
+    hostile: dict = {}
+    for engine in (e for e in engines if isinstance(e, Worker)):
+        for name, payload in hostile_payloads().items():
+            if engine.name == "gitrag-compare" and name in args.skip_compare_hostile.split(","):
+                continue
+            answers = [engine.ask(payload) for _ in range(3)]
+            hostile[f"{engine.name}:{name}"] = {"ms": round(statistics.median(a["ms"] for a in answers), 1),
+                                                "status": answers[0]["status"], "results": len(answers[0]["top"])}
+    result["hostile_requests"] = hostile
+    for engine in engines:
+        if isinstance(engine, Worker):
+            engine.close()
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(f"{result['bundle']}: {len(chunks)} chunks, {len(queries)} queries x {args.rounds} rounds, interleaved")
+        for name, row in rows.items():
+            ratio = result.get("ratios_to_fts5", {}).get(name)
+            print(f"  {name:15s} p50 {row['p50_ms']:9.2f}  p95 {row['p95_ms']:9.2f}  p99 {row['p99_ms']:9.2f} ms"
+                  + (f"   x FTS5: p50 {ratio['p50_ms']}  p99 {ratio['p99_ms']}" if ratio else ""))
+        if "top10_differs" in result:
+            print(f"  queries whose gitrag top 10 differs from gitrag-compare: {result['top10_differs']}")
+        for name, row in hostile.items():
+            print(f"  {name:45s} {row['ms']:10.1f} ms  {row['status']}  {row['results']} results")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
