@@ -41,7 +41,7 @@ def test_eval_answers_cli_and_reproduce(wiki: dict[str, Any], tmp_path: Path) ->
             str(wiki["store"]), "--embedder", "hash-64", "--json", "--out", str(out)]
     result = CliRunner().invoke(eval_command, args)
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     t = data["totals"]
     rows = {r["id"]: r for r in data["questions"]}
     assert (rows["q1"]["correct"], rows["q1"]["engine"], rows["q1"]["found"]) == (True, "graph", 3)
@@ -59,7 +59,7 @@ def test_eval_answers_cli_and_reproduce(wiki: dict[str, Any], tmp_path: Path) ->
     assert "reproduced" in again.output
 
     dev = CliRunner().invoke(eval_command, args[:-2] + ["--split", "test"])
-    assert dev.exit_code == 0 and json.loads(dev.output)["totals"]["questions"] == 1
+    assert dev.exit_code == 0 and json.loads(dev.stdout)["totals"]["questions"] == 1
 
 
 def test_scoring_and_independent_recheck(wiki: dict[str, Any], hash_embedder: Any) -> None:

@@ -24,7 +24,7 @@ def test_eval_lists_file_and_tree_problems_together(wiki: RepoBuilder, tmp_path:
                                        "--store", str(tmp_path / "store"), "--embedder", "hash-64",
                                        "--engines", "bm25", "--json"])
     assert result.exit_code == 1
-    body = json.loads(result.output)
+    body = json.loads(result.stdout)
     assert body["reason"] == "invalid_questions"
     problems = body["problems"]
     assert "line 2: invalid JSON" in problems and "line 3: unknown field(s) bogus" in problems
