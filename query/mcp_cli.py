@@ -14,7 +14,7 @@ import click
 @click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
               help="Base URL for source_url (document path appended).")
 def mcp_command(store_dir: str, base_url: str | None) -> None:
-    """Serve the tools search, graph, answer (when available) and list_bundles over MCP on stdin/stdout.
+    """Serve the tools search, graph, answer and list_bundles over MCP on stdin/stdout.
 
     For Claude Desktop, Claude Code and other MCP clients that start a local command.  The
     CURRENT bundle is opened (and verified) at start and re-read before a tool call when it

@@ -17,7 +17,7 @@ Two transports:
   self-contained POST, which any replica behind a load balancer can answer; there is no
   server-sent stream, so ``GET /mcp`` answers 405 as the transport specification allows.
 
-The ``answer`` tool exists only when the server has an ``/answer`` retrieval route.
+The ``answer`` tool runs :func:`query.server.run_answer` (no streaming, no admin debug report).
 """
 
 from __future__ import annotations
@@ -40,12 +40,24 @@ from artifacts import __version__
 from artifacts.errors import ArtifactError
 
 from . import openapi
+from .answer import AnswerCache
 from .config import ServerConfig
 from .contract import error_body
 from .errors import QueryError
 from .hybrid import SearchOptions
 from .security import CONFIG, SECURITY_HEADERS
-from .server import HOLDER, OPTIONS, RETRIEVAL_ROUTES, BundleHolder, RetrievalRoute, list_bundles, run_retrieval
+from .server import (
+    HOLDER,
+    OPTIONS,
+    RETRIEVAL_ROUTES,
+    AnswerContext,
+    BundleHolder,
+    RetrievalRoute,
+    answer_context,
+    list_bundles,
+    run_answer,
+    run_retrieval,
+)
 
 log = logging.getLogger("gitrag.mcp")
 
@@ -81,7 +93,7 @@ _LIST_BUNDLES_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "add
 def tool_routes() -> dict[str, RetrievalRoute]:
     """Return ``{tool name: retrieval route}`` for the tools backed by a retrieval route of this server."""
     by_path = {r.path: r for r in RETRIEVAL_ROUTES}
-    return {name: by_path[f"/{name}"] for name in ("search", "graph", "answer") if f"/{name}" in by_path}
+    return {name: by_path[f"/{name}"] for name in ("search", "graph") if f"/{name}" in by_path}
 
 
 def _input_schema(name: str, route: RetrievalRoute) -> dict[str, Any]:
@@ -100,6 +112,12 @@ def tool_definitions() -> list[types.Tool]:
                                       open_world_hint=False)
     tools = [types.Tool(name=name, description=DESCRIPTIONS[name], input_schema=_input_schema(name, route),
                         annotations=read_only) for name, route in tool_routes().items()]
+    answer_schema = openapi.AnswerBody.model_json_schema()
+    answer_schema.setdefault("properties", {}).pop("debug", None)  # the admin report is not for assistants
+    answer_schema["properties"].setdefault("at", {"type": "string", "maxLength": 200,
+                                                  "description": openapi.AT_DESCRIPTION})
+    tools.append(types.Tool(name="answer", description=DESCRIPTIONS["answer"], input_schema=answer_schema,
+                            annotations=read_only))
     tools.append(types.Tool(name="list_bundles", description=DESCRIPTIONS["list_bundles"],
                             input_schema=_LIST_BUNDLES_SCHEMA, annotations=read_only))
     return tools
@@ -119,13 +137,17 @@ def error_envelope(exc: BaseException) -> dict[str, Any]:
 
 
 async def call_tool(holder: BundleHolder, options: SearchOptions, name: str,
-                    arguments: dict[str, Any] | None) -> dict[str, Any]:
+                    arguments: dict[str, Any] | None, answers: AnswerContext | None = None) -> dict[str, Any]:
     """Run tool ``name`` with ``arguments`` (the HTTP body) and return the contract JSON, errors included."""
     try:
         if name == "list_bundles":
             if arguments:
                 return error_body("invalid_request")
             return await list_bundles(holder)
+        if name == "answer":
+            if answers is None:
+                return error_body("not_found")
+            return await run_answer(holder, options, answers, arguments or {})
         route = tool_routes().get(name)
         if route is None:
             return error_body("not_found")
@@ -134,7 +156,8 @@ async def call_tool(holder: BundleHolder, options: SearchOptions, name: str,
         return error_envelope(exc)
 
 
-def build_server(holder: BundleHolder, options: SearchOptions, *, refresh_seconds: float | None = None) -> Server:
+def build_server(holder: BundleHolder, options: SearchOptions, *, refresh_seconds: float | None = None,
+                 answers: AnswerContext | None = None) -> Server:
     """Return the MCP server answering from ``holder``'s bundles.
 
     :param refresh_seconds: when set (stdio), re-read ``CURRENT`` before a tool call at most this
@@ -149,7 +172,7 @@ def build_server(holder: BundleHolder, options: SearchOptions, *, refresh_second
         if refresh_seconds is not None and time.monotonic() - checked[0] >= refresh_seconds:
             checked[0] = time.monotonic()
             await asyncio.to_thread(holder.load_current)
-        body = await call_tool(holder, options, params.name, params.arguments)
+        body = await call_tool(holder, options, params.name, params.arguments, answers)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
             structured_content=body, is_error=body.get("status") == "error")
@@ -162,7 +185,13 @@ async def serve_stdio(holder: BundleHolder, options: SearchOptions, refresh_seco
     """Serve MCP over this process's stdin/stdout until the client closes it."""
     from mcp.server.stdio import stdio_server
 
-    server = build_server(holder, options, refresh_seconds=refresh_seconds)
+    from .server import default_generators
+
+    config = ServerConfig()
+    answers = AnswerContext(default_generators(config),
+                            AnswerCache(config.answer.cache_entries, config.answer.cache_megabytes * 1024 * 1024),
+                            config.answer.coverage_threshold)
+    server = build_server(holder, options, refresh_seconds=refresh_seconds, answers=answers)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
@@ -177,14 +206,15 @@ LOOPBACK_SECURITY = TransportSecuritySettings(
 )
 
 
-def mcp_manager(holder: BundleHolder, options: SearchOptions, config: ServerConfig) -> StreamableHTTPSessionManager:
+def mcp_manager(holder: BundleHolder, options: SearchOptions, config: ServerConfig,
+                answers: AnswerContext | None = None) -> StreamableHTTPSessionManager:
     """Return the SDK's session manager for ``/mcp`` (stateless, JSON responses).
 
     Without API keys the server is loopback-only, and the SDK's DNS-rebinding guard (Host and
     Origin must be loopback) keeps web pages from reaching it through a rebound name.
     """
     return StreamableHTTPSessionManager(
-        build_server(holder, options), json_response=True, stateless=True,
+        build_server(holder, options, answers=answers), json_response=True, stateless=True,
         security_settings=None if config.keys_configured else LOOPBACK_SECURITY,
         max_request_body_size=config.max_body_bytes)
 
@@ -195,7 +225,7 @@ async def mcp_context(app: web.Application) -> AsyncIterator[None]:
     The manager's ``run()`` holds an anyio task group, which must be entered and left in one
     task: it gets a task of its own that lives until cleanup.
     """
-    manager = mcp_manager(app[HOLDER], app[OPTIONS], app[CONFIG])
+    manager = mcp_manager(app[HOLDER], app[OPTIONS], app[CONFIG], answer_context(app))
     ready, stop = asyncio.Event(), asyncio.Event()
 
     async def run() -> None:

@@ -27,6 +27,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,7 +127,10 @@ class BundleHolder:
     def _open(self, bundle_id: str) -> OpenedBundle:
         fresh = open_bundle(self.store.bundle_path(bundle_id), verify=True, embedder=self.embedder)
         if self.wrap_embedder is not None:
-            fresh.embedder = self.wrap_embedder(fresh.embedder)
+            # before the bundle is shared: swap in a resolved future holding the wrapped (timed) embedder
+            wrapped: Future[Any] = Future()
+            wrapped.set_result(self.wrap_embedder(fresh.embedder))
+            fresh.embedder_future = wrapped
         if fresh.embedder is not None:
             fresh.embedder.embed_query("warm-up")  # load weights before serving
         return fresh
@@ -379,6 +383,48 @@ async def _until_done_or_gone(request: web.Request, work: Any) -> Any:
     finally:
         if not task.done():
             task.cancel()
+
+
+@dataclass
+class AnswerContext:
+    """What a checked answer needs besides the bundle: generator factory, answer cache, coverage gate."""
+
+    generators: Callable[[str | None], Generator]
+    cache: AnswerCache
+    coverage_threshold: float = 0.20
+
+
+async def run_answer(holder: BundleHolder, options: SearchOptions, context: AnswerContext,
+                     payload: Any) -> dict[str, Any]:
+    """Answer one ``POST /answer`` body (``at`` included) without streaming; no admin debug report.
+
+    The MCP ``answer`` tool calls this (:mod:`query.mcp_server`).  Returns the response body;
+    raises :class:`QueryError` subclasses (bad body, ``debug`` requested, unknown ``at``, generator
+    unavailable) for the transport to convert.
+    """
+    if not isinstance(payload, dict):
+        raise InvalidRequestError("body must be a JSON object")
+    payload = dict(payload)
+    at = payload.pop("at", None)
+    if at is not None:
+        check_at(at)
+    parsed = parse_answer_request(payload)
+    if parsed.debug:
+        raise ForbiddenError("debug needs the admin key")
+    generator = context.generators(parsed.generator) if parsed.mode == "answer" else None
+    bundle_id = await asyncio.to_thread(holder.resolve, at) if at is not None else None
+    lease = holder.lease(bundle_id)
+    bundle = await asyncio.to_thread(lease.__enter__)
+    try:
+        return await answer(bundle, parsed, options, generator, cache=context.cache,
+                            coverage_threshold=context.coverage_threshold)
+    finally:
+        lease.__exit__(None, None, None)
+
+
+def answer_context(app: web.Application) -> AnswerContext:
+    """The app's :class:`AnswerContext` (the same generators and cache as ``POST /answer``)."""
+    return AnswerContext(app[GENERATORS], app[ANSWER_CACHE], app[CONFIG].answer.coverage_threshold)
 
 
 async def handle_answer(request: web.Request) -> web.StreamResponse:

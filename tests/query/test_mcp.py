@@ -42,7 +42,7 @@ def wiki(repo: RepoBuilder, tmp_path: Path, hash_embedder) -> dict[str, str]:  #
 
 
 def _expected_tools() -> set[str]:
-    return set(tool_routes()) | {"list_bundles"}
+    return set(tool_routes()) | {"answer", "list_bundles"}
 
 
 async def _exercise(client: Client, wiki: dict[str, str]) -> dict[str, Any]:
@@ -74,6 +74,16 @@ async def _exercise(client: Client, wiki: dict[str, str]) -> dict[str, Any]:
     out["graph"] = graph.structured_content
     assert graph.structured_content["status"] in ("ok", "no_answer", "ambiguous")
     assert {"status", "reason", "sources", "index_version", "complete"} <= set(graph.structured_content)
+
+    answered = await client.call_tool("answer", {"query": "Čo je zebraplanktón v diplomovej práci?",
+                                                 "mode": "retrieve"})
+    out["answer"] = answered.structured_content
+    assert answered.is_error is False and out["answer"]["status"] in ("ok", "no_answer")
+    assert {"engine", "answer", "claims", "answer_coverage", "index_version"} <= set(out["answer"])
+    assert "debug" not in tools["answer"].input_schema["properties"]
+    assert "at" in tools["answer"].input_schema["properties"]
+    debug = await client.call_tool("answer", {"query": "zebraplanktón", "debug": True})
+    assert debug.is_error is True and debug.structured_content["reason"] == "forbidden"
 
     bundles = await client.call_tool("list_bundles", {})
     commits = [b["commit"] for b in bundles.structured_content["bundles"]]
@@ -124,6 +134,11 @@ def test_http_tools_match_the_http_api(wiki: dict[str, str], hash_embedder) -> N
             assert out["graph"] == await resp.json()
         async with http.get(base + "/bundles") as resp:
             assert out["list_bundles"] == await resp.json()
+        async with http.post(base + "/answer", json={"query": "Čo je zebraplanktón v diplomovej práci?",
+                                                     "mode": "retrieve"}) as resp:
+            body = await resp.json()
+        assert {k: v for k, v in out["answer"].items() if k not in ("timings", "cached")} == \
+            {k: v for k, v in body.items() if k not in ("timings", "cached")}
         # Stateless: no server-sent stream, so GET is 405 in the contract's envelope (the SDK client copes).
         async with http.get(base + "/mcp", headers={"Accept": "text/event-stream"}) as resp:
             assert resp.status == 405 and (await resp.json())["reason"] == "method_not_allowed"
