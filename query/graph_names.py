@@ -5,8 +5,10 @@ declension patterns for first names and surnames, e.g. ``Ján`` -> ``Jána``, ``
 ``Verešová`` -> ``Verešovej``; ``Marek`` -> ``Marka``), compared after lowercasing and, when the
 exact form does not match, after folding diacritics.  One token of a full name may carry a small
 typo (Damerau-Levenshtein distance 1, tokens of 5+ letters).  Scores per token: 3 exact
-diacritics, 2 folded, 1 typo; among candidates for the same words of the question, only the best
-total score survives, so exact diacritics decide between names that fold to the same letters.
+diacritics (when the question's word has diacritics), 2 folded (or exact without diacritics), 1
+typo; among candidates for the same words of the question, only the best total score survives, so
+diacritics written in the question decide between names that fold to the same letters, while a
+word typed without them fits every such name equally.
 """
 
 from __future__ import annotations
@@ -149,8 +151,11 @@ class NameIndex:
         hits: dict[tuple[int, int], int] = {}
         for key in self.folded.get(token.folded, ()):
             hits[key] = 2
+        # exact diacritics outrank folded matches only when the question wrote diacritics: typed
+        # without them ("peter toth"), "Peter Toth" and "Peter Tóth" fit equally (ambiguous)
+        exact = 3 if token.lower != token.folded else 2
         for key in self.exact.get(token.lower, ()):
-            hits[key] = 3
+            hits[key] = exact
         if typos and not hits and len(token.folded) >= 5 and token.capital:
             for form, keys in self.folded.items():
                 if len(form) >= 5 and abs(len(form) - len(token.folded)) <= 1 and damerau1(form, token.folded):
