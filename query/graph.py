@@ -198,6 +198,7 @@ def graph_index(bundle: OpenedBundle) -> GraphIndex:
             conn, "MATCH (d:Document)-[:AUTHORED_BY]->(p:Person) WHERE d.published RETURN DISTINCT p.id")}
         has_works = bool(fetch_rows(conn, "MATCH (w:Work) RETURN w.id LIMIT 1"))
         mapping = mapping_from_config(bundle.manifest.config.model_dump().get("graph_mapping"))
+        vocabulary = Vocabulary.from_mapping(mapping)
 
         def build(published_only: bool) -> _Published:
             def visible(person: _Person) -> bool:
@@ -206,6 +207,14 @@ def graph_index(bundle: OpenedBundle) -> GraphIndex:
                 return person.published if person.kind == "page" else person.id in author_published
 
             chosen = [p for p in persons.values() if p.kind == kind and visible(p)]
+            # an author's id (a slug of the authors file, "zoul") names them too, unless one of its
+            # words is a word of some person's name ("jakub" when there are several Jakubs), a
+            # stop word or shorter than 3 letters
+            name_words = {fold(t) for p in chosen for t in name_tokens(p.name)}
+            slugs = [NameEntry(p.id, p.name, name_tokens(p.id), id_form=True) for p in chosen
+                     if p.kind == "author" and fold(p.id) != fold(p.name) and name_tokens(p.id)
+                     and all(len(t) >= 3 and fold(t) not in name_words and fold(t) not in vocabulary.stopwords
+                             for t in name_tokens(p.id))]
             pages = {path for _, path, pub in doc_rows if pub or not published_only}
             tags: dict[str, str] = {}
             for name, pub in tag_rows:
@@ -222,7 +231,7 @@ def graph_index(bundle: OpenedBundle) -> GraphIndex:
                 if tname and _named(tname) != _named(tid):
                     topics.append(_Named(_named(tname), tname, tpath, tid))
             return _Published(
-                names=NameIndex.build(NameEntry(p.id, p.name, name_tokens(p.name)) for p in chosen),
+                names=NameIndex.build([NameEntry(p.id, p.name, name_tokens(p.name)) for p in chosen] + slugs),
                 authors=NameIndex.build(NameEntry(a, a, name_tokens(a))
                                         for a in sorted({n for n, pub in author_rows if pub or not published_only})),
                 tags=tags,
@@ -233,7 +242,7 @@ def graph_index(bundle: OpenedBundle) -> GraphIndex:
 
         index = GraphIndex(
             mapping=mapping,
-            vocabulary=Vocabulary.from_mapping(mapping),
+            vocabulary=vocabulary,
             persons=persons,
             person_kind=kind,
             by_published={True: build(True), False: build(False)},
