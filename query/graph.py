@@ -453,6 +453,8 @@ def _intent(a: Analysis, index: GraphIndex) -> str:
     """The intent whose slots the question fills and whose words explain the question, else
     ``unsupported`` (or ``content``, ``needs_person``, ``links_unknown_page``)."""
     intent = _choose_intent(a, index)
+    if intent == "links" and (a.years or any(w.isdigit() for w in a.unexplained)):
+        return "unsupported"  # links have no year or number
     allowed = _ALLOWED.get(intent)
     if allowed is None:
         return intent

@@ -217,3 +217,11 @@ def test_a_link_question_about_a_missing_post_is_an_unknown_page(review_blog: Op
         "content/posts/2020/2020-01-01-novinky.md"]
     body = ask(review_blog, "Which pages link to First hackday Česko.Digital?")
     assert (body["status"], body["reason"]) == ("no_answer", "unknown_page"), body
+
+
+@pytest.mark.parametrize("question", ["Ktoré stránky odkazujú na stránku Jána Holpa v roku 2019?",
+                                      "Which pages link to Ján Holp's page in 2020?",
+                                      "Ktoré stránky odkazujú na Jána Holpa 3?"])
+def test_link_questions_have_no_year_or_number(review_wiki: OpenedBundle, question: str) -> None:
+    body = ask(review_wiki, question)
+    assert body["status"] != "ok", body
