@@ -174,7 +174,8 @@ def test_request_is_strict_and_invisible_characters_are_dropped(review_wiki: Ope
     for bad in ({"published_only": "false"}, {"limit": "5"}, {"published_only": 0}):
         with pytest.raises(InvalidRequestError):
             ask(review_wiki, "Aké tagy má Ján Holp?", **bad)
-    for question in ("Aké tagy má Já\u200bn Ho\u200blp?", "Aké tagy má Ján Holp?\x00", "\ufeffAké tagy má Ján\u2060 Holp?"):
+    for question in ("Aké tagy má Já\u200bn Ho\u200blp?", "Aké tagy má Ján Holp?\x00",
+                     "\ufeffAké tagy má Ján\u2060 Holp?"):
         body = ask(review_wiki, question)
         assert (body["status"], body["answer"]["person"]) == ("ok", "Ján Holp"), body
 
