@@ -179,6 +179,8 @@ def _authors(doc: Document, mapping: GraphMapping, out: Extraction, author_names
         # spelled as most pages spell it
         name = author_names.get(author, author)
         name = spelling.get(name_key(name), name)
+        if author not in author_names:  # the id is the name: one Person per folded name too
+            author = name
         if mapping.authors == "person":
             out.add("Person", (author, name, name_key(name), "author", None, None, "true", "[]"))
             out.add("AUTHORED_BY", (doc.path, author))
