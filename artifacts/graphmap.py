@@ -36,6 +36,7 @@ matched against NFC text)::
       pages: ["pages/topics/*/README.md"]      # one Topic per page; id = the page's folder name
       from_tags: true            # a tag equal to a topic id puts the document in that topic
       from_links: true           # a link to a topic page puts the document in that topic
+      link_lines: "^Téma:"       # only links on lines matching this regex count (default: every line)
     author_names:                # front matter authors are ids (slugs) of this data file
       file: content/authors.yaml # YAML or JSON: a list of records, or a mapping id -> record
       id_field: id
@@ -139,9 +140,18 @@ class Works(_Strict):
 
 
 class Topics(_Strict):
+    """Topic pages and the rules that put a document in a topic.
+
+    ``link_lines``: when set, only links on lines matching this regex count for ``from_links``
+    (a thesis wiki's ``Téma: [..](../topics/asr/README.md)`` line, not its "Pozri aj [[x]]" see-also line).
+    """
+
     pages: list[str] = Field(default_factory=list)
     from_tags: bool = True
     from_links: bool = True
+    link_lines: str | None = None
+
+    _lines = field_validator("link_lines")(_check_regex)
 
 
 class AuthorNames(_Strict):
@@ -227,8 +237,11 @@ works:
       words: {sk: [tímov*], cs: [týmov*], en: [team]}
 topics:
   pages: ["pages/topics/*/README.md"]
-  from_tags: true
+  # a student's topic is the page linked from the "Téma:" line; tags and "Pozri aj" (see also)
+  # links name related topics, not the student's own
+  from_tags: false
   from_links: true
+  link_lines: "^\\s*\\**\\s*Tém[ay]\\s*\\**\\s*:"
 """
 
 PRESETS: dict[str, str] = {

@@ -67,11 +67,12 @@ def extract(
     :param author_names: author id -> name from the mapping's ``author_names`` file ({} or None: ids are names).
     """
     topic_pages = _topic_pages(docs, mapping)
+    spelling = author_spellings(docs, author_names or {})
     for doc in docs:
         ids = chunk_ids.get(doc.path, [])
         headings = parse_headings(doc.body)
         section_chunks = _sections(doc, headings, ids, heading_paths, out)
-        _authors(doc, mapping, out, author_names or {})
+        _authors(doc, mapping, out, author_names or {}, spelling)
         for field in mapping.aliases:
             value = doc.front_matter.get(field)
             for item in value if isinstance(value, list) else [value]:
@@ -119,10 +120,36 @@ def _sections(
     return result
 
 
-def _authors(doc: Document, mapping: GraphMapping, out: Extraction, author_names: dict[str, str]) -> None:
+def author_spellings(docs: Sequence[Document], author_names: dict[str, str]) -> dict[str, str]:
+    """One spelling per author name that folds to the same key (``name_key``).
+
+    Pages of one wiki spell the same person with and without diacritics ("Daniel Hládek",
+    "Daniel Hladek"); they are one author.  The spelling kept is the most frequent one, ties
+    broken towards the one with more diacritics, then alphabetically.
+
+    :returns: ``name_key(name)`` -> the chosen spelling (NFC), for every author of ``docs``.
+    """
+    counts: dict[str, dict[str, int]] = {}
+    for doc in docs:
+        for author in filter(None, map(_nfc, doc.authors)):
+            name = author_names.get(author, author)
+            per_key = counts.setdefault(name_key(name), {})
+            per_key[name] = per_key.get(name, 0) + 1
+    return {
+        key: min(names, key=lambda n: (-names[n], -sum(not c.isascii() for c in n), n))
+        for key, names in counts.items()
+    }
+
+
+def _authors(doc: Document, mapping: GraphMapping, out: Extraction, author_names: dict[str, str],
+             spelling: dict[str, str]) -> None:
     for author in filter(None, map(_nfc, doc.authors)):
-        # ``Person.id`` stays what the page says (a slug); the name comes from the authors file
+        # ``Person.id`` stays what the page says (a slug); the name comes from the authors file,
+        # spelled as most pages spell it
         name = author_names.get(author, author)
+        name = spelling.get(name_key(name), name)
+        if author not in author_names:  # the id is the name: one Person per folded name too
+            author = name
         if mapping.authors == "person":
             out.add("Person", (author, name, name_key(name), "author", None, None, "true", "[]"))
             out.add("AUTHORED_BY", (doc.path, author))
@@ -276,6 +303,23 @@ def _topics(doc: Document, topic_pages: dict[str, str], mapping: GraphMapping, o
             if (topic := by_key.get(name_key(tag))) is not None:
                 out.add("HAS_TOPIC", (doc.path, topic, "tag", doc.path))
     if topics.from_links:
+        lines = _topic_link_lines(doc.body, topics.link_lines)
         for link in doc.links:
-            if link.resolved in topic_pages and link.resolved != doc.path:
+            if link.resolved in topic_pages and link.resolved != doc.path and (
+                lines is None or any(_link_on_line(link.target, line) for line in lines)
+            ):
                 out.add("HAS_TOPIC", (doc.path, topic_pages[link.resolved], "link", doc.path))
+
+
+def _topic_link_lines(body: str, pattern: str | None) -> list[str] | None:
+    """Lines of ``body`` (outside fenced code) whose links put the page in a topic: those matching
+    the mapping's ``topics.link_lines`` regex, or ``None`` (every line) when it is not set."""
+    if pattern is None:
+        return None
+    regex = re.compile(pattern)
+    return [line for line in _mask_fences(body).split("\n") if regex.search(line)]
+
+
+def _link_on_line(target: str, line: str) -> bool:
+    """True when a Markdown link ``](target`` or a wikilink ``[[target`` to ``target`` is on ``line``."""
+    return bool(target) and (f"]({target}" in line or f"](<{target}" in line or f"[[{target}" in line)

@@ -91,7 +91,8 @@ class GraphRequest(BaseModel):
     (default true: persons and documents with ``published: false`` do not exist for the answer),
     ``at`` (commit or bundle; resolved by the transport, not here)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # strict like SearchRequest: "false" is not a boolean and "5" not an integer (no silent coercion)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     query: str | None = None
     question: str | None = None
@@ -197,6 +198,7 @@ def graph_index(bundle: OpenedBundle) -> GraphIndex:
             conn, "MATCH (d:Document)-[:AUTHORED_BY]->(p:Person) WHERE d.published RETURN DISTINCT p.id")}
         has_works = bool(fetch_rows(conn, "MATCH (w:Work) RETURN w.id LIMIT 1"))
         mapping = mapping_from_config(bundle.manifest.config.model_dump().get("graph_mapping"))
+        vocabulary = Vocabulary.from_mapping(mapping)
 
         def build(published_only: bool) -> _Published:
             def visible(person: _Person) -> bool:
@@ -205,6 +207,14 @@ def graph_index(bundle: OpenedBundle) -> GraphIndex:
                 return person.published if person.kind == "page" else person.id in author_published
 
             chosen = [p for p in persons.values() if p.kind == kind and visible(p)]
+            # an author's id (a slug of the authors file, "zoul") names them too, unless one of its
+            # words is a word of some person's name ("jakub" when there are several Jakubs), a
+            # stop word or shorter than 3 letters
+            name_words = {fold(t) for p in chosen for t in name_tokens(p.name)}
+            slugs = [NameEntry(p.id, p.name, name_tokens(p.id), id_form=True) for p in chosen
+                     if p.kind == "author" and fold(p.id) != fold(p.name) and name_tokens(p.id)
+                     and all(len(t) >= 3 and fold(t) not in name_words and fold(t) not in vocabulary.stopwords
+                             for t in name_tokens(p.id))]
             pages = {path for _, path, pub in doc_rows if pub or not published_only}
             tags: dict[str, str] = {}
             for name, pub in tag_rows:
@@ -221,7 +231,7 @@ def graph_index(bundle: OpenedBundle) -> GraphIndex:
                 if tname and _named(tname) != _named(tid):
                     topics.append(_Named(_named(tname), tname, tpath, tid))
             return _Published(
-                names=NameIndex.build(NameEntry(p.id, p.name, name_tokens(p.name)) for p in chosen),
+                names=NameIndex.build([NameEntry(p.id, p.name, name_tokens(p.name)) for p in chosen] + slugs),
                 authors=NameIndex.build(NameEntry(a, a, name_tokens(a))
                                         for a in sorted({n for n, pub in author_rows if pub or not published_only})),
                 tags=tags,
@@ -232,7 +242,7 @@ def graph_index(bundle: OpenedBundle) -> GraphIndex:
 
         index = GraphIndex(
             mapping=mapping,
-            vocabulary=Vocabulary.from_mapping(mapping),
+            vocabulary=vocabulary,
             persons=persons,
             person_kind=kind,
             by_published={True: build(True), False: build(False)},
@@ -264,6 +274,7 @@ class Analysis:
     unexplained: list[str] = field(default_factory=list)
     language: str | None = None
     intent: str = "unsupported"
+    work_years: list[int] = field(default_factory=list)  # years that restrict works (not a start year)
 
     def has(self, *concepts: str) -> bool:
         return any(self.concepts.get(c) for c in concepts)
@@ -286,6 +297,12 @@ def _boundaries(question: str, tokens: list[Token]) -> tuple[set[int], set[int]]
             punctuated.add(i)
     positions = {t.index for t in tokens}
     return starts & positions, punctuated & positions
+
+
+def strip_invisible(text: str) -> str:
+    """``text`` without format and control characters other than whitespace (zero-width spaces,
+    joiners, BOMs, direction marks, NUL): "Já\u200bn Holp" is "Ján Holp" to recognition."""
+    return "".join(ch for ch in text if ch.isspace() or unicodedata.category(ch) not in ("Cf", "Cc"))
 
 
 def _find_named(
@@ -313,6 +330,7 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
     """Recognise entities, intent words and the intent of ``question`` (see the module docstring)."""
     vocab = index.vocabulary
     known = index.by_published[published_only]
+    question = strip_invisible(question)
     tokens = tokenize(question, vocab.possessive_suffixes)
     a = Analysis(tokens=tokens, years=find_years(tokens))
     starts, punctuated = _boundaries(question, tokens)
@@ -337,18 +355,20 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
             concepts()
     if a.has("tag", "topic"):
         tag_words = {p for c in ("tag", "topic") for s, e, _ in a.concepts[c] for p in range(s, e)}
-        for pos in sorted(free - tag_words):
-            token = tokens[pos]
-            tag = known.tags.get(token.folded) or next(
-                (known.tags[f] for f in vocab.forms(token) if f in known.tags), None)
-            if tag is not None and tag not in a.tags:
-                a.tags.append(tag)
-                free.discard(pos)
+        # "téma"/"topic" asks for the Topic relation (named by its id or its page's title), a tag
+        # word for tags; a tag is a whole word of the question (or a case form of the tag), never
+        # the lemma of a word ("reči" is not the tag "rec")
         if a.has("topic"):
             found = _find_named(tokens, free - tag_words, known.topics, vocab)
             if found is not None:
                 a.topics = [found[0]]
                 free -= set(range(found[1], found[1] + len(found[0].words)))
+        if a.has("tag"):
+            for pos in sorted(free - tag_words):
+                tag = known.tags.get(tokens[pos].folded)
+                if tag is not None and tag not in a.tags:
+                    a.tags.append(tag)
+                    free.discard(pos)
         concepts()
     a.work_types, type_positions = vocab.find_work_types(tokens, free)
     vocab_positions = type_positions | {p for hits in a.concepts.values() for s, e, _ in hits for p in range(s, e)}
@@ -384,8 +404,10 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
             free -= {t.index for t in run}
 
     # every word left must be a stop word or a filler word
+    # a year is a slot the intent must use (see _years_explained); any other number is unexplained
     a.unexplained = [tokens[p].text for p in sorted(free - vocab_positions)
-                     if not vocab.is_stopword(tokens[p]) and not tokens[p].text.isdigit()]
+                     if not vocab.is_stopword(tokens[p]) and not (tokens[p].text.isdigit()
+                                                                  and int(tokens[p].text) in a.years)]
     counts: dict[str, int] = {}
     for hits in a.concepts.values():
         for _, _, lang in hits:
@@ -418,15 +440,26 @@ _ALLOWED: dict[str, set[str]] = {
     "supervised_by": {"supervisor", "work", "year", "count", "document"},
 }
 _ALWAYS = {"filler", "who", "which", "person"}
+# Intents that take a year from the question as a restriction (of works, of persons); a year in a
+# question of any other intent is a word the intent cannot use ("Aké tagy mal X v roku 2019?":
+# tags have no year), unless a start word makes it the start year that identifies the person.
+_YEAR_SLOT = {"works_of_person", "title_of_work", "supervisor_of_work", "persons_with_work", "persons_started",
+              "supervised_by"}
+# Intents whose answer is a year: "rok"/"kedy" without a year value is what they ask.
+_ASKS_YEAR = {"year_of_work", "start_year_of_person", "works_of_person", "persons_with_work"}
 
 
 def _intent(a: Analysis, index: GraphIndex) -> str:
     """The intent whose slots the question fills and whose words explain the question, else
     ``unsupported`` (or ``content``, ``needs_person``, ``links_unknown_page``)."""
     intent = _choose_intent(a, index)
+    if intent == "links" and (a.years or any(w.isdigit() for w in a.unexplained)):
+        return "unsupported"  # links have no year or number
     allowed = _ALLOWED.get(intent)
     if allowed is None:
         return intent
+    if not _years_explained(a, intent):
+        return "unsupported"
     allowed = allowed | _ALWAYS
     # a word may belong to several concepts ("téma": title and topic): it is explained by any of them
     used = {p for c, hits in a.concepts.items() if c in allowed for s, e, _ in hits for p in range(s, e)}
@@ -434,6 +467,28 @@ def _intent(a: Analysis, index: GraphIndex) -> str:
         if concept not in allowed and any(not set(range(s, e)) <= used for s, e, _ in hits):
             return "unsupported"
     return intent
+
+
+def _years_explained(a: Analysis, intent: str) -> bool:
+    """Whether the years and the year/start words of the question belong to ``intent``; sets
+    ``a.work_years`` (the years that restrict the answer).
+
+    A start word with a year identifies the person by start year ("X, ktorý začal v roku 2016");
+    a start or year word with no year value in an intent that does not answer with a year is a
+    second question ("V ktorom roku začal X a aké má tagy?").
+    """
+    identifying = a.has("start") and intent not in ("persons_started", "start_year_of_person")
+    if identifying and a.years:
+        a.work_years = []
+        return len(a.years) == 1
+    if a.has("start") and intent not in ("persons_started", "start_year_of_person"):
+        return False
+    if a.years:
+        if intent not in _YEAR_SLOT or (len(a.years) > 1 and intent != "supervised_by"):
+            return False
+        a.work_years = list(a.years)
+        return True
+    return not a.has("year") or intent in _ASKS_YEAR
 
 
 def _choose_intent(a: Analysis, index: GraphIndex) -> str:
@@ -468,6 +523,8 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
             return "start_year_of_person"
         if (a.has("work") or a.work_types) and index.has_works:
             return "works_of_person"
+        if a.has("author") and not a.has("document") and index.has_works and index.person_kind == "page":
+            return "works_of_person"  # on a thesis wiki, what a student "wrote" are her works
         if a.has("document", "author"):
             return "documents_of_author"
         return "unsupported"
@@ -628,9 +685,9 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     needs_person = a.intent in _ONE_PERSON or a.intent in ("common_tags", "common_topics", "needs_person")
     # a name nobody has: unknown_person whatever was asked (but a page title is no person)
     unknown = [run for run in a.unmatched_names if len(run) >= 2]
-    if not a.persons and not a.pages and (unknown or (needs_person and (a.unmatched_names or a.document_authors))):
-        if a.intent not in ("links_unknown_page",) or unknown:
-            return _unknown_person(out, a)
+    if not a.persons and not a.pages and a.intent != "links_unknown_page" and (
+            unknown or (needs_person and (a.unmatched_names or a.document_authors))):
+        return _unknown_person(out, a)
     if a.intent == "content":
         return out.unsupported("Questions about the content of documents are answered by /search.")
     if a.intent in ("unsupported", "needs_person"):
@@ -693,7 +750,7 @@ def _resolve_persons(out: _Answer, index: GraphIndex, a: Analysis) -> list[_Pers
         return _unknown_person(out, a)
     resolved: list[_Person] = []
     for match in a.persons:
-        entries = _narrow_by_years(index, match.entries, a.years)
+        entries = _narrow_by_years(index, match.entries, a.years if a.has("start") else [])
         if len(entries) == 1:
             resolved.append(index.persons[entries[0].ref])
             continue
@@ -754,6 +811,8 @@ def _person_works(out: _Answer, index: GraphIndex, a: Analysis, person: _Person)
     works = _works(out, person)
     if a.work_types:
         works = [w for w in works if w["type"] in a.work_types]
+    if a.work_years:
+        works = [w for w in works if w["year"] in a.work_years]
     item: dict[str, Any] = {"person": person.name, "person_id": person.id, "path": person.path}
     if a.intent == "works_of_person":
         item["works"] = [{"type": w["type"], "type_label": w["type_label"], "year": w["year"],
@@ -783,8 +842,9 @@ def _person_works(out: _Answer, index: GraphIndex, a: Analysis, person: _Person)
 def _supervisor(out: _Answer, index: GraphIndex, a: Analysis, person: _Person) -> dict[str, Any]:
     """Supervisors of a person's works: the document authors of the person's page."""
     conn = out.bundle.graph_connection()
-    if a.work_types and index.has_works:
-        works = [w for w in _works(out, person) if w["type"] in a.work_types]
+    if (a.work_types or a.work_years) and index.has_works:
+        works = [w for w in _works(out, person) if (not a.work_types or w["type"] in a.work_types)
+                 and (not a.work_years or w["year"] in a.work_years)]
         if not works:
             return out.body("no_answer", "no_matching_sources", complete=True,
                             message="The person has no work of the kind asked about in the graph.")

@@ -5,8 +5,10 @@ declension patterns for first names and surnames, e.g. ``Ján`` -> ``Jána``, ``
 ``Verešová`` -> ``Verešovej``; ``Marek`` -> ``Marka``), compared after lowercasing and, when the
 exact form does not match, after folding diacritics.  One token of a full name may carry a small
 typo (Damerau-Levenshtein distance 1, tokens of 5+ letters).  Scores per token: 3 exact
-diacritics, 2 folded, 1 typo; among candidates for the same words of the question, only the best
-total score survives, so exact diacritics decide between names that fold to the same letters.
+letters (when the question's word has diacritics or is capitalised), 2 folded (or exact, in a
+lower-case word without diacritics), 1 typo; among candidates for the same words of the question,
+only the best total score survives, so a carefully spelled name decides between names that fold to
+the same letters, while "peter toth" fits "Peter Toth" and "Peter Tóth" equally.
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ class NameEntry:
     ref: str
     name: str
     tokens: tuple[str, ...]  # lowercase NFC tokens of the name
+    id_form: bool = False  # the tokens are an id (an author slug such as "zoul"): matched in lower case too
 
 
 @dataclass
@@ -149,8 +152,12 @@ class NameIndex:
         hits: dict[tuple[int, int], int] = {}
         for key in self.folded.get(token.folded, ()):
             hits[key] = 2
+        # the exact letters outrank a folded match only when the question spelled the word with
+        # care -- with diacritics, or capitalised as a name: "Peter Tóth" and "Peter Toth" each
+        # name one person, while "peter toth" fits "Peter Toth" and "Peter Tóth" equally (ambiguous)
+        exact = 3 if token.lower != token.folded or token.capital else 2
         for key in self.exact.get(token.lower, ()):
-            hits[key] = 3
+            hits[key] = exact
         if typos and not hits and len(token.folded) >= 5 and token.capital:
             for form, keys in self.folded.items():
                 if len(form) >= 5 and abs(len(form) - len(token.folded)) <= 1 and damerau1(form, token.folded):
@@ -174,7 +181,7 @@ class NameIndex:
             entry = self.entries[e]
             if len(entry.tokens) == 1:  # a one-word name: capitalised, spelled right (exact or folded)
                 for pos, score in per_token.get(0, ()):
-                    if score >= 2 and tokens[pos].capital:
+                    if score >= 2 and (tokens[pos].capital or entry.id_form):
                         found.setdefault((tokens[pos].index,), {})[e] = score
                 continue
             if len(per_token) < len(entry.tokens):

@@ -25,6 +25,10 @@ STUDENT = """# Ján Holp
 
 Vedúci práce: Ing. Daniel Hládek, PhD.
 
+Téma: [Rozpoznávanie reči](../../../topics/asr/README.md)
+
+Pozri aj [[nlp]].
+
 ## Bakalárska práca 2019
 
 *Názov*: Prepis súdnych nahrávok
@@ -50,7 +54,8 @@ def _docs() -> list[Document]:
         path="pages/students/2016/jan_holp/README.md", blob_id="1", size=1, title="Ján Holp",
         title_source="front_matter", authors=["Daniel Hládek"], tags=["asr", "nlp"],
         categories=["dp2021", "bp2019", "st2016", "xx2000"], body=STUDENT,
-        links=[Link(kind="markdown", target="../../../topics/asr/README.md", resolved="pages/topics/asr/README.md")],
+        links=[Link(kind="markdown", target="../../../topics/asr/README.md", resolved="pages/topics/asr/README.md"),
+               Link(kind="wikilink", target="nlp", resolved="pages/topics/nlp/README.md")],
     )
     heading_only = Document(
         path="pages/students/2017/no_title/README.md", blob_id="2", size=1, title="no_title",
@@ -60,7 +65,11 @@ def _docs() -> list[Document]:
         path="pages/topics/asr/README.md", blob_id="3", size=1, title="Rozpoznávanie reči",
         title_source="front_matter", tags=["asr"], authors=["Daniel Hládek"], body="# Rozpoznávanie reči\n",
     )
-    return [student, heading_only, topic]
+    see_also = Document(
+        path="pages/topics/nlp/README.md", blob_id="4", size=1, title="Spracovanie jazyka",
+        title_source="front_matter", body="# Spracovanie jazyka\n",
+    )
+    return [student, heading_only, topic, see_also]
 
 
 def _chunks() -> list[Chunk]:
@@ -115,11 +124,12 @@ def test_document_author_topics_and_sections(thesis_graph: Path) -> None:
     assert _rows(thesis_graph, "MATCH ()-[r:AUTHORED_BY]->() RETURN count(r)") == [[0]]
     topics = _rows(thesis_graph, "MATCH (d:Document)-[r:HAS_TOPIC]->(t:Topic) RETURN d.path, r.via, t.id, t.name "
                                  "ORDER BY d.path, r.via")
+    # thesis-wiki: a topic comes from the link on the "Téma:" line only -- not from tags (the tag
+    # nlp names a topic page here) and not from the "Pozri aj [[nlp]]" see-also link
     assert [r[:3] for r in topics] == [
         ["pages/students/2016/jan_holp/README.md", "link", "asr"],
-        ["pages/students/2016/jan_holp/README.md", "tag", "asr"],
         ["pages/topics/asr/README.md", "page", "asr"],
-        ["pages/topics/asr/README.md", "tag", "asr"],
+        ["pages/topics/nlp/README.md", "page", "nlp"],
     ]
     assert _rows(thesis_graph, "MATCH (:Section)-[r:NEXT_SECTION]->(:Section) RETURN count(r)") == [[3]]
     nested = _rows(thesis_graph, "MATCH (a:Section)-[:SUBSECTION_OF]->(b:Section) WHERE a.level = 3 RETURN b.heading")
