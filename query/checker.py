@@ -50,7 +50,7 @@ from .evidence import (
     GeneratorUnavailableError,
 )
 from .graph_names import capital_runs, damerau1, name_forms, tokenize
-from .sentences import WordSet, addresses_model, analyze, content_words, fold_word, text_units
+from .sentences import WordSet, addresses_model, analyze, content_words, fold_word, stop_words, text_units
 
 _SPACE = re.compile(r"\s+")
 _OUTER = "\"'„“”‚‘’«»`"
@@ -436,12 +436,23 @@ def coverage(question: str, claims: Iterable[Claim], evidence: Sequence[Evidence
 
 
 def question_names(question: str) -> list[tuple[str, ...]]:
-    """Full names in ``question``: runs of two or more adjacent capitalised words (``Petry Strakovej``)."""
+    """Full names in ``question``: runs of two or more adjacent capitalised words (``Petry Strakovej``).
+
+    Stop words ("Aký", "Which" opening the question) and all-capital acronyms ("WER", "BERT") are
+    never name words: "Aký WER dosiahla Natália Lukáčová" names only Natália Lukáčová.
+    """
+    stops = stop_words()
     names = []
     for part in re.split(r"[,;:()/?!.]|\s(?:a|i|aj|and|und|et)\s", unicodedata.normalize("NFC", question)):
         for run in capital_runs(tokenize(part), set()):
-            if len(run) >= 2:
-                names.append(tuple(t.text for t in run))
+            piece: list[str] = []
+            for word in [t.text for t in run] + [""]:
+                if word and not (word.isupper() and len(word) > 1) and fold_word(word) not in stops:
+                    piece.append(word)
+                    continue
+                if len(piece) >= 2:
+                    names.append(tuple(piece))
+                piece = []
     return names
 
 

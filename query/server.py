@@ -452,6 +452,7 @@ async def handle_answer(request: web.Request) -> web.StreamResponse:
     lease = holder.lease(bundle_id)
     bundle = await asyncio.to_thread(lease.__enter__)
     try:
+        request[BUNDLE_ID] = bundle.bundle_id  # for the access log
         if "text/event-stream" not in request.headers.get("Accept", ""):
             body = await _until_done_or_gone(request, answer(
                 bundle, parsed, request.app[OPTIONS], generator, cache=request.app[ANSWER_CACHE],

@@ -202,3 +202,12 @@ def test_overlong_replies_are_bounded() -> None:
     long_quote = " ".join(["Vypracujte prehľad metód rozpoznávania reči."] * 60)  # 300 words, not verbatim
     v = verdict(dict(fx.GOOD, quote=long_quote))
     assert v.reasons[0] == "fabricated"
+
+
+def test_question_names_skip_question_words_and_acronyms() -> None:
+    from query.checker import question_names
+
+    # "Aký WER" opening the question is no name; a name the evidence must contain stays one
+    assert question_names("Aký WER dosiahla Natália Lukáčová na testovacej množine?") == [("Natália", "Lukáčová")]
+    assert question_names("Which BERT model did Ján Holp train?") == [("Ján", "Holp")]
+    assert question_names("Čo je v zadaní diplomovej práce Petry Strakovej?") == [("Petry", "Strakovej")]
