@@ -18,7 +18,7 @@ from artifacts.graphmap import GraphMapping, path_matches
 from artifacts.graphschema import name_key
 from artifacts.records import Document
 
-from .markdown import Heading, url_destinations
+from .markdown import Heading, lines_outside_code, url_destinations
 from .markdown import headings as parse_headings  # the one CommonMark parse: setext too
 
 Row = tuple[Any, ...]
@@ -317,7 +317,7 @@ def _topic_link_lines(body: str, pattern: str | None) -> list[str] | None:
     if pattern is None:
         return None
     regex = re.compile(pattern)
-    return [line for line in _mask_fences(body).split("\n") if regex.search(line)]
+    return [line for line in lines_outside_code(body) if regex.search(line)]
 
 
 def _link_on_line(target: str, line: str) -> bool:

@@ -278,6 +278,14 @@ def extract_links(body: str) -> list[Link]:
     return [link.model_copy() for link in outline(body).links]
 
 
+def lines_outside_code(body: str) -> list[str]:
+    """The body's lines (see :attr:`Outline.lines`: comments and Office XML removed) with fenced code
+    blanked, line count kept; from the one CommonMark parse (:func:`outline`)."""
+    parsed = outline(body)
+    code = ("fence_open", "code", "fence_close")
+    return ["" if kind in code else line for line, kind in zip(parsed.lines, parsed.kinds, strict=True)]
+
+
 def url_destinations(body: str) -> list[str]:
     """Destinations of a body's Markdown links that are web URLs or site paths, in order, de-duplicated.
 
