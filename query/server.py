@@ -394,13 +394,11 @@ class AnswerContext:
     coverage_threshold: float = 0.20
 
 
-async def run_answer(holder: BundleHolder, options: SearchOptions, context: AnswerContext,
-                     payload: Any) -> dict[str, Any]:
-    """Answer one ``POST /answer`` body (``at`` included) without streaming; no admin debug report.
+def prepare_answer(payload: Any, context: AnswerContext, *, admin: bool) -> tuple[Any, str | None, Generator | None]:
+    """Validate a ``POST /answer`` body: return ``(request, at, generator or None in retrieve mode)``.
 
-    The MCP ``answer`` tool calls this (:mod:`query.mcp_server`).  Returns the response body;
-    raises :class:`QueryError` subclasses (bad body, ``debug`` requested, unknown ``at``, generator
-    unavailable) for the transport to convert.
+    Raises :class:`InvalidRequestError` / :class:`InvalidQueryError` (bad body), ``invalid_at``
+    (malformed ``at``), :class:`ForbiddenError` (``debug`` without ``admin``).
     """
     if not isinstance(payload, dict):
         raise InvalidRequestError("body must be a JSON object")
@@ -409,9 +407,21 @@ async def run_answer(holder: BundleHolder, options: SearchOptions, context: Answ
     if at is not None:
         check_at(at)
     parsed = parse_answer_request(payload)
-    if parsed.debug:
+    if parsed.debug and not admin:
         raise ForbiddenError("debug needs the admin key")
     generator = context.generators(parsed.generator) if parsed.mode == "answer" else None
+    return parsed, at, generator
+
+
+async def run_answer(holder: BundleHolder, options: SearchOptions, context: AnswerContext,
+                     payload: Any) -> dict[str, Any]:
+    """Answer one ``POST /answer`` body (``at`` included) without streaming; no admin debug report.
+
+    The MCP ``answer`` tool calls this (:mod:`query.mcp_server`).  Returns the response body;
+    raises :class:`QueryError` subclasses (bad body, ``debug`` requested, unknown ``at``, generator
+    unavailable) for the transport to convert.
+    """
+    parsed, at, generator = prepare_answer(payload, context, admin=False)
     bundle_id = await asyncio.to_thread(holder.resolve, at) if at is not None else None
     lease = holder.lease(bundle_id)
     bundle = await asyncio.to_thread(lease.__enter__)
@@ -434,18 +444,7 @@ async def handle_answer(request: web.Request) -> web.StreamResponse:
     (403 ``forbidden`` otherwise).  Generator failures: 503 ``generator_unavailable``.
     """
     payload = await _read_json(request)
-    if not isinstance(payload, dict):
-        raise InvalidRequestError("body must be a JSON object")
-    payload = dict(payload)
-    at = payload.pop("at", None)
-    if at is not None:
-        check_at(at)
-    parsed = parse_answer_request(payload)
-    if parsed.debug and not _is_admin(request):
-        raise ForbiddenError("debug needs the admin key")
-    generator: Generator | None = None
-    if parsed.mode == "answer":
-        generator = request.app[GENERATORS](parsed.generator)
+    parsed, at, generator = prepare_answer(payload, answer_context(request.app), admin=_is_admin(request))
     threshold = request.app[CONFIG].answer.coverage_threshold
     holder: BundleHolder = request.app[HOLDER]
     bundle_id = await asyncio.to_thread(holder.resolve, at) if at is not None else None
