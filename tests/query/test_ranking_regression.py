@@ -164,3 +164,17 @@ def test_ndcg_per_arm_matches_the_recorded_values(results) -> None:  # type: ign
     problems = [f"{e}: nDCG@10 {measured[e]:.4f}, recorded {recorded['ndcg@10'][e]:.4f}"
                 for e in ENGINES if abs(measured[e] - recorded["ndcg@10"][e]) > TOLERANCE]
     assert not problems, "; ".join(problems) + " (GITRAG_UPDATE_GOLDEN=1 records new values)"
+
+
+def test_fusion_defaults_are_the_measured_ones() -> None:
+    """The fusion defaults were chosen with bench/fusion_sweep.py (README, "Retrieval quality").
+
+    The nDCG guard above runs with the hash-64 arm, which the confidence weighting rightly ignores,
+    so it cannot see an RRF change; changing these values needs a new sweep and new README figures.
+    """
+    from query.hybrid import CONFIDENCE_Z, SearchOptions
+
+    opts = SearchOptions()
+    assert (opts.rrf_k, opts.bm25_weight, opts.vector_weight, opts.fusion_level) == (5, 1.0, 0.5, "chunk")
+    assert (opts.anchor, opts.anchor_bm25_rank) == (True, 1)
+    assert CONFIDENCE_Z == (3.0, 5.0)
