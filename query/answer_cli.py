@@ -4,28 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from typing import Any
 
 import click
 
-from artifacts.errors import ArtifactError, BundleNotFoundError
+from artifacts.errors import ArtifactError
 
-from .contract import error_body
+from .cli import fail
 from .errors import QueryError
-
-
-def _fail(exc: Exception, as_json: bool) -> None:
-    if isinstance(exc, QueryError):
-        reason = exc.reason
-    elif isinstance(exc, BundleNotFoundError):
-        reason = "bundle_not_found"
-    else:
-        reason = "retrieval_unavailable"
-    if as_json:
-        click.echo(json.dumps(error_body(reason), ensure_ascii=False, indent=2))
-        sys.exit(1)
-    raise click.ClickException(f"{reason}: {error_body(reason)['message']}") from exc
 
 
 def _print_text(body: dict[str, Any]) -> None:
@@ -93,7 +79,7 @@ def ask_command(question: str, store_dir: str, at: str | None, generator: str | 
         finally:
             bundle.close()
     except (QueryError, ArtifactError) as exc:
-        _fail(exc, as_json)
+        fail(exc, as_json)
         return
     if as_json:
         click.echo(json.dumps(body, ensure_ascii=False, indent=2))

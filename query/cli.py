@@ -14,6 +14,24 @@ from .contract import error_body
 from .errors import QueryError, from_artifact_error
 
 
+def fail(exc: QueryError | ArtifactError, as_json: bool) -> None:
+    """Exit a query command on ``exc``: the contract's error envelope on stdout with ``--json``
+    (exit 1), else a one-line click error.  ``artifacts`` errors are mapped by the one mapping,
+    :func:`query.errors.from_artifact_error` (``unknown_revision``, ``invalid_at``, ...)."""
+    mapped = from_artifact_error(exc) if isinstance(exc, ArtifactError) else exc
+    reason, fields = mapped.reason, mapped.fields
+    if as_json:
+        body = error_body(reason)
+        if fields:
+            body["errors"] = fields
+        click.echo(json.dumps(body, ensure_ascii=False, indent=2))
+        sys.exit(1)
+    if isinstance(exc, BundleIntegrityError):  # name the files at fault, as `gitrag verify` does
+        raise click.ClickException(f"{reason}: {exc}: " + "; ".join(exc.problems)) from exc
+    detail = "; ".join(f"{f['field']}: {f['problem']}" for f in fields)
+    raise click.ClickException(f"{reason}: {detail or exc}") from exc
+
+
 @click.command("search")
 @click.argument("query")
 @click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False),
@@ -51,18 +69,7 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
         bundle = open_bundle(Store(store_dir).current_path(), verify=not no_verify, wait_model=False)
         body = search(bundle, request, SearchOptions(base_url=base_url))
     except (QueryError, ArtifactError) as exc:
-        mapped = from_artifact_error(exc) if isinstance(exc, ArtifactError) else exc
-        reason, fields = mapped.reason, mapped.fields
-        if as_json:
-            body = error_body(reason)
-            if fields:
-                body["errors"] = fields
-            click.echo(json.dumps(body, ensure_ascii=False, indent=2))
-            sys.exit(1)
-        if isinstance(exc, BundleIntegrityError):  # name the files at fault, as `gitrag verify` does
-            raise click.ClickException(f"{reason}: {exc}: " + "; ".join(exc.problems)) from exc
-        detail = "; ".join(f"{f['field']}: {f['problem']}" for f in fields)
-        raise click.ClickException(f"{reason}: {detail or exc}") from exc
+        fail(exc, as_json)
     if as_json:
         click.echo(json.dumps(body, ensure_ascii=False, indent=2))
         return

@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from artifacts.errors import ArtifactError, BundleNotFoundError, InvalidRevisionError, UnknownRevisionError
+from artifacts.errors import ArtifactError
 
-from .contract import error_body
+from .cli import fail
 from .errors import QueryError
 
 
@@ -30,23 +29,6 @@ def bundle_dir_at(store_dir: str, at: str | None) -> Path:
     if at is None:
         return store.current_path()
     return resolve_bundle_ref(store, at).path
-
-
-def _fail(exc: Exception, as_json: bool) -> None:
-    if isinstance(exc, QueryError):
-        reason = exc.reason
-    elif isinstance(exc, UnknownRevisionError):
-        reason = "unknown_revision"
-    elif isinstance(exc, InvalidRevisionError):
-        reason = "invalid_at"
-    elif isinstance(exc, BundleNotFoundError):
-        reason = "bundle_not_found"
-    else:
-        reason = "retrieval_unavailable"
-    if as_json:
-        click.echo(json.dumps(error_body(reason), ensure_ascii=False, indent=2))
-        sys.exit(1)
-    raise click.ClickException(f"{reason}: {exc}") from exc
 
 
 @click.command("graph")
@@ -71,7 +53,7 @@ def graph_command(question: str, store_dir: str, at: str | None, limit: int, inc
         finally:
             bundle.close()
     except (QueryError, ArtifactError) as exc:
-        _fail(exc, as_json)
+        fail(exc, as_json)
         return
     if as_json:
         click.echo(json.dumps(body, ensure_ascii=False, indent=2))

@@ -313,6 +313,20 @@ async def _read_json(request: web.Request, *, allow_empty: bool = False) -> Any:
     return decode_json(raw)
 
 
+def split_at(payload: Any) -> tuple[dict[str, Any], str | None]:
+    """Return ``(body without at, at)`` for a retrieval request body; ``at`` is checked here.
+
+    Raises :class:`InvalidRequestError` (not an object) and ``invalid_at`` (malformed revision).
+    """
+    if not isinstance(payload, dict):
+        raise InvalidRequestError("body must be a JSON object")
+    payload = dict(payload)
+    at = payload.pop("at", None)
+    if at is not None:
+        check_at(at)
+    return payload, at
+
+
 async def run_retrieval(holder: BundleHolder, options: SearchOptions, route: RetrievalRoute,
                         payload: Any) -> dict[str, Any]:
     """Answer one retrieval request body (``at`` included) as ``POST route.path`` does.
@@ -321,12 +335,7 @@ async def run_retrieval(holder: BundleHolder, options: SearchOptions, route: Ret
     response body (contract envelope + the route's fields).  Raises :class:`QueryError` subclasses
     (bad body, bad or unknown ``at``, no bundle) for the transport to convert.
     """
-    if not isinstance(payload, dict):
-        raise InvalidRequestError("body must be a JSON object")
-    payload = dict(payload)
-    at = payload.pop("at", None)
-    if at is not None:
-        check_at(at)
+    payload, at = split_at(payload)
     parsed = route.parse(payload) if route.parse is not None else payload
 
     def run() -> dict[str, Any]:
@@ -400,12 +409,7 @@ def prepare_answer(payload: Any, context: AnswerContext, *, admin: bool) -> tupl
     Raises :class:`InvalidRequestError` / :class:`InvalidQueryError` (bad body), ``invalid_at``
     (malformed ``at``), :class:`ForbiddenError` (``debug`` without ``admin``).
     """
-    if not isinstance(payload, dict):
-        raise InvalidRequestError("body must be a JSON object")
-    payload = dict(payload)
-    at = payload.pop("at", None)
-    if at is not None:
-        check_at(at)
+    payload, at = split_at(payload)
     parsed = parse_answer_request(payload)
     if parsed.debug and not admin:
         raise ForbiddenError("debug needs the admin key")

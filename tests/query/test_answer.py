@@ -142,4 +142,5 @@ def test_ask_cli(wiki: dict[str, Any]) -> None:
     assert bad.exit_code == 1 and json.loads(bad.output)["reason"] == "invalid_query"
     missing = CliRunner().invoke(ask_command, ["Aké práce má Ján Holp?", "--store", store, "--at", "f" * 12,
                                                "--json"])
-    assert missing.exit_code == 1 and json.loads(missing.output)["reason"] == "bundle_not_found"
+    # the same reason as POST /answer with that `at` (one mapping: query.errors.from_artifact_error)
+    assert missing.exit_code == 1 and json.loads(missing.output)["reason"] == "unknown_revision"
