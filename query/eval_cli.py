@@ -11,6 +11,7 @@ import contextlib
 import io
 import json
 import sys
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,24 @@ def _build(repo: str, store: str, rev: str, build_args: list[str]) -> dict[str, 
                 raise click.ClickException(f"building {rev} failed: {out.getvalue().strip()}") from exc
     return json.loads(out.getvalue())
 
+
+
+def _report(result: dict[str, Any], old: dict[str, Any] | None, diffs: list[str], *, out: str | None,
+            as_json: bool, print_table: Callable[[dict[str, Any]], None], same: str) -> None:
+    """Write ``result`` to ``out``, print it (JSON or table) with the ``--reproduce`` differences, exit 1 on any."""
+    if out:
+        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps({**result, "differences": diffs} if old is not None else result,
+                              ensure_ascii=False, indent=1, sort_keys=True))
+    else:
+        print_table(result)
+        if old is not None:
+            click.echo(same if not diffs else f"{len(diffs)} difference(s):")
+            for diff in diffs[:50]:
+                click.echo(f"  {diff}")
+    if diffs:
+        sys.exit(1)
 
 def _print_table(result: dict[str, Any]) -> None:
     from .metrics import METRICS
@@ -250,19 +269,8 @@ def _answers_command(*, questions: str | None, repo: str | None, store_dir: str 
     result = _run_answers(questions=questions, repo=repo, store=store_dir, rev=rev, split=split,
                           build_args=build_args, generator_name=generator, search=search)
     diffs = compare_answer_results(old, result) if old is not None else []
-    if out:
-        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    if as_json:
-        click.echo(json.dumps({**result, "differences": diffs} if old is not None else result,
-                              ensure_ascii=False, indent=1, sort_keys=True))
-    else:
-        _print_answer_table(result)
-        if old is not None:
-            click.echo("reproduced: identical totals and answers" if not diffs else f"{len(diffs)} difference(s):")
-            for diff in diffs[:50]:
-                click.echo(f"  {diff}")
-    if diffs:
-        sys.exit(1)
+    _report(result, old, diffs, out=out, as_json=as_json, print_table=_print_answer_table,
+            same="reproduced: identical totals and answers")
 
 
 @click.command("eval")
@@ -385,17 +393,6 @@ def eval_command(questions: str | None, repo: str | None, store_dir: str | None,
     except (QueryError, ArtifactError, KeyError, ValueError) as exc:
         raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
 
-    if out:
-        Path(out).write_text(json.dumps(result, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     diffs = compare_results(old, result) if old is not None else []
-    if as_json:
-        click.echo(json.dumps({**result, "differences": diffs} if old is not None else result,
-                              ensure_ascii=False, indent=1, sort_keys=True))
-    else:
-        _print_table(result)
-        if old is not None:
-            click.echo("reproduced: identical metrics and ranks" if not diffs else f"{len(diffs)} difference(s):")
-            for diff in diffs[:50]:
-                click.echo(f"  {diff}")
-    if diffs:
-        sys.exit(1)
+    _report(result, old, diffs, out=out, as_json=as_json, print_table=_print_table,
+            same="reproduced: identical metrics and ranks")
