@@ -97,7 +97,8 @@ def graph_export_command(store_dir: str, at: str | None, fmt: str, output: str |
     try:
         db, conn = open_graph(bundle_dir_at(store_dir, at) / GRAPH_DIR)
     except ArtifactError as exc:
-        raise click.ClickException(str(exc)) from exc
+        fail(exc, False)  # the reasons of `graph` and HTTP: unknown_revision, invalid_at, ...
+        return
     try:
         text = export_graph(conn, fmt)
     finally:

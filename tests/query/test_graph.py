@@ -240,6 +240,11 @@ def test_cli_at_and_export(wiki: dict[str, Any]) -> None:
     ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
     assert len(root.findall(".//g:node", ns)) == len(graph["nodes"])
     assert len(root.findall(".//g:edge", ns)) == len(graph["edges"])
+    # graph-export names the same reasons as `graph` and HTTP, not a bare engine or click error
+    bad = runner.invoke(graph_export_command, ["--store", store, "--at", "no-such-branch"])
+    assert bad.exit_code == 1 and "unknown_revision" in bad.output
+    bad = runner.invoke(graph_export_command, ["--store", store, "--at", "main\n"])
+    assert bad.exit_code == 1 and "invalid_at" in bad.output
 
 
 def test_name_forms_and_typos() -> None:
