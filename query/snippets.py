@@ -11,10 +11,16 @@ occur in most chunks are not marked at all.
 
 A chunk found only by the vector arm may contain no query word: its snippet is the chunk start.
 Marks are ``**word**`` (Markdown bold), which is plain text in JSON and safe to show anywhere.
+
+Snippets show the words a reader sees, not Markdown syntax (:func:`display_text`): link and
+image destinations, ``[[wikilink]]`` brackets, emphasis and code markers, heading, quote and list
+markers and table pipes are dropped.  This is a set of regular expressions, not a parse (a
+markdown-it parse costs ~1.6 ms per chunk here, ten times a whole BM25 query at the target).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -25,6 +31,45 @@ from artifacts.analysis import folding_analyzer, normalize_text
 MARK = "**"
 SNIPPET_CHARS = 240
 """Target snippet length (characters of chunk text, marks and ellipses not counted)."""
+
+
+_DISPLAY_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"!?\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|([^\]]*))?\]\]"),
+     "WIKI"),                                                        # [[Page#Heading|Alias]]
+    (re.compile(r"!\[([^\]]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)"), r"\1"),        # ![alt](src "title")
+    (re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)"), r"\1"),  # [text](url)
+    (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),                             # [text][ref]
+    (re.compile(r"<((?:https?|mailto):[^>\s]+)>"), r"\1"),                          # <https://autolink>
+    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),                           # **bold** __bold__
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])"), r"\1"),              # *emphasis*
+    (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1"),                                    # ~~strike~~
+    (re.compile(r"==(?=\S)(.+?)(?<=\S)=="), r"\1"),                                    # ==highlight==
+    (re.compile(r"`+([^`\n]+?)`+"), r"\1"),                                          # `code`
+    (re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]+|>[ \t]?|[-*+][ \t]+(?:\[[ xX]\][ \t]+)?|\d{1,9}[.)][ \t]+)",
+                re.MULTILINE), ""),                                                  # heading, quote, list markers
+    (re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$", re.MULTILINE),
+     ""),                                                                             # table rule
+    (re.compile(r"[ \t]*\|[ \t]*"), " "),                                              # table pipes
+)
+
+
+def _wikilink_text(match: re.Match[str]) -> str:
+    target, heading, alias = match.group(1), match.group(2), match.group(3)
+    if alias:
+        return alias
+    name = target.rsplit("/", 1)[-1].strip()
+    return f"{name} › {heading.strip()}" if heading and name else (heading or name).strip()
+
+
+def display_text(text: str) -> str:
+    """Return ``text`` (Markdown) as the words a reader sees: link texts without destinations, no
+    emphasis, code, heading, quote, list or table markup.  Line structure is kept; callers collapse
+    whitespace.  ``[[Page|Alias]]`` shows ``Alias``, ``[[folder/Page]]`` shows ``Page``,
+    ``[[Page#Part]]`` shows ``Page › Part``.
+    """
+    for pattern, replacement in _DISPLAY_RULES:
+        text = pattern.sub(_wikilink_text if replacement == "WIKI" else replacement, text)
+    return text
 
 
 class _MarkFormatter(Formatter):
@@ -55,7 +100,7 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
     weight (a token starting with one matches).  Whitespace is collapsed to single spaces; ``…``
     marks text cut at either end.  Without any match, the start of ``text`` is returned.
     """
-    text = normalize_text(text)
+    text = display_text(normalize_text(text))
     prefixes = prefixes or {}
     if words or prefixes:
         tokens = folding_analyzer()(text, chars=True, mode="query", removestops=False)

@@ -12,7 +12,7 @@ from artifacts.cli import main
 from indexer.build import build_bundle
 from query.bundle import open_bundle
 from query.hybrid import SearchOptions, parse_search_request, search, snippet_terms
-from query.snippets import make_snippet
+from query.snippets import display_text, make_snippet
 from tests.conftest import RepoBuilder
 
 FILLER = " ".join(f"Úvodná veta číslo {i} hovorí o počasí a o ničom inom." for i in range(12))
@@ -34,6 +34,20 @@ def test_snippet_without_a_match_is_the_chunk_start() -> None:
     text = "Prvá veta.\n\nDruhá veta, ktorá je dlhá. " * 30
     snippet = make_snippet(text, {"neexistuje": 1.0})
     assert snippet.startswith("Prvá veta. Druhá veta") and snippet.endswith(" …") and "**" not in snippet
+
+
+def test_snippet_shows_the_words_a_reader_sees_not_markdown_syntax() -> None:
+    text = ("## Synchronizácia\n\n> Pozri [návod na sync](https://help.obsidian.md/sync_(setup) \"t\") a "
+            "[[Sync/Nastavenia synchronizácie|nastavenia]], [[Sync/Ceny]] a [[Sync#Limity]].\n\n"
+            "- [ ] **Zapni** šifrovanie `end-to-end` ~~teraz~~\n\n| plán | cena |\n|---|---:|\n| Plus | 4 € |\n"
+            "![Logo synchronizácie](logo.png)")
+    snippet = make_snippet(text, {"sifrovanie": 2.0, "navod": 1.0})
+    for syntax in ("](", "[[", "]]", "https://", "##", "> ", "[ ]", "`", "~~", "|", "---", "logo.png"):
+        assert syntax not in snippet, (syntax, snippet)
+    assert "**šifrovanie**" in snippet and "**návod** na sync" in snippet
+    assert "nastavenia, Ceny a Sync › Limity" in snippet and "Zapni" in snippet and "Plus 4 €" in snippet
+    # Arithmetic, identifiers and autolinks keep their characters; only the brackets of an autolink go.
+    assert display_text("2 * 3 * 4, snake_case_name, <https://obsidian.md>") == "2 * 3 * 4, snake_case_name, https://obsidian.md"
 
 
 @pytest.fixture
