@@ -46,7 +46,8 @@ def _print_text(body: dict[str, Any]) -> None:
 @click.option("--max-context-tokens", default=3000, show_default=True, type=click.IntRange(500, 12000),
               help="Evidence budget (tiktoken cl100k_base tokens).")
 @click.option("--all", "include_unpublished", is_flag=True, help="Include pages with published: false.")
-@click.option("--base-url", default=None, envvar="GITRAG_BASE_URL", help="Base URL for source_url.")
+@click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
+              help="Base URL for source_url (document path appended; {commit} becomes the answering commit).")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON as POST /answer.")
 def ask_command(question: str, store_dir: str, at: str | None, generator: str | None, mode: str,
                 max_context_tokens: int, include_unpublished: bool, base_url: str | None, as_json: bool) -> None:

@@ -41,7 +41,7 @@ def fail(exc: QueryError | ArtifactError, as_json: bool) -> None:
               help="Results per document (the HTTP API's default is 3).")
 @click.option("--all", "include_unpublished", is_flag=True, help="Include documents with published: false.")
 @click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
-              help="Base URL for source_url (document path appended).")
+              help="Base URL for source_url (document path appended; {commit} becomes the answering commit).")
 @click.option("--debug", is_flag=True, help="Show per-arm ranks and scores.")
 @click.option("--no-verify", is_flag=True, help="Skip checking the bundle's file hashes against its manifest.")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON as POST /search.")
@@ -107,7 +107,7 @@ def _emphasise(snippet: str, color: bool) -> str:
               help="Address to bind (loopback only without API keys).")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535), help="TCP port.")
 @click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
-              help="Base URL for source_url (document path appended).")
+              help="Base URL for source_url (document path appended; {commit} becomes the answering commit).")
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), envvar="GITRAG_SERVER_CONFIG",
               help="TOML server config (keys, CORS, limits, webhook); GITRAG_*_KEY variables override it.")
 @click.option("--poll-interval", default=None, type=float, help="Seconds between CURRENT checks (default 2).")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -158,3 +159,17 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def source_url(base_url: str | None, path: str, commit: str | None = None) -> str | None:
+    """Return ``base_url`` joined with the URL-quoted document path, or ``None`` without a base URL.
+
+    ``{commit}`` in ``base_url`` is replaced by ``commit`` (the full sha of the bundle that answered),
+    so a result of an older commit links to that commit's version of the page
+    (``https://github.com/org/wiki/blob/{commit}/``).
+    """
+    if not base_url:
+        return None
+    if "{commit}" in base_url and commit:
+        base_url = base_url.replace("{commit}", commit)
+    return base_url.rstrip("/") + "/" + quote(path)

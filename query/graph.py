@@ -63,7 +63,7 @@ from artifacts.graphmap import GraphMapping, mapping_from_config
 from artifacts.graphschema import fetch_rows
 
 from .bundle import OpenedBundle
-from .contract import validate_request
+from .contract import source_url, validate_request
 from .errors import InvalidRequestError, RetrievalUnavailableError
 from .graph_names import (
     NameEntry,
@@ -567,11 +567,7 @@ class _Answer:
             return None
         if path not in self.sources:
             doc = self.bundle.docs.get(path)
-            url = None
-            if self.base_url:
-                from urllib.parse import quote
-
-                url = self.base_url.rstrip("/") + "/" + quote(path)
+            url = source_url(self.base_url, path, self.bundle.manifest.commit)
             self.sources[path] = {
                 "source_id": f"S{len(self.sources) + 1}",
                 "document_path": path,

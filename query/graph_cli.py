@@ -37,7 +37,8 @@ def bundle_dir_at(store_dir: str, at: str | None) -> Path:
 @click.option("--at", default=None, help="Revision as for `gitrag use` (default: CURRENT).")
 @click.option("--limit", default=100, show_default=True, help="Rows per list (persons, works, documents).")
 @click.option("--all", "include_unpublished", is_flag=True, help="Include pages with published: false.")
-@click.option("--base-url", default=None, envvar="GITRAG_BASE_URL", help="Base URL for source_url.")
+@click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
+              help="Base URL for source_url (document path appended; {commit} becomes the answering commit).")
 @click.option("--json", "as_json", is_flag=True, help="Print the same JSON as POST /graph.")
 def graph_command(question: str, store_dir: str, at: str | None, limit: int, include_unpublished: bool,
                   base_url: str | None, as_json: bool) -> None:

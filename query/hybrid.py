@@ -21,7 +21,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
-from urllib.parse import quote
 
 from pydantic import BaseModel, Field, field_validator
 from whoosh import query as wq
@@ -38,7 +37,7 @@ from artifacts.analysis import (
 )
 
 from .bundle import OpenedBundle
-from .contract import Envelope, Source, validate_request
+from .contract import Envelope, Source, source_url, validate_request
 from .snippets import make_snippet
 
 MAX_QUERY_CHARS = 1000
@@ -169,13 +168,6 @@ def parse_search_request(payload: Any) -> SearchRequest:
     :class:`InvalidRequestError` for any other problem (wrong types, unknown fields).
     """
     return validate_request(payload, SearchRequest, "query", MAX_QUERY_CHARS)
-
-
-def source_url(base_url: str | None, path: str) -> str | None:
-    """Return ``base_url`` joined with the URL-quoted document path, or ``None`` without a base URL."""
-    if not base_url:
-        return None
-    return base_url.rstrip("/") + "/" + quote(path)
 
 
 # -- query terms -----------------------------------------------------------------------------------
@@ -858,7 +850,7 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
     for rank, cid in enumerate(chosen, start=1):
         chunk = bundle.chunks[bundle.chunk_index[cid]]
         doc = bundle.docs.get(chunk.path)
-        url = source_url(opts.base_url, chunk.path)
+        url = source_url(opts.base_url, chunk.path, bundle.manifest.commit)
         if chunk.path not in sources:
             sources[chunk.path] = Source(source_id=f"S{len(sources) + 1}", document_path=chunk.path,
                                          source_url=url, title=doc.title if doc else chunk.title)

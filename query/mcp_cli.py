@@ -12,7 +12,7 @@ import click
 @click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False, exists=True),
               help="Bundle store directory.")
 @click.option("--base-url", default=None, envvar="GITRAG_BASE_URL",
-              help="Base URL for source_url (document path appended).")
+              help="Base URL for source_url (document path appended; {commit} becomes the answering commit).")
 def mcp_command(store_dir: str, base_url: str | None) -> None:
     """Serve the tools search, graph, answer and list_bundles over MCP on stdin/stdout.
 

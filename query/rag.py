@@ -106,7 +106,7 @@ class _Sources:
         if path not in self.by_path:
             doc = self.bundle.docs.get(path)
             self.by_path[path] = Source(source_id=f"S{len(self.by_path) + 1}", document_path=path,
-                                        source_url=source_url(self.base_url, path),
+                                        source_url=source_url(self.base_url, path, self.bundle.manifest.commit),
                                         title=doc.title if doc else None)
         return self.by_path[path]
 
@@ -352,7 +352,7 @@ def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int
     used = 0
     for path, facts in by_path.items():
         src = sources.get(path) or Source(source_id=f"S{len(sources) + 1}", document_path=path,
-                                          source_url=source_url(base_url, path),
+                                          source_url=source_url(base_url, path, commit),
                                           title=bundle.docs[path].title if path in bundle.docs else None)
         sources.setdefault(path, src)
         text = "\n".join(render_facts(facts))

@@ -91,3 +91,22 @@ def test_cli_search_shows_one_result_per_document_and_names_the_commit(store: Pa
     out = runner.invoke(main, ["search", "zebraplanktón", "--store", str(store), "--max-per-document", "3"])
     paths = [line.split()[1] for line in out.output.splitlines() if line[:3].strip().rstrip(".").isdigit()]
     assert paths.count("posts/siete.md") >= 2
+
+
+def test_base_url_with_commit_placeholder_links_the_answering_commit(store: Path, repo: RepoBuilder) -> None:
+    from artifacts.store import Store
+    from query.contract import source_url
+
+    old = open_bundle(Store(store).current_path())
+    repo.write("posts/p0.md", "---\ntitle: Nový\n---\n# Nový\n\nZmenený text.\n")
+    repo.commit("change")
+    build_bundle(repo.path, store, embedder="hash-64")
+    new = open_bundle(Store(store).current_path())
+    assert old.manifest.commit != new.manifest.commit
+    template = "https://git.example.org/wiki/blob/{commit}/"
+    for bundle in (old, new):  # each result links the version of the commit that was searched
+        body = search(bundle, parse_search_request({"query": "zebraplanktón"}), SearchOptions(base_url=template))
+        assert body["results"][0]["source_url"] == \
+            f"https://git.example.org/wiki/blob/{bundle.manifest.commit}/posts/siete.md"
+    assert source_url("https://x.org/wiki/", "a b/č.md", "abc") == "https://x.org/wiki/a%20b/%C4%8D.md"
+    assert source_url(None, "a.md", "abc") is None
