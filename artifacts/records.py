@@ -54,6 +54,12 @@ class Document(BaseModel):
     front_matter: dict[str, Any] = Field(default_factory=dict)
     links: list[Link] = Field(default_factory=list)
     body: str = ""
+    outline: dict[str, Any] | None = Field(
+        default=None,
+        description="what the graph needs of the body's one CommonMark parse, recorded at parse time so "
+                    "that no later stage or incremental build parses the body again: ``headings`` "
+                    "(``[level, line, end, text]`` per top-level heading) and ``urls`` (web/site link "
+                    "destinations); ``None`` in bundles written before it (then the body is parsed)")
 
 
 class Chunk(BaseModel):

@@ -377,7 +377,7 @@ def _sample(repo: pygit2.Repository, entries: list[tuple[str, Any]]) -> tuple[li
         except Exception:  # noqa: BLE001 - a file the build will skip with a reason
             continue
         docs.append(doc)
-        url_links[doc.path] = url_link_targets(doc.body)
+        url_links[doc.path] = url_link_targets(doc)
     resolve_links(docs)
     return docs, url_links
 

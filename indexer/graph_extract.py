@@ -18,8 +18,7 @@ from artifacts.graphmap import GraphMapping, path_matches
 from artifacts.graphschema import name_key
 from artifacts.records import Document
 
-from .markdown import Heading, lines_outside_code, url_destinations
-from .markdown import headings as parse_headings  # the one CommonMark parse: setext too
+from .markdown import Heading, document_outline, lines_outside_code
 
 Row = tuple[Any, ...]
 
@@ -70,7 +69,7 @@ def extract(
     spelling = author_spellings(docs, author_names or {})
     for doc in docs:
         ids = chunk_ids.get(doc.path, [])
-        headings = parse_headings(doc.body)
+        headings, _ = document_outline(doc)  # recorded at parse time: no second parse
         section_chunks = _sections(doc, headings, ids, heading_paths, out)
         _authors(doc, mapping, out, author_names or {}, spelling)
         for field in mapping.aliases:
@@ -158,14 +157,14 @@ def _authors(doc: Document, mapping: GraphMapping, out: Extraction, author_names
             out.add("HAS_DOCUMENT_AUTHOR", (doc.path, name))
 
 
-def url_link_targets(body: str) -> list[str]:
-    """Return the targets of a body's links that are web URLs or site paths, in order, de-duplicated.
+def url_link_targets(doc: Document) -> list[str]:
+    """Return the targets of a document's links that are web URLs or site paths, in order, de-duplicated.
 
-    They come from the one CommonMark parse of :mod:`indexer.markdown` (:func:`url_destinations`):
-    ``http(s)://`` URLs and ``/site/paths``, not ``.md`` files, fragments, ``mailto:`` or other
-    schemes.  Only mappings with ``permalinks`` use these links.
+    They come from the one CommonMark parse of :mod:`indexer.markdown`, recorded on the document
+    (:func:`~indexer.markdown.document_outline`): ``http(s)://`` URLs and ``/site/paths``, not
+    ``.md`` files, fragments, ``mailto:`` or other schemes.  Only mappings with ``permalinks`` use them.
     """
-    return url_destinations(body)
+    return document_outline(doc)[1]
 
 
 def permalink_links(docs: Sequence[Document], mapping: GraphMapping) -> list[tuple[str, str]]:
@@ -188,7 +187,7 @@ def permalink_links(docs: Sequence[Document], mapping: GraphMapping) -> list[tup
     hosts = {h.lower() for h in spec.hosts}
     edges: list[tuple[str, str]] = []
     for doc in docs:
-        for target in url_link_targets(doc.body):
+        for target in url_link_targets(doc):
             host, tail = url_path_tail(target)
             if host is not None and host not in hosts:
                 continue

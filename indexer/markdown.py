@@ -121,7 +121,8 @@ class Outline:
     kept, so token line numbers stay valid); ``kinds``: one per line, ``blank``, ``text``,
     ``heading`` (a heading's first line), ``heading_cont`` (a setext underline or further
     heading line), ``fence_open``, ``code`` or ``fence_close``; ``unclosed``: ``(last line,
-    opening marker)`` of each fenced block left open; ``headings``; ``links`` (``resolved`` unset).
+    opening marker)`` of each fenced block left open; ``headings``; ``links`` (``resolved`` unset);
+    ``urls``: see :func:`url_destinations`.
     """
 
     lines: tuple[str, ...]
@@ -129,6 +130,7 @@ class Outline:
     unclosed: tuple[tuple[int, str], ...]
     headings: tuple[Heading, ...]
     links: tuple[Link, ...]
+    urls: tuple[str, ...] = ()
 
 
 def strip_hidden(text: str) -> str:
@@ -159,6 +161,7 @@ def outline(body: str) -> Outline:
     unclosed: list[tuple[int, str]] = []
     found: list[tuple[int, int, Link]] = []
     heads: list[tuple[int, int, int, str]] = []  # (line, end, level, text)
+    urls: list[str] = []
     for index, token in enumerate(tokens):
         if token.map is None:
             continue
@@ -182,6 +185,7 @@ def outline(body: str) -> Outline:
             heads.append((start, end, int(token.tag[1]), text))
         elif token.type == "inline":
             found.extend((start, n, link) for n, link in enumerate(_inline_links(token.children or [])))
+            urls.extend(_url_hrefs(token.children or []))
     for label, ref in env.get("references", {}).items():
         if not label.startswith("^") and (link := _markdown_link(ref.get("href", ""), None)) is not None:
             found.append((ref.get("map", [len(raw)])[0], 1 << 30, link))
@@ -201,7 +205,8 @@ def outline(body: str) -> Outline:
         result.append(Heading(len(result), level, text, start, tuple(t for _, t in path if t), end))
     found.sort(key=lambda item: (item[0], item[1]))
     links = _dedupe_links(link for _, _, link in found)
-    return Outline(tuple(lines), tuple(kinds), tuple(unclosed), tuple(result), tuple(links))
+    return Outline(tuple(lines), tuple(kinds), tuple(unclosed), tuple(result), tuple(links),
+                   tuple(dict.fromkeys(urls)))
 
 
 def _escape_pipes(match: re.Match[str]) -> str:
@@ -286,26 +291,49 @@ def lines_outside_code(body: str) -> list[str]:
     return ["" if kind in code else line for line, kind in zip(parsed.lines, parsed.kinds, strict=True)]
 
 
+def _url_hrefs(children: list[Token]) -> Iterable[str]:
+    """Destinations of one inline token's links that are web URLs or site paths (see :func:`url_destinations`)."""
+    for child in children:
+        if child.type != "link_open":
+            continue
+        href = unquote(str(child.attrs.get("href", "")).strip())
+        bare = href.split("#", 1)[0].split("?", 1)[0]
+        if not bare or bare.lower().endswith(".md"):
+            continue
+        if (bare.startswith("/") and not bare.startswith("//")) or bare.lower().startswith(("http://", "https://")):
+            yield href
+
+
 def url_destinations(body: str) -> list[str]:
     """Destinations of a body's Markdown links that are web URLs or site paths, in order, de-duplicated.
 
-    From the same CommonMark parse as :func:`extract_links` (so links in code and HTML comments do
-    not count, and reference links resolve through their definitions): ``http(s)://`` URLs and
-    ``/site/paths`` (not ``//host``), URL-decoded; ``.md`` targets (those are :func:`extract_links`'
-    business), fragments only, ``mailto:`` and other schemes are left out.
+    From the one CommonMark parse (:func:`outline`, like :func:`extract_links`; so links in code and
+    HTML comments do not count, and reference links resolve through their definitions):
+    ``http(s)://`` URLs and ``/site/paths`` (not ``//host``), URL-decoded; ``.md`` targets (those
+    are :func:`extract_links`' business), fragments only, ``mailto:`` and other schemes are left out.
     """
-    found: list[str] = []
-    for token in _MD.parse(body, {}):
-        for child in token.children or ():
-            if child.type != "link_open":
-                continue
-            href = unquote(str(child.attrs.get("href", "")).strip())
-            bare = href.split("#", 1)[0].split("?", 1)[0]
-            if not bare or bare.lower().endswith(".md"):
-                continue
-            if (bare.startswith("/") and not bare.startswith("//")) or bare.lower().startswith(("http://", "https://")):
-                found.append(href)
-    return list(dict.fromkeys(found))
+    return list(outline(body).urls)
+
+
+def outline_record(parsed: Outline) -> dict[str, Any]:
+    """Return the :attr:`Document.outline` record of ``parsed``: headings and URL destinations."""
+    return {"headings": [[h.level, h.line, h.end, h.text] for h in parsed.headings], "urls": list(parsed.urls)}
+
+
+def document_outline(doc: Document) -> tuple[list[Heading], list[str]]:
+    """Return ``(top-level headings, URL destinations)`` of ``doc``: from its recorded
+    :attr:`Document.outline` (no parse), else (bundles written before it) from :func:`outline`."""
+    if doc.outline is None:
+        parsed = outline(doc.body)
+        return list(parsed.headings), list(parsed.urls)
+    result: list[Heading] = []
+    path: list[tuple[int, str]] = []
+    for level, line, end, text in doc.outline["headings"]:
+        while path and path[-1][0] >= level:  # the same path rule as outline()
+            path.pop()
+        path.append((level, text))
+        result.append(Heading(len(result), level, text, line, tuple(t for _, t in path if t), end))
+    return result, list(doc.outline["urls"])
 
 
 # --- front matter and the document record --------------------------------------------------
@@ -413,6 +441,7 @@ def parse_markdown(path: str, data: bytes, *, blob_id: str, max_bytes: int) -> D
         front_matter=fm,
         links=[link.model_copy() for link in parsed.links],
         body=body,
+        outline=outline_record(parsed),
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import re
 import subprocess
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -374,7 +373,7 @@ def test_obsidian_help_vault(tmp_path) -> None:
         pytest.skip("obsidian-help bundle not available")
     subprocess.run(["git", "clone", "-q", str(bundle), str(tmp_path / "vault")], check=True)
     config = ChunkConfig()
-    started, count = time.perf_counter(), 0
+    count = 0  # speed is measured by bench/, not asserted here (the machine's load decides a wall time)
     for path in sorted((tmp_path / "vault").rglob("*.md")):
         text = path.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n")
         if text.startswith("---\n") and (end := text.find("\n---", 4)) != -1:
@@ -383,7 +382,6 @@ def test_obsidian_help_vault(tmp_path) -> None:
             assert 0 < chunk.tokens <= config.max_tokens and chunk.text.strip()
             count += 1
     assert count > 6000
-    assert time.perf_counter() - started < 120
 
 
 # --- issue 12/13: sections from the one CommonMark parse ---------------------------------------

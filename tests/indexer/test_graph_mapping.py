@@ -19,7 +19,7 @@ from artifacts.graphmap import (
 from artifacts.graphschema import fetch_rows, open_graph
 from artifacts.records import Chunk, Document, Link
 from indexer.graph import write_graph
-from indexer.graph_extract import parse_headings
+from indexer.markdown import headings as parse_headings
 
 STUDENT = """# Ján Holp
 
@@ -104,6 +104,19 @@ def test_headings_skip_fences_and_keep_paths() -> None:
     headings = parse_headings(STUDENT)
     assert [h.text for h in headings] == ["Ján Holp", "Bakalárska práca 2019", "Stretnutie 1.2.2019", "Diplomová práca"]
     assert headings[2].path == ("Ján Holp", "Bakalárska práca 2019", "Stretnutie 1.2.2019")
+
+
+def test_recorded_outline_equals_a_fresh_parse_so_the_graph_never_parses_again() -> None:
+    from indexer.markdown import document_outline, outline, parse_markdown
+
+    body = STUDENT + "\n\nSee [site](https://example.org/a/b) and [x](/2019/12/post?q=1#top), [m](other.md).\n"
+    doc = parse_markdown("pages/holp/README.md", body.encode(), blob_id="0" * 40, max_bytes=1 << 20)
+    assert doc.outline is not None
+    recorded = document_outline(doc)
+    assert recorded[0] == list(outline(doc.body).headings) and recorded[0][2].path[-1] == "Stretnutie 1.2.2019"
+    assert recorded[1] == ["https://example.org/a/b", "/2019/12/post?q=1#top"]
+    # a record read back from docs.jsonl of an older bundle (no outline): parsed on demand, same answer
+    assert document_outline(doc.model_copy(update={"outline": None})) == recorded
 
 
 def test_student_person_works_and_titles(thesis_graph: Path) -> None:
