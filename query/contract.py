@@ -33,6 +33,7 @@ ERROR_MESSAGES = {
     "webhook_unavailable": "Webhooks are not configured on this server.",
     "sync_unavailable": "Sync is not configured on this server.",
     "job_not_found": "No such job.",
+    "document_not_found": "No published document has this path in the bundle.",
     "invalid_at": "The 'at' value is not a commit id, branch, tag, REV~N or REV^.",
     "unknown_revision": "The 'at' revision names no commit of the source repository.",
     "bundle_corrupt": "The bundle fails verification against its manifest; run `gitrag verify`.",

@@ -47,6 +47,7 @@ from . import openapi
 from .answer import AnswerCache, answer, parse_answer_request
 from .bundle import OpenedBundle, open_bundle
 from .config import ConfigError, ServerConfig, is_loopback
+from .documents import DocumentRequest, get_document, parse_document_request
 from .errors import (
     ClientDisconnectedError,
     ForbiddenError,
@@ -265,11 +266,17 @@ def _run_search(bundle: OpenedBundle, request: Any, options: SearchOptions) -> d
     return search(bundle, request, options)
 
 
+def _run_document(bundle: OpenedBundle, request: Any, options: SearchOptions) -> dict[str, Any]:
+    return get_document(bundle, request, options.base_url)
+
+
 RETRIEVAL_ROUTES: list[RetrievalRoute] = [
     RetrievalRoute("/search", _run_search, "Hybrid search (BM25 + vectors, RRF) over the served or an older bundle",
                    openapi.SearchBody, openapi.SearchResponse, parse=parse_search_request, wants_options=True),
     RetrievalRoute("/graph", _run_graph, "Graph retrieval: facts, paths, documents and exact counts", GraphRequest,
                    wants_options=True),
+    RetrievalRoute("/document", _run_document, "One cited page's Markdown from the served or an older bundle",
+                   DocumentRequest, parse=parse_document_request, wants_options=True),
 ]
 
 

@@ -37,9 +37,39 @@
     }
   }
 
-  function sourceLink(text, url, attrs) {
+  function sourceLink(text, url, attrs, path, commit) {
+    // A page with a source URL (--base-url) links there; without one, the link shows the page as
+    // the bundle of that commit holds it (POST /document), so every citation can be checked.
     const href = safeUrl(url);
-    return href ? el("a", { href, rel: "noopener noreferrer", ...(attrs || {}) }, text) : el("span", attrs, text);
+    if (href) return el("a", { href, rel: "noopener noreferrer", ...(attrs || {}) }, text);
+    if (!path) return el("span", attrs, text);
+    const link = el("a", { href: "#", class: "doc-link", title: "Show this page as indexed", ...(attrs || {}) }, text);
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      guarded(() => showDocument(path, commit));
+    });
+    return link;
+  }
+
+  async function showDocument(path, commit) {
+    const previous = [...$("output").childNodes];
+    setStatus("Loading the page…");
+    const { body } = await api("POST", "/document", commit ? { path, at: commit } : { path });
+    if (!body || body.status === "error") {
+      setStatus("The page could not be shown.");
+      return output(errorBox(body));
+    }
+    const doc = body.document;
+    const back = el("button", { type: "button", class: "back" }, "← Back to the results");
+    back.addEventListener("click", () => {
+      output(previous);
+      setStatus("");
+    });
+    setStatus("");
+    output(el("article", { class: "document", id: "document" }, back,
+      el("h2", {}, doc.title || doc.path),
+      el("p", { class: "path" }, el("code", {}, doc.path), " · commit ", el("code", { title: doc.commit }, short(doc.commit))),
+      el("pre", { class: "markdown" }, doc.markdown)));
   }
 
   function setStatus(text) {
@@ -134,76 +164,16 @@
     select.value = [...select.options].some((o) => o.value === chosen) ? chosen : "";
   }
 
-  // -- highlighting (diacritics- and case-insensitive, word prefixes) ---------------------------
+  // -- snippets -----------------------------------------------------------------------------------
 
-  function fold(text) {
-    return text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
-  }
-
-  function foldWithMap(text) {
-    let folded = "";
-    const map = [];
-    let index = 0;
-    for (const ch of text) {
-      for (const unit of fold(ch)) {
-        folded += unit;
-        map.push(index);
-      }
-      index += ch.length;
-    }
-    map.push(text.length);
-    return { folded, map };
-  }
-
-  function queryStems(query) {
-    const words = fold(query).split(/[^\p{L}\p{N}]+/u).filter((w) => w.length >= 2);
-    return [...new Set(words.map((w) => (w.length > 5 ? w.slice(0, w.length - 2) : w)))];
-  }
-
-  function matches(text, stems) {
-    if (!stems.length) return [];
-    const escaped = stems.map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-    const pattern = new RegExp(`(?<![\\p{L}\\p{N}])(?:${escaped.join("|")})[\\p{L}\\p{N}]*`, "gu");
-    const { folded, map } = foldWithMap(text);
-    const found = [];
-    for (const m of folded.matchAll(pattern)) {
-      found.push([map[m.index], map[m.index + m[0].length]]);
-    }
-    return found;
-  }
-
-  function highlighted(text, stems) {
+  function markedSnippet(text) {
+    // The server's snippet (query/snippets.py): the best-matching passage, Markdown syntax already
+    // dropped, matched words between ** marks. An odd number of marks (a literal "**" in the page)
+    // shows the text without marks rather than marking the wrong words.
+    const parts = text.split("**");
+    if (parts.length % 2 === 0) return text.replaceAll("**", "");
     const fragment = document.createDocumentFragment();
-    let last = 0;
-    for (const [start, end] of matches(text, stems)) {
-      if (start < last) continue;
-      fragment.append(text.slice(last, start), el("mark", {}, text.slice(start, end)));
-      last = end;
-    }
-    fragment.append(text.slice(last));
-    return fragment;
-  }
-
-  function plain(markdown) {
-    // Readable text from a Markdown chunk: heading marks, emphasis and code ticks dropped.
-    return markdown.replace(/^\s{0,3}#{1,6}\s+/gm, "").replace(/(\*\*|__|\*|`)/g, "")
-      .replace(/\s+/g, " ").trim();
-  }
-
-  function snippet(text, stems, size = 320) {
-    const flat = plain(text);
-    if (flat.length <= size) return highlighted(flat, stems);
-    const first = matches(flat, stems)[0];
-    let start = first ? Math.max(0, first[0] - 100) : 0;
-    if (start > 0) {
-      const space = flat.indexOf(" ", start);
-      start = space >= 0 && space < first[0] ? space + 1 : start;
-    }
-    const end = Math.min(flat.length, start + size);
-    const fragment = document.createDocumentFragment();
-    if (start > 0) fragment.append("… ");
-    fragment.append(highlighted(flat.slice(start, end), stems));
-    if (end < flat.length) fragment.append(" …");
+    parts.forEach((part, i) => fragment.append(i % 2 ? el("mark", {}, part) : part));
     return fragment;
   }
 
@@ -227,9 +197,8 @@
     return el("p", { class: "muted" }, `Some results were left out (${(body.truncation_reasons || []).join(", ")}).`);
   }
 
-  function renderSearch(body, query) {
+  function renderSearch(body) {
     if (!body || body.status === "error") return output(errorBox(body));
-    const stems = queryStems(query);
     const results = body.results || [];
     setStatus(results.length ? `${results.length} result${results.length === 1 ? "" : "s"}.` : "No results.");
     if (!results.length) {
@@ -237,25 +206,27 @@
         el("strong", {}, "No results. "), "No indexed page matches this query in this commit."));
     }
     const list = el("ol", { class: "results", id: "results" });
+    const commit = body.index_version ? body.index_version.commit : null;
     for (const r of results) {
       const path = r.heading_path || [];
       const heading = (path[0] === r.title ? path.slice(1) : path).join(" › ");
       list.append(el("li", { class: "result" },
-        el("h2", {}, sourceLink(r.title || r.document_path, r.source_url, { class: "result-link" })),
+        el("h2", {}, sourceLink(r.title || r.document_path, r.source_url, { class: "result-link" },
+          r.document_path, commit)),
         heading ? el("p", { class: "headings" }, heading) : null,
-        el("p", { class: "snippet" }, snippet(r.text || "", stems)),
+        el("p", { class: "snippet" }, markedSnippet(r.snippet || "")),
         el("p", { class: "path" }, el("code", {}, r.document_path), ` · ${r.source_id}`)));
     }
     output(commitNote(body), list, truncationNote(body));
   }
 
-  function sourcesList(sources) {
+  function sourcesList(sources, commit) {
     if (!sources || !sources.length) return null;
     const list = el("ol", { class: "sources" });
     for (const s of sources) {
       list.append(el("li", { id: `src-${s.source_id}`, tabindex: "-1" },
         el("span", { class: "sid" }, `[${s.source_id}] `),
-        sourceLink(s.title || s.document_path, s.source_url),
+        sourceLink(s.title || s.document_path, s.source_url, null, s.document_path, commit),
         " ", el("code", {}, s.document_path)));
     }
     return el("section", { class: "sources-box", "aria-label": "Sources" }, el("h2", {}, "Sources"), list);
@@ -361,7 +332,7 @@
     const nodes = [commitNote(g), note ? el("p", { class: "muted" }, note) : null];
     if (g.status === "no_answer") nodes.push(noAnswerBox(g, "No answer."));
     if (g.status === "ambiguous") nodes.push(noAnswerBox(g, "Ambiguous question."));
-    nodes.push(...graphTables(g), sourcesList(g.sources));
+    nodes.push(...graphTables(g), sourcesList(g.sources, g.index_version ? g.index_version.commit : null));
     setStatus(g.status === "ok" ? "Answered from the knowledge graph." : "No answer.");
     output(...nodes);
   }
@@ -379,7 +350,7 @@
     // A graph answer also as tables: the graph's own facts for the same question and commit.
     if (graph && graph.status !== "error") nodes.push(...graphTables(graph));
     nodes.push(...(coverageBox(body.answer_coverage) || []));
-    nodes.push(claimsBox(body.claims), sourcesList(body.sources));
+    nodes.push(claimsBox(body.claims), sourcesList(body.sources, body.index_version ? body.index_version.commit : null));
     setStatus(body.status === "ok" ? "Answered." : "No answer.");
     output(...nodes);
   }
@@ -403,7 +374,7 @@
     await loadHealth(); // the served commit may have changed since the page loaded
     if (!asking) {
       const { body } = await api("POST", "/search", { query, limit: 10, at });
-      if (current()) renderSearch(body, query);
+      if (current()) renderSearch(body);
       return;
     }
     const answered = await api("POST", "/answer", { query, at, mode: "answer" });

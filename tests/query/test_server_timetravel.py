@@ -234,3 +234,37 @@ def test_at_of_a_bundle_failing_verification_names_the_file(history: dict[str, s
         assert body["errors"] == [{"field": "bundle", "problem": "chunks.jsonl: sha256/size mismatch"}]
 
     with_server(store.root, hash_embedder, scenario)
+
+
+def test_document_returns_the_cited_page_of_the_requested_commit(history: dict[str, str], repo: RepoBuilder,  # type: ignore[no-untyped-def]
+                                                                  hash_embedder) -> None:
+    repo.write("wiki/p1.md", "# Strana 1\n\nNový text strany jedna.\n")
+    repo.write("wiki/tajne.md", "---\npublished: false\n---\n# Tajné\n\nInterné.\n")
+    history["c4"] = repo.commit("commit 4")
+    build_bundle(repo.path, Path(history["store"]), embedder=hash_embedder, branch="main")
+
+    async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        async def document(body: dict) -> tuple[int, dict]:
+            async with http.post(base + "/document", json=body) as resp:
+                return resp.status, await resp.json()
+
+        status, now = await document({"path": "wiki/p1.md"})
+        assert status == 200 and ENVELOPE <= set(now), now
+        assert now["document"]["markdown"] == "# Strana 1\n\nNový text strany jedna.\n"
+        assert now["document"]["commit"] == history["c4"] and now["sources"][0]["document_path"] == "wiki/p1.md"
+        # the same page at an older commit: that commit's text, as a citation of it showed
+        status, old = await document({"path": "wiki/p1.md", "at": "v1"})
+        assert status == 200 and old["document"]["markdown"].startswith("# Strana 1\n\nSlovo alfaovanie")
+        assert old["index_version"]["commit"] == history["c1"]
+        # unknown paths and unpublished pages are 404 document_not_found, the path never echoed
+        for body in ({"path": "wiki/none.md"}, {"path": "wiki/tajne.md"}, {"path": "wiki/p3.md", "at": "v1"}):
+            status, err = await document(body)
+            assert (status, err["reason"]) == (404, "document_not_found") and body["path"] not in json.dumps(err)
+        status, hidden = await document({"path": "wiki/tajne.md", "published_only": False})
+        assert status == 200 and hidden["document"]["published"] is False
+        for bad in ({}, {"path": ""}, {"path": "x" * 1001}, {"path": "a.md", "extra": 1}, {"path": 5},
+                    {"path": "a.md", "published_only": "false"}):
+            status, err = await document(bad)
+            assert status == 400 and err["reason"] in ("invalid_query", "invalid_request"), bad
+
+    with_server(Path(history["store"]), hash_embedder, scenario)

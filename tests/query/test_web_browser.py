@@ -66,6 +66,16 @@ def _free_port() -> int:
 @pytest.fixture
 def server(wiki: dict[str, str], tmp_path: Path) -> Iterator[str]:
     """`gitrag serve` in a subprocess with a search key and a base URL; yields its http://127.0.0.1:PORT."""
+    yield from _serve(wiki, tmp_path, ["--base-url", BASE_URL])
+
+
+@pytest.fixture
+def plain_server(wiki: dict[str, str], tmp_path: Path) -> Iterator[str]:
+    """The same server without ``--base-url`` (sources have no URL to link to)."""
+    yield from _serve(wiki, tmp_path, [])
+
+
+def _serve(wiki: dict[str, str], tmp_path: Path, extra: list[str]) -> Iterator[str]:
     config = tmp_path / "server.toml"
     config.write_text(f'search_key = "{SEARCH_KEY}"\n', encoding="utf-8")
     port = _free_port()
@@ -74,7 +84,7 @@ def server(wiki: dict[str, str], tmp_path: Path) -> Iterator[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     log = (tmp_path / "server.log").open("wb")
     proc = subprocess.Popen([gitrag, "serve", "--store", wiki["store"], "--host", "127.0.0.1", "--port", str(port),
-                             "--base-url", BASE_URL, "--config", str(config)], env=env, stdout=log, stderr=log)
+                             *extra, "--config", str(config)], env=env, stdout=log, stderr=log)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -228,3 +238,46 @@ def test_search_follow_a_link_and_time_travel_in_a_browser(server: str, wiki: di
         shutil.copyfile(shot, target)
         if (tmp_path / "web-ask.png").exists():
             shutil.copyfile(tmp_path / "web-ask.png", Path(target).with_name(Path(target).stem + "-ask.png"))
+
+
+def test_sources_without_base_url_open_the_page_of_their_commit(plain_server: str, wiki: dict[str, str]) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    executable = _browser_path()
+    expect.set_options(timeout=30_000)
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 900})
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(plain_server + "/")
+            page.fill("#key", SEARCH_KEY)
+            page.press("#key", "Enter")
+            expect(page.locator("#served-commit")).to_have_text(wiki["c2"][:7])
+            page.fill("#q", "Prepis súdnych nahrávok")
+            page.press("#q", "Enter")
+            first = page.locator("#results > li").first
+            expect(first.locator("h2")).to_have_text("Ján Holp")
+            snippet = first.locator(".snippet")
+            expect(snippet.locator("mark").first).to_be_visible()
+            assert "**" not in snippet.inner_text() and "](" not in snippet.inner_text()
+            first.locator("a.result-link").click()  # no --base-url: the page as the bundle holds it
+            doc = page.locator("#document")
+            expect(doc.locator("h2")).to_have_text("Ján Holp")
+            expect(doc.locator("pre.markdown")).to_contain_text("Prepis súdnych nahrávok")
+            expect(doc).to_contain_text(wiki["c2"][:7])
+            doc.locator("button.back").click()
+            expect(page.locator("#results > li").first.locator("h2")).to_have_text("Ján Holp")
+            # a page deleted since: found as of the older commit, and shown as that commit holds it
+            page.select_option("#at", wiki["c1"])
+            page.fill("#q", "Ivana Verešová Detekcia prejavov")
+            page.press("#q", "Enter")
+            older = page.locator("#results > li").first
+            expect(older.locator("h2")).to_have_text("Ivana Verešová")
+            older.locator("a.result-link").click()
+            expect(page.locator("#document")).to_contain_text(wiki["c1"][:7])
+            expect(page.locator("#document pre.markdown")).to_contain_text("Detekcia")
+        finally:
+            browser.close()
+    assert not errors, errors
