@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import (
     ArtifactError,
@@ -414,12 +415,12 @@ def check_revision(rev: object) -> str:
     or ``.lock``).  The same rule serves ``gitrag use``/``verify``/``diff`` and HTTP ``at``.
     """
     if not isinstance(rev, str) or not rev or len(rev) > MAX_REVISION_CHARS:
-        raise InvalidRevisionError("no bundle: a revision is a non-empty string of at most 200 characters")
+        raise InvalidRevisionError("invalid revision: a revision is a non-empty string of at most 200 characters")
     match = _REVISION.fullmatch(rev)
     base = match.group("base") if match else ""
     if (match is None or ".." in base or "//" in base or "/." in base
             or base.endswith(("/", ".", ".lock"))):
-        raise InvalidRevisionError(f"no bundle: {rev[:60]!r} is not a commit id, branch, tag, REV~N or REV^")
+        raise InvalidRevisionError(f"invalid revision: {rev[:60]!r} is not a commit id, branch, tag, REV~N or REV^")
     return rev
 
 
@@ -428,8 +429,13 @@ def resolve_bundle_ref(store: Store, ref: str, repo_path: Path | str | None = No
     """Resolve a revision (see :func:`check_revision`) to a published bundle: the one resolver.
 
     Order: an exact bundle id; a hex prefix (4..40) of exactly one published commit; otherwise the
-    revision resolved with pygit2 (``revparse``: branch, tag, ``REV~N``, ``REV^``, sha) in, first,
-    ``repo_path``, then the reference bundle's source repository, then those of the other bundles.
+    revision resolved with pygit2 (``revparse``: branch, tag, ``REV~N``, ``REV^``, sha) in
+    ``repo_path`` when given, else in the source repositories of the store's bundles (the reference
+    bundle's first).  Bundles may come from several repositories (a first build from a working
+    clone, later ones from the hook's bare repository), where a branch name can point at different
+    commits: then the commit that descends from all the others wins (the branch moved forward),
+    and if there is none the revision is ambiguous (:class:`BundleNotFoundError` naming the
+    repositories; pass ``repo_path``).
     The reference bundle ``prefer`` (default: ``CURRENT``'s) also decides between bundles of one
     commit built with different configurations (its fingerprint wins, then the newest).
     ``bundles`` is the list to search (default: :meth:`Store.list_bundles`).
@@ -452,23 +458,48 @@ def resolve_bundle_ref(store: Store, ref: str, repo_path: Path | str | None = No
         if len(commits) > 1:
             raise BundleNotFoundError(f"commit prefix {ref} is ambiguous")
         commit = next(iter(commits), None)
+    if commit is None and repo_path is not None:
+        commit = resolve_revision(repo_path, ref)
     if commit is None:
-        sources = [str(repo_path)] if repo_path is not None else []
-        sources += [prefer.source.repo] if prefer is not None else []
+        sources = [prefer.source.repo] if prefer is not None else []
         sources += [b.manifest.source.repo for b in bundles]
-        for source in dict.fromkeys(sources):
-            commit = resolve_revision(source, ref)
-            if commit is not None:
-                break
+        commit = _resolve_in_sources(list(dict.fromkeys(sources)), ref)
     if commit is None:
         _raise_if_unreadable(store, ref, bundles)
         raise UnknownRevisionError(f"unknown revision {ref}")
     matches = [b for b in bundles if b.manifest.commit == commit]
     if not matches:
         _raise_if_unreadable(store, commit, bundles)
-        raise BundleNotFoundError(f"no bundle for commit {commit[:12]}")
+        raise BundleNotFoundError(f"no bundle for commit {commit[:12]} (build it: gitrag build --rev {commit[:12]})")
     suffix = prefer.config_fingerprint[:8] if prefer is not None else None
     return sorted(matches, key=lambda b: b.bundle_id.rsplit(".", 1)[-1] != suffix)[0]  # stable: newest first
+
+
+def _resolve_in_sources(sources: list[str], ref: str) -> str | None:
+    """Resolve ``ref`` in every repository of ``sources`` (see :func:`resolve_bundle_ref` for the rule)."""
+    import pygit2
+
+    found = {source: commit for source in sources if (commit := resolve_revision(source, ref)) is not None}
+    commits = list(dict.fromkeys(found.values()))
+    if len(commits) <= 1:
+        return commits[0] if commits else None
+    for candidate in commits:
+        if all(_descends(sources, candidate, other, pygit2) for other in commits if other != candidate):
+            return candidate
+    named = "; ".join(f"{commit[:12]} in {source}" for source, commit in found.items())
+    raise BundleNotFoundError(f"revision {ref} is ambiguous: {named}; name the repository (--repo) or a commit")
+
+
+def _descends(sources: list[str], commit: str, other: str, pygit2: Any) -> bool:
+    """Whether ``commit`` descends from ``other`` in some repository of ``sources`` that holds both."""
+    for source in sources:
+        try:
+            repo = pygit2.Repository(source)
+            if repo.descendant_of(commit, other):
+                return True
+        except (KeyError, ValueError, pygit2.GitError):
+            continue
+    return False
 
 
 def _current_manifest(store: Store) -> Manifest | None:

@@ -14,7 +14,13 @@ import pytest
 from click.testing import CliRunner
 
 from artifacts.cli import main
-from artifacts.errors import BundleIntegrityError, InvalidRevisionError, StoreWriteError, UnknownRevisionError
+from artifacts.errors import (
+    BundleIntegrityError,
+    BundleNotFoundError,
+    InvalidRevisionError,
+    StoreWriteError,
+    UnknownRevisionError,
+)
 from artifacts.store import Store, check_revision, pin, resolve_bundle_ref, use_bundle
 from indexer.build import build_bundle
 from tests.conftest import RepoBuilder
@@ -172,3 +178,38 @@ def test_bundles_prints_column_headers(two: dict[str, str]) -> None:
                                                           "SUMMARY"]
     assert lines[1].startswith("* ") and two["b2"] in lines[1] and two["b1"] in lines[2]
     assert lines[1].index(two["b2"]) == lines[0].index("BUNDLE")  # the header is aligned with the rows
+
+
+def test_branch_names_across_a_clone_and_the_hooks_bare_repository(repo: RepoBuilder, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                     hash_embedder) -> None:
+    """The first-hour path: a first build from a working clone, then the hook's bare repository gets a
+    push; after a rollback, `use main` must roll forward to the bare repository's tip, not the stale
+    clone's (a new user saw it print the old bundle and exit 0)."""
+    from tests.conftest import git
+
+    store = tmp_path / "store"
+    repo.write("a.md", "# A\n\nFirst.\n")
+    c1 = repo.commit("one")
+    build_bundle(repo.path, store, embedder=hash_embedder, branch="main")
+    bare = tmp_path / "wiki.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo.path), str(bare))
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(bare), str(work))
+    (work / "b.md").write_text("# B\n\nSecond.\n", encoding="utf-8")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "two")
+    git(work, "push", "-q", "origin", "HEAD:main")
+    c2 = git(bare, "rev-parse", "main").strip()
+    build_bundle(bare, store, embedder=hash_embedder, branch="main")  # what the hook's worker does
+    runner = CliRunner()
+    assert runner.invoke(main, ["use", c1[:10], "--store", str(store)]).exit_code == 0  # roll back
+    forward = runner.invoke(main, ["use", "main", "--store", str(store)])
+    assert forward.exit_code == 0, forward.output
+    assert Store(store).current_id().startswith(c2), forward.output  # the branch moved forward: its tip wins
+    # histories that diverged (a force push): no commit descends from the other, so the name is ambiguous
+    (repo.path / "c.md").write_text("# C\n\nOther.\n", encoding="utf-8")
+    repo.commit("diverged")
+    build_bundle(repo.path, store, embedder=hash_embedder, branch="main", force_current=True)
+    with pytest.raises(BundleNotFoundError, match="ambiguous"):
+        resolve_bundle_ref(Store(store), "main")
+    assert resolve_bundle_ref(Store(store), "main", bare).manifest.commit == c2  # --repo decides
