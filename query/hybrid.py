@@ -38,7 +38,7 @@ from artifacts.analysis import (
 
 from .bundle import OpenedBundle
 from .contract import Envelope, Source, source_url, validate_request
-from .snippets import make_snippet
+from .snippets import display_text, make_snippet
 
 MAX_QUERY_CHARS = 1000
 MAX_QUERY_TERMS = 64
@@ -860,7 +860,7 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
             "chunk_id": cid,
             "document_path": chunk.path,
             "title": chunk.title,
-            "heading_path": chunk.heading_path,
+            "heading_path": [" ".join(display_text(h).split()) for h in chunk.heading_path],  # no link syntax
             "text": chunk.text,
             "snippet": make_snippet(chunk.text, words, prefixes),
             "source_url": url,

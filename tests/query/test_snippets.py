@@ -48,6 +48,9 @@ def test_snippet_shows_the_words_a_reader_sees_not_markdown_syntax() -> None:
     assert "nastavenia, Ceny a Sync › Limity" in snippet and "Zapni" in snippet and "Plus 4 €" in snippet
     # Arithmetic, identifiers and autolinks keep their characters; only the brackets of an autolink go.
     assert display_text("2 * 3 * 4, snake_case_name, <https://obsidian.md>") == "2 * 3 * 4, snake_case_name, https://obsidian.md"
+    # raw HTML (an embedded player found by the vector arm alone) is no snippet text
+    iframe = '<iframe style="border-radius:12px" src="https://open.spotify.com/embed/x" width="100%"></iframe>'
+    assert make_snippet(iframe + "\n\nPodcast o dobrovolnictví.", {}) == "Podcast o dobrovolnictví."
 
 
 @pytest.fixture
@@ -110,3 +113,15 @@ def test_base_url_with_commit_placeholder_links_the_answering_commit(store: Path
             f"https://git.example.org/wiki/blob/{bundle.manifest.commit}/posts/siete.md"
     assert source_url("https://x.org/wiki/", "a b/č.md", "abc") == "https://x.org/wiki/a%20b/%C4%8D.md"
     assert source_url(None, "a.md", "abc") is None
+
+
+def test_heading_paths_in_results_show_link_text_not_syntax(repo: RepoBuilder, tmp_path: Path) -> None:
+    from artifacts.store import Store
+
+    repo.write("news.md", "# Zprávy\n\n## Audioverze na [poslouchat.digital](https://poslouchat.digital)\n\n"
+                          "Newsletter o zeleninovém kompotu a dobrovolnících.\n")
+    repo.commit("news")
+    build_bundle(repo.path, tmp_path / "store", embedder="hash-64")
+    bundle = open_bundle(Store(tmp_path / "store").current_path())
+    body = search(bundle, parse_search_request({"query": "zeleninovém kompotu"}), SearchOptions())
+    assert body["results"][0]["heading_path"] == ["Zprávy", "Audioverze na poslouchat.digital"]
