@@ -118,10 +118,11 @@ def test_base_url_with_commit_placeholder_links_the_answering_commit(store: Path
 def test_heading_paths_in_results_show_link_text_not_syntax(repo: RepoBuilder, tmp_path: Path) -> None:
     from artifacts.store import Store
 
-    repo.write("news.md", "# Zprávy\n\n## Audioverze na [poslouchat.digital](https://poslouchat.digital)\n\n"
+    repo.write("news.md", "# Audioverze na [poslouchat.digital](https://poslouchat.digital)\n\n"
                           "Newsletter o zeleninovém kompotu a dobrovolnících.\n")
     repo.commit("news")
     build_bundle(repo.path, tmp_path / "store", embedder="hash-64")
     bundle = open_bundle(Store(tmp_path / "store").current_path())
     body = search(bundle, parse_search_request({"query": "zeleninovém kompotu"}), SearchOptions())
-    assert body["results"][0]["heading_path"] == ["Zprávy", "Audioverze na poslouchat.digital"]
+    assert body["results"][0]["heading_path"] == ["Audioverze na poslouchat.digital"]
+    assert body["results"][0]["title"] == "Audioverze na poslouchat.digital"
