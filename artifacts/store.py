@@ -100,12 +100,27 @@ class Store:
                 except BlockingIOError:
                     if not wait or (deadline is not None and time.monotonic() > deadline):
                         raise StoreLockedError(
-                            "another gitrag build holds the store lock; try again later"
+                            "another gitrag process (a build, `use` or `pin`) holds the store lock; "
+                            "try again later, or pass --wait to `gitrag build` to wait for it"
                         ) from None
                     time.sleep(0.2)
             yield
         finally:
             handle.close()  # closing releases the flock
+
+    def writer_busy(self) -> bool:
+        """Whether another process holds the writer lock now (a build, ``use`` or ``pin`` running)."""
+        path = self.root / LOCK
+        if not path.exists():
+            return False
+        try:
+            with open(path, "a+") as handle:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        return False
 
     def clean_staging(self) -> list[str]:
         """Remove every staging directory (call only while holding the writer lock).
@@ -191,6 +206,9 @@ class Store:
         """Return the directory of the ``CURRENT`` bundle; raises :class:`BundleNotFoundError`."""
         bundle_id = self.current_id()
         if bundle_id is None:
+            if self.writer_busy():
+                raise BundleNotFoundError("the store has no CURRENT bundle yet: a build is running now "
+                                          "(see `gitrag jobs` or the build's progress)")
             raise BundleNotFoundError("the store has no CURRENT bundle; run `gitrag build` first")
         return self.bundle_path(bundle_id)
 

@@ -166,19 +166,22 @@ def build_bundle(
                            chunking=chunking, include=include, graph_schema=graph_schema,
                            max_file_bytes=max_file_bytes)
     report = progress or (lambda stage, done, total: None)
-    if embedder is not None and not isinstance(embedder, str):
-        model = embedder
-    else:
-        report("load_model", 0, 1)
-        model = load_embedder(opts.embedder)
-        report("load_model", 1, 1)
-    graph_mapping, mapping_choice = choose_graph_mapping(repo, info.tree, opts.graph_schema)
-    config = BuildConfig(embedder=model.spec, chunking=opts.chunking or ChunkConfig(),
-                         graph_mapping=graph_mapping, include=sorted(set(opts.include or [])))
-    if opts.max_file_bytes is not None:
-        config.max_file_bytes = opts.max_file_bytes
     store = Store(store_dir).ensure()
+    # The lock first: a second build fails (or waits) at once, not after loading a model.
     with store.writer_lock(wait=wait_for_lock):
+        if embedder is not None and not isinstance(embedder, str):
+            model = embedder
+        else:
+            report("load_model", 0, 1)
+            model = load_embedder(opts.embedder)
+            report("load_model", 1, 1)
+        report("graph_mapping", 0, 1)  # samples and parses up to ~200 pages: seconds on a busy machine
+        graph_mapping, mapping_choice = choose_graph_mapping(repo, info.tree, opts.graph_schema)
+        report("graph_mapping", 1, 1)
+        config = BuildConfig(embedder=model.spec, chunking=opts.chunking or ChunkConfig(),
+                             graph_mapping=graph_mapping, include=sorted(set(opts.include or [])))
+        if opts.max_file_bytes is not None:
+            config.max_file_bytes = opts.max_file_bytes
         store.clean_staging()
         result = _build_locked(store, repo, info, model, config, branch, progress, scratch,
                                update_current, force_current, mapping_choice)
@@ -221,6 +224,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
 
     staging = store.new_staging()
     try:
+        report("find_base", 0, 1)  # reads an ancestor bundle's records and vectors for reuse
         base: BaseBundle | None = None
         if not scratch:
             base_id = find_base_bundle(store, repo, info.commit, fingerprint)
@@ -230,6 +234,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         # the same way can donate them (e.g. after an analyzer or chunking change); keyed by
         # content hash, so which donor is chosen never changes the result.
         donor = _vector_donor(store, config, info.commit, base)
+        report("find_base", 1, 1)
         lap("find_base")
         files = [f for f in iter_markdown(repo, info.tree) if config.includes(f.path)]
         if config.include and not files:
@@ -238,9 +243,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         docs, skipped, parsed_paths, fresh, chunk_seconds = _parse_tree(
             files, base, config.max_file_bytes, config.chunking, report)
         lap("parse")
-        report("chunk", 0, len(docs))
-        chunks = _chunk_all(docs, fresh, base)
-        report("chunk", len(docs), len(docs))
+        chunks = _chunk_all(docs, fresh, base)  # chunked while parsing: progress shows one stage, "parse"
         # Each document is chunked right after it is parsed (one Markdown parse per document, see
         # indexer.markdown.outline); report that time under "chunk", not "parse".
         timings["parse"] = round(timings["parse"] - chunk_seconds, 3)

@@ -28,11 +28,14 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, TextIO
 
-UNITS = {"load_model": "model", "parse": "file", "chunk": "doc", "embed": "chunk", "text_index": "chunk",
-         "vector_index": "vector", "graph": "doc", "publish": "bundle"}
+UNITS = {"load_model": "model", "graph_mapping": "step", "find_base": "step", "parse": "file", "chunk": "doc",
+         "embed": "chunk", "text_index": "chunk", "vector_index": "vector", "graph": "doc", "publish": "bundle"}
 """Unit of a stage's counts, for display."""
 
-LABELS = {"load_model": "loading the embedding model", "parse": "parsing Markdown", "chunk": "chunking",
+LABELS = {"load_model": "loading the embedding model",
+          "graph_mapping": "choosing the graph mapping (reads a sample of pages)",
+          "find_base": "looking for an ancestor bundle to reuse", "parse": "parsing and chunking Markdown",
+          "chunk": "chunking",
           "embed": "embedding", "text_index": "writing the BM25 index", "vector_index": "writing the vector index",
           "graph": "writing the graph", "publish": "verifying and publishing"}
 
@@ -146,7 +149,9 @@ class BuildProgress:
             self._bar = None
         elif self.mode == "lines":
             elapsed = now - self._started
-            rate = f", {self._done / elapsed:,.1f} {self._unit(self._stage)}/s" if elapsed > 0 and self._done else ""
+            # a rate only where it means something: several items over at least a second
+            rate = f", {self._done / elapsed:,.1f} {self._unit(self._stage)}/s" \
+                if elapsed >= 1.0 and self._done > 1 else ""
             self._line(f"{self._stage} done: {self._done:,} {self._unit(self._stage)}(s) in "
                        f"{format_seconds(elapsed)}{rate}")
         self._stage = None

@@ -503,6 +503,8 @@ def _bundle_summary(holder: BundleHolder, bundle: OpenedBundle) -> dict[str, Any
 NO_BUNDLE_HINT = ("The store has no bundle yet: build one with `gitrag build --repo REPO --store STORE`; "
                   "the server serves it as soon as CURRENT points at it.")
 BROKEN_CURRENT_HINT = "The CURRENT bundle failed to open; run `gitrag verify --store STORE` and `gitrag use`."
+BUILDING_HINT = ("The store has no bundle yet and a build is running now; the server serves its bundle as "
+                 "soon as it is published (see `gitrag jobs` or the build's progress).")
 
 
 async def handle_health(request: web.Request) -> web.Response:
@@ -519,7 +521,8 @@ async def handle_health(request: web.Request) -> web.Response:
         "auth": "api_keys" if config.keys_configured else "none (no API keys configured; loopback only)",
     }
     if bundle is None:
-        body["message"] = BROKEN_CURRENT_HINT if holder.failed_bundle else NO_BUNDLE_HINT
+        body["message"] = BROKEN_CURRENT_HINT if holder.failed_bundle else \
+            BUILDING_HINT if holder.store.writer_busy() else NO_BUNDLE_HINT
     if not config.keys_configured or has_valid_key(config, request):
         body |= {
             "last_reload_error": holder.last_error,
@@ -534,6 +537,8 @@ async def handle_health(request: web.Request) -> web.Response:
 ROOT_LINKS: dict[str, str] = {"health": "/health", "openapi": "/openapi.json", "bundles": "/bundles",
                               "page": "/ui/", "metrics": "/metrics", "mcp": "/mcp"}
 """Links listed by ``GET /`` (a web page registers itself here)."""
+QUERY_ENDPOINTS = ("POST /search", "POST /answer", "POST /graph", "POST /document")
+"""The query endpoints ``GET /`` names (each takes a JSON body; see ``/openapi.json``)."""
 
 
 async def handle_root(request: web.Request) -> web.Response:
@@ -542,7 +547,8 @@ async def handle_root(request: web.Request) -> web.Response:
     A browser (``Accept`` prefers ``text/html``) gets the web page instead (:mod:`query.webpage`)."""
     if wants_html(request):
         return await handle_page(request)
-    return web.json_response({"status": "ok", "name": "gitrag", "version": __version__, "links": dict(ROOT_LINKS)})
+    return web.json_response({"status": "ok", "name": "gitrag", "version": __version__, "links": dict(ROOT_LINKS),
+                              "query_endpoints": list(QUERY_ENDPOINTS)})
 
 
 async def handle_bundles(request: web.Request) -> web.Response:

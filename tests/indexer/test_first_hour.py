@@ -170,10 +170,12 @@ def test_progress_lines_without_a_terminal_and_clean_json(repo: RepoBuilder, tmp
     summary = json.loads(done.stdout)  # stdout is exactly the JSON summary
     assert summary["documents"] == 3 and summary["store_defaults_recorded"] is True
     lines = done.stderr.splitlines()
-    for stage in ("parse", "chunk", "embed", "text_index", "vector_index", "graph", "publish"):
+    # every stage, including the steps before parsing (no silent gap before the first bar)
+    for stage in ("graph_mapping", "find_base", "parse", "embed", "text_index", "vector_index", "graph", "publish"):
         assert any(line.startswith(f"gitrag build: {stage}: ") for line in lines), (stage, done.stderr)
         assert any(line.startswith(f"gitrag build: {stage} done: ") for line in lines), (stage, done.stderr)
     assert "embed done: 3 chunk(s) in" in done.stderr
+    assert "model/s" not in done.stderr and "step/s" not in done.stderr  # no rate for single-step stages
 
 
 class _Clock:

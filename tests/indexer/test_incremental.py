@@ -295,8 +295,12 @@ def test_second_build_exits_with_a_clear_message_while_locked(repo: RepoBuilder,
     repo.commit()
     store = Store(tmp_path / "store")
     with store.writer_lock():
-        proc = subprocess.run([GITRAG, "build", "--repo", str(repo.path), "--store", str(store.root)],
-                              capture_output=True, text=True, env={**os.environ, "GITRAG_EMBEDDER": "hash-64"},
-                              timeout=120)
-    assert proc.returncode == 1 and "another gitrag build holds the store lock" in proc.stderr
+        assert Store(store.root).writer_busy() is True  # what /health and `search` tell a user while building
+        # the lock is checked before the model loads: the message comes at once and names --wait
+        proc = subprocess.run([GITRAG, "build", "--repo", str(repo.path), "--store", str(store.root),
+                               "--embedder", "sentence-transformers/all-MiniLM-L6-v2"],
+                              capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=120)
+    assert proc.returncode == 1 and "holds the store lock" in proc.stderr and "--wait" in proc.stderr
+    assert "load_model" not in proc.stderr, proc.stderr
     assert store.current_id() is None
+    assert Store(store.root).writer_busy() is False

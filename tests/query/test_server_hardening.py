@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from artifacts.store import Store
 from query.config import ServerConfig, WebhookConfig, is_loopback
 from query.contract import ERROR_MESSAGES
 from query.errors import InvalidQueryError, InvalidRequestError
@@ -268,6 +269,11 @@ def test_empty_store_health_says_to_run_build(tmp_path: Path, hash_embedder) -> 
         assert resp.status == 503 and body["ready"] is False and body["reason"] == "retrieval_unavailable"
         assert "gitrag build --repo REPO --store STORE" in body["message"]
         assert str(tmp_path) not in json.dumps(body)
+        # while the first build runs (it holds the store lock), /health says so instead of "run a build"
+        with Store(tmp_path / "empty").writer_lock():
+            async with http.get(base + "/health") as resp:
+                busy = await resp.json()
+        assert resp.status == 503 and "a build is running now" in busy["message"]
 
     with_server(tmp_path / "empty", hash_embedder, scenario)
 
@@ -278,6 +284,7 @@ def test_root_links_to_health_and_openapi(store: Path, hash_embedder) -> None:  
             body = await resp.json()
         assert resp.status == 200 and body["name"] == "gitrag"
         assert body["links"]["health"] == "/health" and body["links"]["openapi"] == "/openapi.json"
+        assert {"POST /search", "POST /answer", "POST /graph", "POST /document"} == set(body["query_endpoints"])
         for name, link in body["links"].items():
             async with http.get(base + link) as resp:
                 # MCP's streamable HTTP transport is stateless here: POST only (GET is 405 with Allow)
