@@ -677,8 +677,50 @@ _ONE_PERSON = {"works_of_person", "title_of_work", "year_of_work", "supervisor_o
                "tags_of_person", "topics_of_person"}
 
 
+_PERSON_CONCEPTS = ("who", "person", "author", "supervisor", "work", "start", "tag", "topic", "title", "year",
+                    "common", "count", "link")
+"""Question words that make a name the subject of a person question (then an unknown name is refused)."""
+
+
+def _named_in_pages(bundle: OpenedBundle, run: list[Token], published_only: bool) -> bool:
+    """Whether the words of ``run`` occur together, in this order, in some chunk's title or text
+    (of a published document, with ``published_only``).
+
+    A capitalised name the graph does not know as a person ("Jehlomat", "Česko.Digital") that the
+    pages mention is a thing the text can answer about, not "a person nobody has"."""
+    from whoosh import query as wq
+
+    from .hybrid import _chunk_id, ranking_searcher
+
+    words = re.findall(r"\w+", fold(" ".join(t.text for t in run)))
+    phrase = " ".join(words)
+    if not phrase:
+        return False
+    searcher: Any = ranking_searcher(bundle)
+    # the index may hold the name as one token ("česko.digital"): try the joined forms too
+    joined = [wq.Term(f, sep.join(words)) for sep in (".", "-", "") for f in ("body", "title")] \
+        if len(words) > 1 else []
+    hits = searcher.search(wq.Or([wq.And([wq.Or([wq.Term("body", w), wq.Term("title", w)]) for w in words]), *joined]),
+                           limit=200, scored=False)
+    for _, docnum in hits.top_n:
+        chunk = bundle.chunks[bundle.chunk_index[_chunk_id(bundle, searcher, docnum)]]
+        if published_only and not chunk.published:
+            continue
+        if phrase in " ".join(re.findall(r"\w+", fold(f"{chunk.title} {chunk.text}"))):
+            return True
+    return False
+
+
 def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     needs_person = a.intent in _ONE_PERSON or a.intent in ("common_tags", "common_topics", "needs_person")
+    if (not a.persons and not a.pages and not a.document_authors and a.intent in ("needs_person", "unsupported")
+            # without works in the graph, "projekt" names no thesis
+            and not a.has(*(c for c in _PERSON_CONCEPTS if c != "work" or index.has_works))
+            and not a.work_types and a.unmatched_names
+            and all(_named_in_pages(out.bundle, run, out.request.published_only) for run in a.unmatched_names)):
+        # "Co je Jehlomat?": no person question, and the pages mention the name: the text can answer
+        return out.unsupported("The names in the question are no persons of the graph, but pages mention "
+                               "them; try /search.")
     # a name nobody has: unknown_person whatever was asked (but a page title is no person)
     unknown = [run for run in a.unmatched_names if len(run) >= 2]
     if not a.persons and not a.pages and a.intent != "links_unknown_page" and (
