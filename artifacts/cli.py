@@ -184,8 +184,15 @@ def pin_command(store_dir: str) -> None:
 @STORE_OPTION
 def unpin_command(store_dir: str) -> None:
     """Remove the pin: the next build moves CURRENT again."""
-    unpin(_existing_store(store_dir))
-    click.echo("unpinned")
+    store = _existing_store(store_dir)
+    unpin(store)
+    newest = next(iter(store.list_bundles()), None)  # newest commit first
+    current = store.current_id()
+    if newest is not None and newest.bundle_id != current:
+        click.echo(f"unpinned; CURRENT stays at {current}; the newest bundle is {newest.bundle_id} "
+                   f"(switch with `gitrag use {newest.manifest.commit[:12]}`; the next build moves CURRENT)")
+    else:
+        click.echo("unpinned; the next build moves CURRENT again")
 
 
 @main.command("gc")

@@ -114,6 +114,17 @@ def test_worker_builds_with_the_store_defaults_and_logs_a_failing_job(repo: Repo
     assert f"job {bad.id} FAILED after 1 attempt(s): {failed.error}" in err.getvalue()
     listed = CliRunner().invoke(main, ["jobs", "--store", str(store)])
     assert f"error: {failed.error.split(':')[0]}" in listed.output
+    lines = listed.output.splitlines()
+    assert lines[0].split()[:3] == ["id", "status", "phase"]  # a header row
+    assert any(line.split()[0] == str(job.id) and line.endswith("CURRENT") for line in lines), listed.output
+    # a pinned store: a job's bundle that did not become CURRENT says so, and unpin says how to switch
+    runner = CliRunner()
+    assert runner.invoke(main, ["use", first[:10], "--store", str(store)]).exit_code == 0
+    assert runner.invoke(main, ["pin", "--store", str(store)]).exit_code == 0
+    listed = runner.invoke(main, ["jobs", "--store", str(store)])
+    assert "not current (the store is pinned" in listed.output
+    unpinned = runner.invoke(main, ["unpin", "--store", str(store)])
+    assert unpinned.exit_code == 0 and f"gitrag use {second[:12]}" in unpinned.output
 
 
 # -- CURRENT never moves backwards by accident ------------------------------------------------------
