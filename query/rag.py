@@ -275,7 +275,9 @@ def pack_chunks(bundle: OpenedBundle, chunk_ids: Iterable[str], *, max_tokens: i
 
 # -- graph evidence --------------------------------------------------------------------------------
 
-_PREDICATE_LABELS = {"tagged": "tagy", "has_topic": "témy", "authored": "autor dokumentov", "links_to": "odkazuje na"}
+_PREDICATE_LABELS = {"tagged": "tagy", "has_topic": "témy", "authored": "autor dokumentov", "links_to": "odkazuje na",
+                     "authored_by": "autor", "supervised_by": "vedúci práce", "started_in": "začiatok štúdia"}
+"""Words for graph predicates in evidence lines (a raw predicate name is no sentence a reader expects)."""
 _COMMON_INTENTS = {"common_tags": "tagged", "common_topics": "has_topic"}
 
 

@@ -10,7 +10,7 @@ from artifacts.config import ChunkConfig
 from indexer.build import build_bundle
 from indexer.chunking import count_tokens as indexer_count_tokens
 from query.bundle import open_bundle
-from query.rag import count_tokens, pack_chunks, question_weights, support, text_context
+from query.rag import count_tokens, pack_chunks, question_weights, render_facts, support, text_context
 from tests.conftest import RepoBuilder
 
 
@@ -91,3 +91,10 @@ def test_restricted_to_paths(bundle: Any) -> None:
     none = text_context(bundle, "tlačiareň zapína", max_tokens=3000, paths={"long.md"})
     assert none.items == []
 
+
+
+def test_graph_facts_are_phrased_with_words_not_predicate_names() -> None:
+    facts = [{"subject": "content/posts/hackday.md", "predicate": "authored_by", "object": "Tomáš Znamenáček"},
+             {"subject": "Ján Holp", "predicate": "supervised_by", "object": "Daniel Hládek"}]
+    assert render_facts(facts) == ["content/posts/hackday.md: autor Tomáš Znamenáček.",
+                                   "Ján Holp: vedúci práce Daniel Hládek."]
