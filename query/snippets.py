@@ -28,6 +28,8 @@ from whoosh.highlight import BasicFragmentScorer, ContextFragmenter, Formatter, 
 
 from artifacts.analysis import folding_analyzer, normalize_text
 
+from .sentences import stop_words
+
 MARK = "**"
 SNIPPET_CHARS = 240
 """Target snippet length (characters of chunk text, marks and ellipses not counted)."""
@@ -97,12 +99,16 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
                  maxchars: int = SNIPPET_CHARS) -> str:
     """Return the best passage of ``text`` (about ``maxchars`` characters) with matched words in ``**``.
 
-    ``words``: folded query words -> weight (e.g. idf); ``prefixes``: folded stem prefixes ->
-    weight (a token starting with one matches).  Whitespace is collapsed to single spaces; ``…``
+    ``words``: folded query words -> weight (e.g. idf); stop words (sk, cs, en, de, pl) among them
+    are not marked when another word is; ``prefixes``: folded stem prefixes -> weight (a token
+    starting with one matches).  Whitespace is collapsed to single spaces; ``…``
     marks text cut at either end.  Without any match, the start of ``text`` is returned.
     """
     text = display_text(normalize_text(text))
     prefixes = prefixes or {}
+    content = {w: weight for w, weight in words.items() if w not in stop_words()}
+    if content:  # function words ("pro", "the", "v") are not marked unless the query has nothing else
+        words = content
     if words or prefixes:
         tokens = folding_analyzer()(text, chars=True, mode="query", removestops=False)
         fragmenter = ContextFragmenter(maxchars=maxchars, surround=maxchars // 3)

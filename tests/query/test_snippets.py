@@ -48,6 +48,10 @@ def test_snippet_shows_the_words_a_reader_sees_not_markdown_syntax() -> None:
     assert "nastavenia, Ceny a Sync › Limity" in snippet and "Zapni" in snippet and "Plus 4 €" in snippet
     # Arithmetic, identifiers and autolinks keep their characters; only the brackets of an autolink go.
     assert display_text("2 * 3 * 4, snake_case_name, <https://obsidian.md>") == "2 * 3 * 4, snake_case_name, https://obsidian.md"
+    # function words are not marked beside content words (a new user saw **pro**, **v**, **the**)
+    marked = make_snippet("Datová schránka pro neziskové organizace v Česku.", {"pro": 1.0, "schranka": 3.0})
+    assert "**schránka**" in marked and "**pro**" not in marked
+    assert "**pro**" in make_snippet("Datová schránka pro neziskové organizace.", {"pro": 1.0})
     # raw HTML (an embedded player found by the vector arm alone) is no snippet text
     iframe = '<iframe style="border-radius:12px" src="https://open.spotify.com/embed/x" width="100%"></iframe>'
     assert make_snippet(iframe + "\n\nPodcast o dobrovolnictví.", {}) == "Podcast o dobrovolnictví."
