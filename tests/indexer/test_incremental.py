@@ -223,7 +223,7 @@ def test_cli_use_bundles_verify_gc_and_diff(repo: RepoBuilder, tmp_path: Path) -
     assert run("use", "main", "--store", store, "--repo", str(repo.path)).returncode == 0
     assert Store(store).current_path().name.startswith(commits[3])
     bad = run("use", "../../etc/passwd", "--store", store)
-    assert bad.returncode == 1 and "no bundle" in bad.stderr
+    assert bad.returncode == 1 and "invalid revision" in bad.stderr
 
     diff = json.loads(run("diff", commits[1][:10], commits[2][:10], "--store", store, "--json").stdout)
     assert diff["renamed"] == [{"from": "p0.md", "to": "renamed.md"}] and diff["added"] == ["p2.md"]
