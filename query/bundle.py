@@ -86,13 +86,15 @@ class ChunkRecords(Sequence[Chunk]):
         self._lines = lines
         self.ids = ids
         self._parsed: list[Chunk | None] = [None] * len(lines)
-        self._line_of = self._guess_lines(ids)
+        self._line_of: Sequence[int] = self._guess_lines(ids)
         self._lock = threading.Lock()
         if (self._line_of[-1] + 1 if ids else 0) != len(lines):
             self._remap()  # not one line per run of equal ids: map every id now (raises if one is missing)
 
     @staticmethod
-    def _guess_lines(ids: list[str]) -> list[int]:
+    def _guess_lines(ids: list[str]) -> Sequence[int]:
+        if len(set(ids)) == len(ids):
+            return range(len(ids))  # one vector per chunk: label i is line i
         line_of, line = [], -1
         for i, cid in enumerate(ids):
             if i == 0 or cid != ids[i - 1]:
@@ -155,6 +157,7 @@ class DocumentFacets:
     published: bool
 
 
+_DECODER = json.JSONDecoder()
 _CATEGORIES = b'", "categories": ['
 _DATE = b'], "date": '
 _PATH = b', "path": "'
@@ -175,11 +178,11 @@ def _read_facets(buf: Any, start: int, end: int) -> DocumentFacets:
     close = buf.find(_DATE, at, end) if at > start else -1
     tail = buf.rfind(_PATH, start, end)
     if start < at < close < tail:
-        try:
-            categories = json.loads(buf[at + len(_CATEGORIES) - 1:close + 1])
-            rest = json.loads(b"{" + buf[tail + 2:end])
-            if isinstance(categories, list) and isinstance(rest, dict) and isinstance(rest.get("path"), str):
-                return DocumentFacets(path=rest["path"], tags=rest.get("tags", []), categories=categories,
+        try:  # one small object: {"categories": [...], "path": ..., "published": ..., "tags": ..., ...}
+            text = (b'{"categories": ' + buf[at + len(_CATEGORIES) - 1:close + 1] + buf[tail:end]).decode("utf-8")
+            rest = _DECODER.decode(text)
+            if isinstance(rest, dict) and isinstance(rest.get("path"), str) and isinstance(rest["categories"], list):
+                return DocumentFacets(path=rest["path"], tags=rest.get("tags", []), categories=rest["categories"],
                                       year=rest.get("year"), published=rest.get("published", True))
         except ValueError:
             pass
@@ -418,6 +421,18 @@ def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = Tru
                 verified.set_exception(exc)
 
         threading.Thread(target=check, name="gitrag-verify-bundle", daemon=True).start()
+    loaded: Future[hnswlib.Index] = Future()
+
+    def load_vectors() -> None:  # hnswlib reads the index without the GIL: beside the parsing below
+        try:
+            hnsw = hnswlib.Index(space=HNSW_SPACE, dim=spec.dim)
+            hnsw.load_index(str(bundle_dir / HNSW_FILE), max_elements=max(manifest.counts.vectors, 1))
+            hnsw.set_num_threads(1)
+            loaded.set_result(hnsw)
+        except BaseException as exc:  # noqa: BLE001 - raised below
+            loaded.set_exception(exc)
+
+    threading.Thread(target=load_vectors, name="gitrag-load-vectors", daemon=True).start()
     try:
         ids = json.loads((bundle_dir / IDS_FILE).read_text(encoding="utf-8"))
         if not isinstance(ids, list):
@@ -425,9 +440,7 @@ def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = Tru
         chunks = ChunkRecords(_Lines(bundle_dir / CHUNKS_FILE), ids)
         docs = DocumentRecords(_Lines(bundle_dir / DOCS_FILE))
         ix = whoosh_index.open_dir(str(bundle_dir / TEXT_DIR), readonly=True)
-        hnsw = hnswlib.Index(space=HNSW_SPACE, dim=spec.dim)
-        hnsw.load_index(str(bundle_dir / HNSW_FILE), max_elements=max(len(ids), 1))
-        hnsw.set_num_threads(1)
+        hnsw = loaded.result()
     except (OSError, ValueError, KeyError, RuntimeError, RetrievalUnavailableError) as exc:
         if verify:
             verified.result()  # a corrupt file explains the failure better: BundleIntegrityError first
