@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import importlib
 import json
 import logging
 import signal
@@ -763,10 +764,49 @@ def route_table() -> list[Route]:
     return routes
 
 
+MCP_START = web.AppKey("mcp_start", asyncio.Task)
+"""Starts the MCP session manager once the server listens (see :func:`_start_mcp`)."""
+MCP_SESSION = web.AppKey("mcp_session", dict)
+"""``{"manager": StreamableHTTPSessionManager}`` once :mod:`query.mcp_server` has started it."""
+
+
+async def _start_mcp(app: web.Application) -> Any:
+    """Import :mod:`query.mcp_server` in a thread and start its session manager; return its context.
+
+    The ``mcp`` package is large (about a second of imports): loading it after the server listens
+    keeps ``gitrag serve`` ready in that second less; ``POST /mcp`` waits for it.
+    """
+    module = await asyncio.to_thread(importlib.import_module, "query.mcp_server")
+    context = module.mcp_context(app)
+    await context.__anext__()
+    return context
+
+
+async def handle_mcp(request: web.Request) -> web.StreamResponse:
+    """``POST /mcp``: the MCP streamable HTTP transport (:func:`query.mcp_server.handle_mcp`)."""
+    await asyncio.shield(request.app[MCP_START])
+    from .mcp_server import handle_mcp as handle
+
+    return await handle(request)
+
+
+async def _stop_mcp(app: web.Application) -> None:
+    task = app.get(MCP_START)
+    if task is None:
+        return
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        return
+    if task.cancelled() or task.exception() is not None:
+        return
+    with contextlib.suppress(StopAsyncIteration):
+        await task.result().__anext__()
+
+
 def unlisted_routes() -> list[Route]:
     """Routes left out of ``/openapi.json`` (they are not tools for OpenWebUI): the web page and MCP."""
-    from .mcp_server import handle_mcp  # imports this module
-
     return [
         Route("GET", "/ui/", handle_page, "public", "The web page (query/web/)"),
         Route("GET", "/ui/{name}", handle_asset, "public", "The web page's script and style sheet"),
@@ -837,6 +877,7 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     app[HOLDER] = BundleHolder(store, embedder=embedder, cache_bundles=config.cache_bundles,
                                cache_bytes=config.cache_megabytes * 1024 * 1024)
     app[OPTIONS] = options or SearchOptions()
+    app[MCP_SESSION] = {}
     app[ANSWER_CACHE] = AnswerCache(config.answer.cache_entries, config.answer.cache_megabytes * 1024 * 1024)
     app[GENERATORS] = generators or default_generators(config)
     app[METRICS] = ServerMetrics(app[HOLDER], store.root, worker=worker.index if worker is not None else None)
@@ -859,6 +900,8 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
             log.warning("no bundle to serve yet: %s", NO_BUNDLE_HINT if app[HOLDER].failed_bundle is None
                         else app[HOLDER].last_error, extra={"event": "no_bundle"})
         app[WATCHER] = asyncio.create_task(_watch(app, interval))
+        app[MCP_START] = asyncio.create_task(_start_mcp(app))
+        app[MCP_START].add_done_callback(_log_mcp_failure)
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(_reload(app, force=True)))
@@ -869,14 +912,17 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
         app[WATCHER].cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await app[WATCHER]
+        await _stop_mcp(app)
         app[HOLDER].close()
 
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
-    from .mcp_server import mcp_context  # imports this module
-
-    app.cleanup_ctx.append(mcp_context)
     return app
+
+
+def _log_mcp_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the MCP transport failed to start", exc_info=task.exception(), extra={"event": "mcp_failed"})
 
 
 def split_limit(per_minute: int, burst: int, workers: int) -> tuple[float, int]:
