@@ -30,10 +30,13 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
+import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -131,7 +134,8 @@ class Server:
         port = _free_port()
         self.base = f"http://127.0.0.1:{port}"
         gitrag = str(Path(sys.executable).with_name("gitrag"))
-        config = Path(store).resolve().parent / f"bench-server-{port}.toml"
+        config = Path(tempfile.mkdtemp(prefix="gitrag-bench-")) / "server.toml"  # not in the store: may be read-only
+        self.config_dir = config.parent
         config.write_text("rate_limit_per_minute = 1000000\nrate_limit_burst = 100000\n", encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if not k.startswith("GITRAG_") or k == "GITRAG_EMBEDDER"}
         if tree is not None:
@@ -154,10 +158,9 @@ class Server:
                     pass
                 await asyncio.sleep(0.05)
             self.ready_s = round(time.monotonic() - self.started, 2)
-        for _ in range(2 * self.workers):  # warm-up: new connections, so that every worker gets some
-            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
-                for query in QUERIES:
-                    await (await http.post(self.base + "/search", json={"query": query})).read()
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
+            for query in QUERIES[:4 * self.workers]:  # warm-up on new connections: every worker gets some
+                await (await http.post(self.base + "/search", json={"query": query})).read()
 
     def rss_mb(self) -> float:
         """Resident memory of the server and its worker processes (MB)."""
@@ -167,6 +170,7 @@ class Server:
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=60)
+        shutil.rmtree(self.config_dir, ignore_errors=True)
 
 
 def _children(pid: int) -> list[int]:
@@ -199,6 +203,7 @@ def main() -> int:
     if args.compare_tree:
         specs.append(("gitrag-compare", args.compare_tree, 1))
     servers: list[Server] = []
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers (finally below) on kill too
     try:
         async def run() -> None:
             for name, tree, workers in specs:  # one at a time: each start-up has the machine to itself
