@@ -169,7 +169,11 @@ class Server:
 
     def stop(self) -> None:
         self.proc.terminate()
-        self.proc.wait(timeout=60)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         shutil.rmtree(self.config_dir, ignore_errors=True)
 
 
@@ -234,6 +238,8 @@ def main() -> int:
 
         asyncio.run(run())
     finally:
+        for server in servers:  # all at once: each stops gracefully, finishing its requests
+            server.proc.terminate()
         for server in servers:
             server.stop()
     return 0
