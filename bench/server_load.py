@@ -120,7 +120,8 @@ async def _level(base: str, concurrency: int, seconds: float, limit: int, hostil
                  "hostile_statuses": sorted({status for status, _ in hostile_done}),
                  "hostile_max_ms": round(max((t for _, t in hostile_done), default=float("nan")) * 1000, 1)}
     return {**extra, "concurrency": concurrency, "requests": len(latencies), "errors": errors,
-            "rps": round(len(latencies) / elapsed, 1), "p50_ms": round(qs[49] * 1000, 1),
+            "rps": round(len(latencies) / elapsed, 3), "elapsed_s": round(elapsed, 1),
+            "p50_ms": round(qs[49] * 1000, 1),
             "p95_ms": round(qs[94] * 1000, 1), "p99_ms": round(qs[98] * 1000, 1),
             "max_ms": round(max(latencies, default=float("nan")) * 1000, 1)}
 
@@ -234,7 +235,7 @@ def main() -> int:
                           for (name, level), v in sorted(rps.items(), key=lambda kv: kv[0][1])
                           if name == server.name and level != 1}
                 print(json.dumps({"summary": server.name, "workers": server.workers, "ready_s": server.ready_s,
-                                  "rps_c1": round(base, 1), **ratios}), flush=True)
+                                  "rps_c1": round(base, 3), **ratios}), flush=True)
 
         asyncio.run(run())
     finally:
