@@ -77,12 +77,13 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import ladybug
+from typing import TYPE_CHECKING, Any
 
 from artifacts.analysis import fold
 from artifacts.errors import BundleIntegrityError
+
+if TYPE_CHECKING:  # imported where a graph is opened: a search or a server start needs no ladybug
+    import ladybug
 
 GRAPH_DB_FILENAME = "graph.lbug"
 """File name of the ladybug database inside a bundle's ``graph/`` directory."""
@@ -244,6 +245,8 @@ def open_graph(
     :raises BundleIntegrityError: read-only and the database file is missing or cannot be
         opened (the message names ``graph/graph.lbug``, never an absolute path).
     """
+    import ladybug
+
     db_path = Path(graph_dir) / GRAPH_DB_FILENAME
     if read_only:
         if not db_path.is_file():

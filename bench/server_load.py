@@ -4,6 +4,11 @@ Starts ``gitrag serve`` on a free loopback port over an existing store, then for
 level runs that many clients for a fixed time over a fixed query list and prints one JSON line per
 level: requests, errors, requests/s, latency p50/p95/p99/max (ms), server RSS (MB).
 
+``--workers 1,2`` starts one server per worker count (``gitrag serve --workers N``) and runs every
+level on each, alternating, so the rows compare side by side under the same machine load; each
+server's lines are named ``gitrag-w<N>`` and a final ``summary`` line per server gives the req/s
+at each level relative to concurrency 1.
+
 ``--compare-tree DIR`` starts a second server importing gitrag from another checkout (e.g. the code
 before a change) on the same store, and runs every level on both, alternating, ``--rounds`` times.
 ``--hostile`` adds, per server and concurrency level, a run where one more client keeps sending
@@ -11,7 +16,7 @@ the hostile requests of issue 12 (a 60 KB ``filter.tags`` list, then a 1,000-let
 ``"hostile": true`` shows what they do to the normal clients' latency.
 
     .venv/bin/python bench/server_load.py --store STORE [--concurrency 1,8,32] [--seconds 5] \
-        [--compare-tree DIR] [--rounds 1] [--hostile]
+        [--workers 1,2] [--compare-tree DIR] [--rounds 1] [--hostile]
 
 The store is built beforehand, e.g. from the obsidian-help corpus::
 
@@ -25,10 +30,13 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
+import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -112,7 +120,8 @@ async def _level(base: str, concurrency: int, seconds: float, limit: int, hostil
                  "hostile_statuses": sorted({status for status, _ in hostile_done}),
                  "hostile_max_ms": round(max((t for _, t in hostile_done), default=float("nan")) * 1000, 1)}
     return {**extra, "concurrency": concurrency, "requests": len(latencies), "errors": errors,
-            "rps": round(len(latencies) / elapsed, 1), "p50_ms": round(qs[49] * 1000, 1),
+            "rps": round(len(latencies) / elapsed, 3), "elapsed_s": round(elapsed, 1),
+            "p50_ms": round(qs[49] * 1000, 1),
             "p95_ms": round(qs[94] * 1000, 1), "p99_ms": round(qs[98] * 1000, 1),
             "max_ms": round(max(latencies, default=float("nan")) * 1000, 1)}
 
@@ -120,19 +129,23 @@ async def _level(base: str, concurrency: int, seconds: float, limit: int, hostil
 class Server:
     """A ``gitrag serve`` process importing gitrag from ``tree`` (``None``: as installed / ``PYTHONPATH``)."""
 
-    def __init__(self, name: str, store: str, tree: str | None) -> None:
+    def __init__(self, name: str, store: str, tree: str | None, workers: int = 1) -> None:
         self.name = name
+        self.workers = workers
         port = _free_port()
         self.base = f"http://127.0.0.1:{port}"
         gitrag = str(Path(sys.executable).with_name("gitrag"))
-        config = Path(store).resolve().parent / f"bench-server-{port}.toml"
+        config = Path(tempfile.mkdtemp(prefix="gitrag-bench-")) / "server.toml"  # not in the store: may be read-only
+        self.config_dir = config.parent
         config.write_text("rate_limit_per_minute = 1000000\nrate_limit_burst = 100000\n", encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if not k.startswith("GITRAG_") or k == "GITRAG_EMBEDDER"}
         if tree is not None:
             env["PYTHONPATH"] = str(Path(tree).resolve())
         self.started = time.monotonic()
-        self.proc = subprocess.Popen([gitrag, "serve", "--store", store, "--port", str(port), "--config", str(config)],
-                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        argv = [gitrag, "serve", "--store", store, "--port", str(port), "--config", str(config)]
+        if workers > 1:
+            argv += ["--workers", str(workers)]
+        self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.ready_s = float("nan")
 
     async def wait_ready(self) -> None:
@@ -146,12 +159,36 @@ class Server:
                     pass
                 await asyncio.sleep(0.05)
             self.ready_s = round(time.monotonic() - self.started, 2)
-            for query in QUERIES:  # warm-up
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
+            for query in QUERIES[:4 * self.workers]:  # warm-up on new connections: every worker gets some
                 await (await http.post(self.base + "/search", json={"query": query})).read()
+
+    def rss_mb(self) -> float:
+        """Resident memory of the server and its worker processes (MB)."""
+        pids = [self.proc.pid] + _children(self.proc.pid)
+        return round(sum(_rss_mb(pid) for pid in pids), 1)
 
     def stop(self) -> None:
         self.proc.terminate()
-        self.proc.wait(timeout=30)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.config_dir, ignore_errors=True)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
 
 
 def main() -> int:
@@ -163,26 +200,47 @@ def main() -> int:
     parser.add_argument("--compare-tree", default=None, help="also serve gitrag from this checkout (gitrag-compare)")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--hostile", action="store_true", help="also run each level beside a hostile client")
+    parser.add_argument("--workers", default="1", help="comma-separated worker counts, one server each (1,2)")
     args = parser.parse_args()
-    servers = [Server("gitrag", args.store, None)]
+    counts = [int(w) for w in args.workers.split(",")]
+    specs: list[tuple[str, str | None, int]] = [("gitrag" if counts == [1] else f"gitrag-w{w}", None, w)
+                                                for w in counts]
     if args.compare_tree:
-        servers.append(Server("gitrag-compare", args.store, args.compare_tree))
+        specs.append(("gitrag-compare", args.compare_tree, 1))
+    servers: list[Server] = []
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers (finally below) on kill too
     try:
         async def run() -> None:
-            for server in servers:
+            for name, tree, workers in specs:  # one at a time: each start-up has the machine to itself
+                server = Server(name, args.store, tree, workers)
+                servers.append(server)
                 await server.wait_ready()
-                print(json.dumps({"server": server.name, "ready_s": server.ready_s}), flush=True)
+                print(json.dumps({"server": server.name, "workers": workers, "ready_s": server.ready_s,
+                                  "load_avg_1m": round(os.getloadavg()[0], 1)}), flush=True)
             modes = [False, True] if args.hostile else [False]
+            rps: dict[tuple[str, int], list[float]] = {}
             for hostile in modes:  # hostile runs last: the old code may keep computing after they end
                 for _ in range(args.rounds):
                     for level in (int(c) for c in args.concurrency.split(",")):
                         for server in servers:
                             row = await _level(server.base, level, args.seconds, args.limit, hostile)
-                            row = {"server": server.name, **row, "server_rss_mb": _rss_mb(server.proc.pid)}
+                            row = {"server": server.name, **row, "server_rss_mb": server.rss_mb(),
+                                   "load_avg_1m": round(os.getloadavg()[0], 1)}
+                            if not hostile:
+                                rps.setdefault((server.name, level), []).append(float(row["rps"]))  # type: ignore[arg-type]
                             print(json.dumps(row), flush=True)
+            for server in servers:
+                base = statistics.mean(rps.get((server.name, 1), [float("nan")]))
+                ratios = {f"c{level}_over_c1": round(statistics.mean(v) / base, 2)
+                          for (name, level), v in sorted(rps.items(), key=lambda kv: kv[0][1])
+                          if name == server.name and level != 1}
+                print(json.dumps({"summary": server.name, "workers": server.workers, "ready_s": server.ready_s,
+                                  "rps_c1": round(base, 3), **ratios}), flush=True)
 
         asyncio.run(run())
     finally:
+        for server in servers:  # all at once: each stops gracefully, finishing its requests
+            server.proc.terminate()
         for server in servers:
             server.stop()
     return 0

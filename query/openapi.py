@@ -137,6 +137,8 @@ class HealthResponse(BaseModel):
     swaps: int | None = None
     bundle: BundleSummary | None = None
     history_cache: dict[str, Any] | None = None
+    worker: dict[str, int] | None = Field(None, description="with `gitrag serve --workers N`: the answering "
+                                          "worker's index (0..N-1) and N")
 
 
 class BundleItem(BaseModel):

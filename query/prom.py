@@ -13,12 +13,21 @@ never share counters.  Two kinds of metrics:
   manifest), cache hits and misses (:meth:`ServerMetrics.watch_cache`), the store's job queue
   by status, and the worker's last build (``<store>/worker.prom``, written by ``gitrag worker``).
 
+With ``gitrag serve --workers N`` (:mod:`query.workers`) the workers share one Prometheus
+multiprocess directory (``PROMETHEUS_MULTIPROC_DIR``, set by the supervisor before any worker
+imports ``prometheus_client``) and any worker answers a scrape: the counted metrics are then
+summed over all workers (``in_flight`` as a live sum), while the state metrics read from a
+worker's own holder and caches (``gitrag_bundle_*``, ``gitrag_history_cache_*``,
+``gitrag_cache_lookups_total``) are that worker's, with a ``worker`` label (a scrape shows the
+worker that answered it).  The job queue and the build worker's metrics are the store's, unlabelled.
+
 The ``route`` label is the route's path pattern (``/sync/jobs/{job_id}``), ``unmatched`` for a
 path no route serves, so that label values stay few whatever clients send.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,9 +54,11 @@ class ServerMetrics:
 
     :param holder: the app's :class:`~query.server.BundleHolder`, read at scrape time.
     :param store_root: the store directory (its ``jobs.sqlite`` is read at scrape time if it exists).
+    :param worker: this process's index among the workers of ``--workers N``; ``None`` for a single server.
     """
 
-    def __init__(self, holder: BundleHolder, store_root: Any) -> None:
+    def __init__(self, holder: BundleHolder, store_root: Any, worker: int | None = None) -> None:
+        self.multiprocess_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR") if worker is not None else None
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter("gitrag_http_requests", "HTTP requests answered, by route, method and status",
                                 ("route", "method", "status"), registry=self.registry)
@@ -55,11 +66,12 @@ class ServerMetrics:
                                  "Time to answer an HTTP request (seconds), by route, method and status",
                                  ("route", "method", "status"), buckets=LATENCY_BUCKETS, registry=self.registry)
         self.in_flight = Gauge("gitrag_http_requests_in_flight", "HTTP requests being answered now",
-                               registry=self.registry)
+                               registry=self.registry, multiprocess_mode="livesum")
         self.embedding = Histogram("gitrag_query_embedding_seconds", "Time to embed one query (seconds)",
                                    buckets=EMBED_BUCKETS, registry=self.registry)
-        self.state = _StateCollector(holder, store_root)
-        self.registry.register(self.state)
+        self.state = _StateCollector(holder, store_root, worker)
+        if self.multiprocess_dir is None:
+            self.registry.register(self.state)
         self.watch_cache("history", holder.cache)
 
     def watch_cache(self, name: str, cache: Any) -> None:
@@ -71,8 +83,19 @@ class ServerMetrics:
         self.state.caches[name] = cache
 
     def exposition(self) -> bytes:
-        """Return the registry in the Prometheus text format (``CONTENT_TYPE_LATEST``)."""
-        return generate_latest(self.registry)
+        """Return the registry in the Prometheus text format (``CONTENT_TYPE_LATEST``).
+
+        In multiprocess mode: the counted metrics of every worker (read from the shared directory)
+        plus this worker's state metrics.
+        """
+        if self.multiprocess_dir is None:
+            return generate_latest(self.registry)
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry, path=self.multiprocess_dir)
+        registry.register(self.state)
+        return generate_latest(registry)
 
     def time_embedder(self, embedder: Any) -> Any:
         """Return ``embedder`` with ``embed_query`` timed into ``gitrag_query_embedding_seconds``."""
@@ -106,15 +129,29 @@ class TimedEmbedder:
 class _StateCollector(Collector):
     """Metrics read from the holder, the served manifest and the job queue at each scrape."""
 
-    def __init__(self, holder: BundleHolder, store_root: Any) -> None:
+    def __init__(self, holder: BundleHolder, store_root: Any, worker: int | None = None) -> None:
         self.holder = holder
         self.store_root = store_root
+        self.worker = worker
         self.caches: dict[str, Any] = {}
 
     def describe(self) -> list[Metric]:
         return []  # values (and label sets) exist only at scrape time
 
     def collect(self) -> Iterator[Metric]:
+        for family in self._process_state():
+            if self.worker is not None:  # one of several workers: say whose state this is
+                family.samples = [s._replace(labels={**s.labels, "worker": str(self.worker)}) for s in family.samples]
+            yield family
+        yield from _worker_metrics(self.store_root)
+        jobs = GaugeMetricFamily("gitrag_jobs", "Build jobs in the store's queue, by status "
+                                 "(queue depth: status=\"queued\"; outcomes: succeeded, failed)", labels=["status"])
+        for status, count in _job_counts(self.store_root).items():
+            jobs.add_metric([status], count)
+        yield jobs
+
+    def _process_state(self) -> Iterator[Metric]:
+        """The families read from this process's holder and caches."""
         holder = self.holder
         yield CounterMetricFamily("gitrag_bundle_swaps", "Bundles swapped in since start (hot swaps)",
                                   value=holder.swaps)
@@ -159,12 +196,6 @@ class _StateCollector(Collector):
             lookups.add_metric([name, "hit"], watched.hits)
             lookups.add_metric([name, "miss"], watched.misses)
         yield lookups
-        yield from _worker_metrics(self.store_root)
-        jobs = GaugeMetricFamily("gitrag_jobs", "Build jobs in the store's queue, by status "
-                                 "(queue depth: status=\"queued\"; outcomes: succeeded, failed)", labels=["status"])
-        for status, count in _job_counts(self.store_root).items():
-            jobs.add_metric([status], count)
-        yield jobs
 
 
 def _job_counts(store_root: Any) -> dict[str, int]:

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import importlib
 import json
 import logging
 import signal
@@ -81,6 +82,7 @@ from .security import (
 )
 from .timetravel import BundleCache, BundleIndex, Leases, check_at
 from .webpage import handle_asset, handle_page, wants_html
+from .workers import WorkerSlot
 
 log = logging.getLogger("gitrag.server")
 access_log = logging.getLogger("gitrag.access")
@@ -236,6 +238,8 @@ OPTIONS = web.AppKey("options", SearchOptions)
 ANSWER_CACHE = web.AppKey("answer_cache", AnswerCache)
 GENERATORS = web.AppKey("generators", Callable)
 WATCHER = web.AppKey("watcher", asyncio.Task)
+WORKER = web.AppKey("worker", WorkerSlot)
+"""Set on a worker of ``gitrag serve --workers N`` (:mod:`query.workers`); absent on a single server."""
 STORE_ROOT = web.AppKey("store_root", Path)
 
 Retrieval = Callable[[OpenedBundle, Any], dict[str, Any]]
@@ -531,6 +535,9 @@ async def handle_health(request: web.Request) -> web.Response:
             "bundle": _bundle_summary(holder, bundle) if bundle is not None else None,
             "history_cache": holder.cache.info(),
         }
+        if WORKER in request.app:
+            slot = request.app[WORKER]
+            body["worker"] = {"index": slot.index, "count": slot.count}
     return web.json_response(body, status=200 if bundle is not None else 503)
 
 
@@ -578,9 +585,19 @@ async def _reload(app: web.Application, force: bool) -> dict[str, Any]:
             "last_reload_error": holder.last_error}
 
 
+def _reload_siblings(app: web.Application) -> None:
+    """On a worker of ``--workers N``: have the supervisor send ``SIGHUP`` to the other workers."""
+    if WORKER in app:
+        app[WORKER].tell(b"H")
+
+
 async def handle_reload(request: web.Request) -> web.Response:
+    """Re-read ``CURRENT`` now; on ``--workers N`` the answering worker swaps before it answers and
+    the others are told to reload at once (they would otherwise follow at their next poll)."""
     await _read_body(request, request.app[CONFIG].max_body_bytes)
-    return web.json_response(await _reload(request.app, force=True))
+    body = await _reload(request.app, force=True)
+    _reload_siblings(request.app)
+    return web.json_response(body)
 
 
 async def handle_use(request: web.Request) -> web.Response:
@@ -600,6 +617,7 @@ async def handle_use(request: web.Request) -> web.Response:
 
     bundle_id = await asyncio.to_thread(use)
     body = await _reload(request.app, force=True)
+    _reload_siblings(request.app)
     return web.json_response(body, status=200 if body["served"] == bundle_id else 503)
 
 
@@ -759,10 +777,49 @@ def route_table() -> list[Route]:
     return routes
 
 
+MCP_START = web.AppKey("mcp_start", asyncio.Task)
+"""Starts the MCP session manager once the server listens (see :func:`_start_mcp`)."""
+MCP_SESSION = web.AppKey("mcp_session", dict)
+"""``{"manager": StreamableHTTPSessionManager}`` once :mod:`query.mcp_server` has started it."""
+
+
+async def _start_mcp(app: web.Application) -> Any:
+    """Import :mod:`query.mcp_server` in a thread and start its session manager; return its context.
+
+    The ``mcp`` package is large (about a second of imports): loading it after the server listens
+    keeps ``gitrag serve`` ready in that second less; ``POST /mcp`` waits for it.
+    """
+    module = await asyncio.to_thread(importlib.import_module, "query.mcp_server")
+    context = module.mcp_context(app)
+    await context.__anext__()
+    return context
+
+
+async def handle_mcp(request: web.Request) -> web.StreamResponse:
+    """``POST /mcp``: the MCP streamable HTTP transport (:func:`query.mcp_server.handle_mcp`)."""
+    await asyncio.shield(request.app[MCP_START])
+    from .mcp_server import handle_mcp as handle
+
+    return await handle(request)
+
+
+async def _stop_mcp(app: web.Application) -> None:
+    task = app.get(MCP_START)
+    if task is None:
+        return
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        return
+    if task.cancelled() or task.exception() is not None:
+        return
+    with contextlib.suppress(StopAsyncIteration):
+        await task.result().__anext__()
+
+
 def unlisted_routes() -> list[Route]:
     """Routes left out of ``/openapi.json`` (they are not tools for OpenWebUI): the web page and MCP."""
-    from .mcp_server import handle_mcp  # imports this module
-
     return [
         Route("GET", "/ui/", handle_page, "public", "The web page (query/web/)"),
         Route("GET", "/ui/{name}", handle_asset, "public", "The web page's script and style sheet"),
@@ -790,6 +847,10 @@ async def _watch(app: web.Application, interval: float) -> None:
     holder: BundleHolder = app[HOLDER]
     while True:
         await asyncio.sleep(interval)
+        if WORKER in app and app[WORKER].orphaned():
+            log.warning("the supervisor is gone; this worker stops", extra={"event": "worker_orphaned"})
+            signal.raise_signal(signal.SIGTERM)  # aiohttp's handler: a graceful exit
+            return
         try:
             await asyncio.to_thread(holder.load_current)
         except Exception:  # noqa: BLE001 - the watcher must never die
@@ -799,12 +860,15 @@ async def _watch(app: web.Application, interval: float) -> None:
 def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
                embedder: Embedder | None = None, poll_interval: float | None = None,
                config: ServerConfig | None = None,
-               generators: Callable[[str | None], Generator] | None = None) -> web.Application:
+               generators: Callable[[str | None], Generator] | None = None,
+               worker: WorkerSlot | None = None) -> web.Application:
     """Return the aiohttp application serving the store's ``CURRENT`` bundle.
 
     ``embedder`` overrides the manifest's model (tests); ``poll_interval`` (seconds) overrides the
     config's; ``generators`` maps a request's generator name (``None``: the server default) to a
     :class:`~query.evidence.Generator` (default: :func:`query.generators.make_generator`).
+    ``worker``: this app is one of ``worker.count`` processes on one port (:mod:`query.workers`);
+    each then enforces ``1/count`` of the configured rate limits (see :func:`split_limit`).
     The bundle is opened at start-up; with none, ``/health`` answers 503 until one
     appears.  Raises :class:`~query.config.ConfigError` for invalid keys.
     """
@@ -818,14 +882,18 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     store = Store(store_dir)
     app[STORE_ROOT] = store.root
     app[CONFIG] = config
-    app[LIMITER] = RateLimiter(config.rate_limit_per_minute, config.rate_limit_burst)
-    app[AUTH_FAILURES] = RateLimiter(config.auth_failures_per_minute, config.auth_failures_burst)
+    share = worker.count if worker is not None else 1
+    app[LIMITER] = RateLimiter(*split_limit(config.rate_limit_per_minute, config.rate_limit_burst, share))
+    app[AUTH_FAILURES] = RateLimiter(*split_limit(config.auth_failures_per_minute, config.auth_failures_burst, share))
+    if worker is not None:
+        app[WORKER] = worker
     app[HOLDER] = BundleHolder(store, embedder=embedder, cache_bundles=config.cache_bundles,
                                cache_bytes=config.cache_megabytes * 1024 * 1024)
     app[OPTIONS] = options or SearchOptions()
+    app[MCP_SESSION] = {}
     app[ANSWER_CACHE] = AnswerCache(config.answer.cache_entries, config.answer.cache_megabytes * 1024 * 1024)
     app[GENERATORS] = generators or default_generators(config)
-    app[METRICS] = ServerMetrics(app[HOLDER], store.root)
+    app[METRICS] = ServerMetrics(app[HOLDER], store.root, worker=worker.index if worker is not None else None)
     app[HOLDER].wrap_embedder = app[METRICS].time_embedder
     app[METRICS].watch_cache("answer", app[ANSWER_CACHE])
     roles: dict[tuple[str, str], str] = {}
@@ -845,6 +913,8 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
             log.warning("no bundle to serve yet: %s", NO_BUNDLE_HINT if app[HOLDER].failed_bundle is None
                         else app[HOLDER].last_error, extra={"event": "no_bundle"})
         app[WATCHER] = asyncio.create_task(_watch(app, interval))
+        app[MCP_START] = asyncio.create_task(_start_mcp(app))
+        app[MCP_START].add_done_callback(_log_mcp_failure)
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(_reload(app, force=True)))
@@ -855,14 +925,30 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
         app[WATCHER].cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await app[WATCHER]
+        await _stop_mcp(app)
         app[HOLDER].close()
 
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
-    from .mcp_server import mcp_context  # imports this module
-
-    app.cleanup_ctx.append(mcp_context)
     return app
+
+
+def _log_mcp_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the MCP transport failed to start", exc_info=task.exception(), extra={"event": "mcp_failed"})
+
+
+def split_limit(per_minute: int, burst: int, workers: int) -> tuple[float, int]:
+    """Return one worker's ``(per_minute, burst)`` when ``workers`` processes share a port.
+
+    Buckets live in each process and the kernel spreads connections over the processes, so each
+    enforces ``1/workers`` of the configured rate and burst (burst at least 1): together they never
+    allow more than configured (more only when ``burst < workers``: then ``workers`` at once).  A
+    client on one keep-alive connection meets one worker, and so ``1/workers`` of the limits.
+    """
+    if workers <= 1:
+        return float(per_minute), burst
+    return per_minute / workers, max(1, burst // workers)
 
 
 @web.middleware
@@ -927,15 +1013,16 @@ class EnvelopeRunner(web.AppRunner):
 
 
 async def start_server(app: web.Application, host: str = "127.0.0.1", port: int = 0,
-                       handle_signals: bool = False) -> tuple[EnvelopeRunner, int]:
+                       handle_signals: bool = False, reuse_port: bool = False) -> tuple[EnvelopeRunner, int]:
     """Start ``app`` on ``host:port`` (0 = any free port); return the runner and the bound port.
 
+    ``reuse_port``: bind with ``SO_REUSEPORT`` (the workers of ``--workers N`` share the port).
     Call ``await runner.cleanup()`` to stop.  aiohttp's own access log is off: :func:`log_middleware`
     writes one structured line per request instead.
     """
     runner = EnvelopeRunner(app, access_log=None, handle_signals=handle_signals)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, reuse_port=reuse_port or None)
     await site.start()
     bound = runner.addresses[0][1] if runner.addresses else port
     return runner, int(bound)
@@ -943,8 +1030,11 @@ async def start_server(app: web.Application, host: str = "127.0.0.1", port: int 
 
 def run_server(store_dir: Path | str, host: str = "127.0.0.1", port: int = 8080,
                options: SearchOptions | None = None, config: ServerConfig | None = None,
-               poll_interval: float | None = None) -> None:
+               poll_interval: float | None = None, worker: WorkerSlot | None = None) -> None:
     """Serve until interrupted (SIGINT/SIGTERM).  Without API keys only loopback hosts are allowed.
+
+    ``worker``: run as one worker of ``gitrag serve --workers N`` (:mod:`query.workers`): bind with
+    ``SO_REUSEPORT``, tell the supervisor once listening, log the worker index on every line.
 
     Raises :class:`~query.config.ConfigError` (a :class:`ValueError`) for a non-loopback ``host``
     without keys, or for short or repeated keys, and :class:`OSError` when the port cannot be bound.
@@ -954,12 +1044,16 @@ def run_server(store_dir: Path | str, host: str = "127.0.0.1", port: int = 8080,
     if not config.keys_configured and not is_loopback(host):
         raise ConfigError("without API keys gitrag serves only on a loopback address")
     started = time.monotonic()
-    app = create_app(store_dir, options=options, config=config, poll_interval=poll_interval)
+    if worker is not None:
+        _log_worker_index(worker.index)
+    app = create_app(store_dir, options=options, config=config, poll_interval=poll_interval, worker=worker)
     log.debug("app built in %.3f s", time.monotonic() - started)
 
     async def serve() -> None:
-        runner, bound = await start_server(app, host, port, handle_signals=True)
+        runner, bound = await start_server(app, host, port, handle_signals=True, reuse_port=worker is not None)
         log.info("listening on %s:%d", host, bound, extra={"event": "listening", "host": host, "port": bound})
+        if worker is not None:
+            worker.tell(b"R")
         try:
             await asyncio.Event().wait()
         finally:
@@ -967,6 +1061,22 @@ def run_server(store_dir: Path | str, host: str = "127.0.0.1", port: int = 8080,
 
     with contextlib.suppress(KeyboardInterrupt, web.GracefulExit):
         asyncio.run(serve())
+
+
+class _WorkerField(logging.Filter):
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.worker = self.index
+        return True
+
+
+def _log_worker_index(index: int) -> None:
+    """Add ``"worker": index`` to every log line of this process (the JSON lines of all workers share stderr)."""
+    for handler in logging.getLogger("gitrag").handlers:
+        handler.addFilter(_WorkerField(index))
 
 
 __all__ = ["BundleHolder", "EnvelopeRunner", "RETRIEVAL_ROUTES", "RetrievalRoute", "Route", "create_app",
