@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
+import numpy as np
 from pydantic import BaseModel, Field, field_validator
 from whoosh import query as wq
 from whoosh import scoring
@@ -36,9 +37,12 @@ from artifacts.analysis import (
     fold_token,
     normalize_text,
 )
+from artifacts.bm25matrix import BM25Matrix, BM25Params, MatrixFormatError, UnsupportedQuery, rsj_idf, top_rows
+from artifacts.layout import BM25_DIR
 
 from .bundle import OpenedBundle
 from .contract import Envelope, Source, validate_request
+from .errors import RetrievalUnavailableError
 from .snippets import make_snippet
 
 MAX_QUERY_CHARS = 1000
@@ -432,12 +436,75 @@ class RSJBM25F(scoring.BM25F):
 
     def idf(self, searcher, fieldname, text):  # type: ignore[no-untyped-def]
         parent = searcher.get_parent()
-        n = parent.doc_frequency(fieldname, text)
-        total = parent.doc_count_all()
-        return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+        return rsj_idf(parent.doc_frequency(fieldname, text), parent.doc_count_all())
 
 
 _WEIGHTING = RSJBM25F()
+_PARAMS = BM25Params(k1=_WEIGHTING.K1, b=_WEIGHTING.B, field_b=dict(_WEIGHTING._field_B), idf=rsj_idf)
+"""The same per-field BM25 as :data:`_WEIGHTING`, for :class:`artifacts.bm25matrix.BM25Matrix`."""
+
+
+def bm25_matrix(bundle: OpenedBundle) -> BM25Matrix | None:
+    """Return the bundle's BM25 matrix (``bm25/``, loaded on first use, memory-mapped), or ``None``.
+
+    ``None`` when the bundle has none (built before feature version 2) or it does not hold exactly
+    the bundle's chunks; search then scores with Whoosh.
+    """
+    def load() -> BM25Matrix | bool:
+        if not (bundle.path / BM25_DIR).is_dir():
+            return False
+        try:
+            matrix = BM25Matrix.load(bundle.path / BM25_DIR)
+        except MatrixFormatError:
+            return False
+        if len(matrix.chunk_ids) != len(bundle.chunks) or set(matrix.chunk_ids) != bundle.chunk_index.keys():
+            return False
+        return matrix
+
+    found = bundle.derive("bm25_matrix", load)
+    return found if isinstance(found, BM25Matrix) else None
+
+
+def _rows_by_path(bundle: OpenedBundle, matrix: BM25Matrix) -> dict[str, np.ndarray]:
+    """Return document path -> matrix rows of its chunks (int64; computed once per bundle)."""
+    def compute() -> dict[str, np.ndarray]:
+        rows: dict[str, list[int]] = {}
+        for row, cid in enumerate(matrix.chunk_ids):
+            rows.setdefault(bundle.chunks[bundle.chunk_index[cid]].path, []).append(row)
+        return {path: np.array(r, dtype=np.int64) for path, r in rows.items()}
+
+    return bundle.derive("bm25_rows_by_path", compute)  # type: ignore[no-any-return]
+
+
+def allowed_rows(bundle: OpenedBundle, matrix: BM25Matrix, paths: set[str] | None,
+                 published_only: bool) -> np.ndarray | None:
+    """Return a bool mask over the matrix rows a request may match, or ``None`` for all.
+
+    The matrix counterpart of :func:`allowed_docnums`: ``paths`` (from :func:`allowed_paths`) costs
+    one pass over the allowed chunks; without it the published rule is a mask computed once per
+    bundle, or ``None`` when every document is published.
+    """
+    by_path = _rows_by_path(bundle, matrix)
+    if paths is not None:
+        mask = np.zeros(matrix.n_rows, dtype=bool)
+        for path in paths:
+            rows = by_path.get(path)
+            if rows is not None:
+                mask[rows] = True
+        return mask
+    index = filter_index(bundle)
+    if not published_only or not index.unpublished:
+        return None
+
+    def compute() -> np.ndarray:
+        mask = np.ones(matrix.n_rows, dtype=bool)
+        for path in index.unpublished:
+            rows = by_path.get(path)
+            if rows is not None:
+                mask[rows] = False
+        return mask
+
+    return bundle.derive("published_rows", compute)  # type: ignore[no-any-return]
 
 
 def ranking_searcher(bundle: OpenedBundle) -> Any:
@@ -456,7 +523,8 @@ def _chunk_id(bundle: OpenedBundle, searcher: Any, docnum: int) -> str:
 
 def bm25_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bool, any_term_weight: float = 0.5,
                  *, flt: SearchFilter | None = None, options: SearchOptions | None = None,
-                 paths: set[str] | None = None, words: list[QueryWord] | None = None
+                 paths: set[str] | None = None, words: list[QueryWord] | None = None,
+                 engine: Literal["auto", "matrix", "whoosh"] = "auto",
                  ) -> tuple[list[tuple[str, float]], bool]:
     """Return BM25 hits as ``[(chunk_id, score)]`` best first, and whether ``depth`` was reached.
 
@@ -466,6 +534,10 @@ def bm25_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bo
     matches only some.  ``prefix_terms`` runs only for queries of at most
     :data:`MAX_PREFIX_QUERY_TERMS` words (keyword queries, where inflection matters).
     ``words``: the query's words already expanded by :func:`expand_words` (else done here).
+    ``engine``: ``"matrix"`` scores the strategies' query trees on the bundle's BM25 matrix
+    (:func:`bm25_matrix`), ``"whoosh"`` with Whoosh's matchers, ``"auto"`` (default) the matrix
+    when the bundle has one and every node of the trees is one it evaluates, else Whoosh.  Both
+    give the same scores (to the last bits of a sum) and the same ranking.
     """
     opts = options or SearchOptions(any_term_weight=any_term_weight)
     if paths is None and flt is not None and not flt.is_empty():
@@ -476,22 +548,55 @@ def bm25_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bo
     searcher = ranking_searcher(bundle)
     if words is None:
         words = expand_words(bundle, searcher, query_terms(text), typo=opts.typo_tolerance)
-    allow = allowed_docnums(bundle, searcher, paths, published_only)
-    if allow is not None and not allow:  # Whoosh reads an empty filter as "no filter"
-        return [], False
+    strategies = build_text_queries(words)
+    found: list[tuple[str, list[tuple[float, str]], int]] | None = None
+    matrix = bm25_matrix(bundle) if engine != "whoosh" else None
+    if engine == "matrix" and matrix is None:
+        raise RetrievalUnavailableError("bundle has no BM25 matrix")
+    if matrix is not None:
+        try:
+            found = _matrix_strategies(bundle, matrix, strategies, depth, paths, published_only)
+        except UnsupportedQuery:
+            if engine == "matrix":
+                raise
+    if found is None:
+        allow = allowed_docnums(bundle, searcher, paths, published_only)
+        if allow is not None and not allow:  # Whoosh reads an empty filter as "no filter"
+            return [], False
+        found = []
+        for name, q in strategies:
+            results = searcher.search(q, limit=depth + 1, filter=allow, scored=True)
+            found.append((name, [(float(score), _chunk_id(bundle, searcher, docnum))
+                                 for score, docnum in results.top_n[:depth]], results.scored_length()))
     best: dict[str, float] = {}
     hit_depth = False
-    for name, q in build_text_queries(words):
-        results = searcher.search(q, limit=depth + 1, filter=allow, scored=True)
-        if results.scored_length() > depth:
-            hit_depth = True
-        for score, docnum in results.top_n[:depth]:
-            cid = _chunk_id(bundle, searcher, docnum)
-            score = float(score) * weights[name]
+    for name, hits, matched in found:
+        hit_depth = hit_depth or matched > depth
+        for score, cid in hits:
+            score = score * weights[name]
             if score > best.get(cid, -1.0):
                 best[cid] = score
-    hits = sorted(best.items(), key=lambda item: (-item[1], item[0]))
-    return hits[:depth], hit_depth or len(hits) > depth
+    ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))
+    return ranked[:depth], hit_depth or len(ranked) > depth
+
+
+def _matrix_strategies(bundle: OpenedBundle, matrix: BM25Matrix, strategies: list[tuple[str, wq.Query]],
+                       depth: int, paths: set[str] | None, published_only: bool,
+                       ) -> list[tuple[str, list[tuple[float, str]], int]]:
+    """Score ``strategies`` on ``matrix``: per strategy its best ``depth`` ``(score, chunk_id)`` and its match count.
+
+    Raises :class:`UnsupportedQuery` (before any result) when a tree holds a node the matrix does not evaluate.
+    """
+    memo: dict[Any, Any] = {}  # the strategies share their per-word subtrees
+    scored = [(name, matrix.evaluate(q, _PARAMS, memo)) for name, q in strategies]
+    allow = allowed_rows(bundle, matrix, paths, published_only)
+    ids = matrix.chunk_ids
+    found = []
+    for name, hits in scored:
+        rows, scores, matched = top_rows(hits, depth, allow)
+        found.append((name, [(float(sc), ids[r]) for r, sc in zip(rows.tolist(), scores.tolist(), strict=True)],
+                      min(matched, depth + 1)))
+    return found
 
 
 def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bool,
