@@ -672,18 +672,33 @@ PHRASE_ANCHOR_MAX_CHUNKS = 64
 """A quoted phrase is checked only when at most this many chunks hold all its words (else too common to anchor)."""
 
 
-def lexical_anchor(bundle: OpenedBundle, text: str, allow: set[int] | None, max_chunks: int,
-                   terms: list[QueryTerm] | None = None) -> str | None:
+def _anchor_word(word: str) -> bool:
+    """Return whether a folded query word is long enough to anchor (4+ characters, 3+ with a digit)."""
+    return len(word) >= 4 or (len(word) >= 3 and any(ch.isdigit() for ch in word))
+
+
+def lexical_anchor(bundle: OpenedBundle, text: str, paths: set[str] | None, published_only: bool, max_chunks: int,
+                   terms: list[QueryTerm] | None = None, *,
+                   engine: Literal["auto", "matrix", "whoosh"] = "auto") -> str | None:
     """Return the one document path that all rare query words / quoted phrases point to, or ``None``.
 
     A word is rare when at most ``max_chunks`` chunks contain it (in the title or body) and all of
     them belong to one document; a quoted phrase counts when its chunks belong to one document
     (phrases whose words share more than :data:`PHRASE_ANCHOR_MAX_CHUNKS` chunks never anchor).
-    Words shorter than 4 characters (3 when they hold a digit) never anchor.  ``allow``: the
-    Whoosh document numbers the request may match (:func:`allowed_docnums`); ``terms``: the
-    query's terms when already computed.
+    Words shorter than 4 characters (3 when they hold a digit) never anchor.  ``paths`` /
+    ``published_only``: the documents the request may match (:func:`allowed_paths`); ``terms``:
+    the query's terms when already computed.  ``engine`` as in :func:`bm25_ranking` (the matrix
+    reads the same postings without a Whoosh search per word).
     """
+    terms = terms if terms is not None else query_terms(text)
+    matrix = bm25_matrix(bundle) if engine != "whoosh" else None
+    if engine == "matrix" and matrix is None:
+        raise RetrievalUnavailableError("bundle has no BM25 matrix")
+    if matrix is not None:
+        return _matrix_anchor(bundle, matrix, text, allowed_rows(bundle, matrix, paths, published_only),
+                              max_chunks, terms)
     searcher: Any = ranking_searcher(bundle)
+    allow = allowed_docnums(bundle, searcher, paths, published_only)
     if allow is not None and not allow:  # Whoosh reads an empty filter as "no filter"
         return None
 
@@ -691,9 +706,9 @@ def lexical_anchor(bundle: OpenedBundle, text: str, allow: set[int] | None, max_
         return {bundle.chunks[bundle.chunk_index[_chunk_id(bundle, searcher, n)]].path for _, n in results.top_n}
 
     candidates: list[wq.Query] = []
-    for term in terms if terms is not None else query_terms(text):
+    for term in terms:
         word = term.folded
-        if len(word) < 4 and not (len(word) >= 3 and any(ch.isdigit() for ch in word)):
+        if not _anchor_word(word):
             continue
         df = searcher.doc_frequency("title", word) + searcher.doc_frequency("body", word)
         if 0 < df <= max_chunks:
@@ -703,9 +718,9 @@ def lexical_anchor(bundle: OpenedBundle, text: str, allow: set[int] | None, max_
         results = searcher.search(q, limit=max_chunks + 1, filter=allow)
         if results.scored_length() == 0 or results.scored_length() > max_chunks:
             continue
-        paths = paths_of(results)
-        if len(paths) == 1:
-            docs |= paths
+        found = paths_of(results)
+        if len(found) == 1:
+            docs |= found
     for match in _PHRASE.finditer(normalize_text(text)):
         # Phrases are checked on the chunk text rather than with Whoosh position queries, whose
         # position decoding is not reliable in whoosh-ng 5.4.
@@ -717,13 +732,52 @@ def lexical_anchor(bundle: OpenedBundle, text: str, allow: set[int] | None, max_
                                   filter=allow, scored=False)
         if results.scored_length() > PHRASE_ANCHOR_MAX_CHUNKS:
             continue
-        paths = set()
+        found = set()
         for _, n in results.top_n:
             chunk = bundle.chunks[bundle.chunk_index[_chunk_id(bundle, searcher, n)]]
             if phrase in fold(chunk.text):
-                paths.add(chunk.path)
-        if len(paths) == 1:
-            docs |= paths
+                found.add(chunk.path)
+        if len(found) == 1:
+            docs |= found
+    return docs.pop() if len(docs) == 1 else None
+
+
+def _matrix_anchor(bundle: OpenedBundle, matrix: BM25Matrix, text: str, allow: np.ndarray | None,
+                   max_chunks: int, terms: list[QueryTerm]) -> str | None:
+    """:func:`lexical_anchor` on the BM25 matrix (``allow``: row mask from :func:`allowed_rows`)."""
+    def chunk_of(row: int) -> Any:
+        return bundle.chunks[bundle.chunk_index[matrix.chunk_ids[row]]]
+
+    def allowed(rows: np.ndarray) -> np.ndarray:
+        return rows if allow is None else rows[allow[rows]]
+
+    docs: set[str] = set()
+    for term in terms:
+        word = term.folded
+        if not _anchor_word(word):
+            continue
+        df = matrix.doc_frequency("title", word) + matrix.doc_frequency("body", word)
+        if not 0 < df <= max_chunks:
+            continue
+        rows = allowed(np.union1d(matrix.term_rows("title", word), matrix.term_rows("body", word)))
+        if 0 < rows.size <= max_chunks:
+            found = {chunk_of(r).path for r in rows.tolist()}
+            if len(found) == 1:
+                docs |= found
+    for match in _PHRASE.finditer(normalize_text(text)):
+        phrase = fold(match.group(1) or match.group(2))
+        words = phrase.split()
+        if len(words) < 2:
+            continue
+        rows = matrix.term_rows("body", words[0])
+        for w in words[1:]:
+            rows = np.intersect1d(rows, matrix.term_rows("body", w), assume_unique=True)
+        rows = allowed(rows)
+        if rows.size > PHRASE_ANCHOR_MAX_CHUNKS:
+            continue
+        found = {chunk.path for chunk in map(chunk_of, rows.tolist()) if phrase in fold(chunk.text)}
+        if len(found) == 1:
+            docs |= found
     return docs.pop() if len(docs) == 1 else None
 
 
@@ -889,8 +943,7 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
 
     anchor = None
     if opts.anchor and bm25:
-        allow = allowed_docnums(bundle, ranking_searcher(bundle), paths, published_only)
-        anchor = lexical_anchor(bundle, text, allow, opts.anchor_max_chunks, terms)
+        anchor = lexical_anchor(bundle, text, paths, published_only, opts.anchor_max_chunks, terms)
         if anchor is not None and anchor not in top_documents(bundle, (c for c, _ in bm25), opts.anchor_bm25_rank):
             anchor = None
         if anchor is not None:

@@ -20,16 +20,15 @@ from query.hybrid import (
     _PARAMS,
     SearchFilter,
     SearchOptions,
+    allowed_paths,
     bm25_matrix,
     bm25_ranking,
     build_text_queries,
     expand_words,
     lexical_anchor,
     query_terms,
-    ranking_searcher,
-    allowed_docnums,
-    allowed_paths,
     rank_chunks,
+    ranking_searcher,
 )
 from tests.conftest import RepoBuilder
 
@@ -174,18 +173,21 @@ def test_bm25_ranking_is_the_same_with_matrix_and_whoosh(built, flt, published_o
 def test_anchor_and_fused_ranking_are_the_same_with_and_without_the_matrix(built) -> None:  # type: ignore[no-untyped-def]
     for query in QUERIES + ['"sieťová vrstva"', 'zebraplanktón "horských jazerách"']:
         for published_only in (True, False):
-            paths = allowed_paths(built, None, published_only)
-            allow = allowed_docnums(built, ranking_searcher(built), paths, published_only)
             with_matrix = rank_chunks(built, query, depth=20, published_only=published_only)
             built.derived["bm25_matrix"] = False  # as a bundle without bm25/
             try:
                 without = rank_chunks(built, query, depth=20, published_only=published_only)
-                whoosh_anchor = lexical_anchor(built, query, allow, SearchOptions().anchor_max_chunks)
+                whoosh_anchor = lexical_anchor(built, query, None, published_only, SearchOptions().anchor_max_chunks)
             finally:
                 del built.derived["bm25_matrix"]
             assert with_matrix.fused == without.fused, query
             assert with_matrix.anchor == without.anchor, query
-            assert lexical_anchor(built, query, allow, SearchOptions().anchor_max_chunks) == whoosh_anchor
+            assert lexical_anchor(built, query, None, published_only, SearchOptions().anchor_max_chunks,
+                                  engine="matrix") == whoosh_anchor
+            for flt in ({"tags": ["tcp"]}, {"path_prefix": "sk/"}):
+                paths = allowed_paths(built, SearchFilter(**flt), published_only)
+                assert lexical_anchor(built, query, paths, published_only, 8, engine="matrix") == \
+                    lexical_anchor(built, query, paths, published_only, 8, engine="whoosh"), (query, flt)
 
 
 def test_nodes_the_matrix_does_not_evaluate_fall_back_to_whoosh(built) -> None:  # type: ignore[no-untyped-def]
@@ -229,6 +231,7 @@ def test_matrix_round_trips_through_its_files(built, tmp_path: Path) -> None:  #
     for name in matrix.fields:
         for a, b in zip(again.columns[name], matrix.columns[name], strict=True):
             assert np.array_equal(a, b)
-    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == sorted(p.name for p in (built.path / BM25_DIR).iterdir())
+    names = sorted(p.name for p in (tmp_path / "m").iterdir())
+    assert names == sorted(p.name for p in (built.path / BM25_DIR).iterdir())
     for p in (tmp_path / "m").iterdir():  # the same bytes: stable output
         assert p.read_bytes() == (built.path / BM25_DIR / p.name).read_bytes(), p.name
