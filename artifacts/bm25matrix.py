@@ -336,13 +336,14 @@ class BM25Matrix:
         return 0 if j is None else int(self.df(fieldname)[j])
 
     def expand_prefix(self, fieldname: str, prefix: str) -> list[str]:
-        """Return the indexed terms of ``fieldname`` that start with ``prefix``, in term order."""
+        """Return the terms of ``fieldname`` that start with ``prefix`` and occur in some row, in term order."""
         terms = self.terms.get(fieldname) or []
         lo = bisect.bisect_left(terms, prefix)
         hi = lo
         while hi < len(terms) and terms[hi].startswith(prefix):
             hi += 1
-        return terms[lo:hi]
+        df = self.df(fieldname)
+        return [terms[j] for j in range(lo, hi) if df[j]]
 
     def term_rows(self, fieldname: str, text: str) -> np.ndarray:
         """Return the rows (int32, ascending) holding ``text`` in ``fieldname``."""

@@ -211,8 +211,20 @@ def _stem_prefix(term: str) -> str | None:
     return term[: max(4, (len(term) * 3 + 3) // 4)]
 
 
-def _known(searcher: Any, term: str) -> bool:
-    return any(searcher.doc_frequency(f, term) for f in FOLDED_FIELDS)
+def _indexed(bundle: OpenedBundle, searcher: Any, fieldname: str, term: str) -> bool:
+    """Return whether some chunk holds ``term`` in ``fieldname``.
+
+    Asked of the BM25 matrix when the bundle has one: it holds the bundle's chunks only, while a
+    Whoosh index that was updated in place still lists the words of deleted documents.
+    """
+    matrix = bm25_matrix(bundle)
+    if matrix is not None:
+        return matrix.doc_frequency(fieldname, term) > 0
+    return bool(searcher.doc_frequency(fieldname, term))
+
+
+def _known(bundle: OpenedBundle, searcher: Any, term: str) -> bool:
+    return any(_indexed(bundle, searcher, f, term) for f in FOLDED_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -233,6 +245,10 @@ class QueryWord:
 def _longest_word(bundle: OpenedBundle, searcher: Any) -> int:
     """Return the length (characters) of the longest word in the folded fields, found once per bundle."""
     def compute() -> int:
+        matrix = bm25_matrix(bundle)
+        if matrix is not None:
+            return max((len(w) for f in FOLDED_FIELDS for w, df in zip(matrix.terms[f], matrix.df(f), strict=True)
+                        if df), default=0)
         reader = searcher.reader()
         return max((len(w) for f in FOLDED_FIELDS for w in reader.field_terms(f)), default=0)
 
@@ -253,7 +269,7 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
     reader = searcher.reader()
     for term in terms:
         word = term.folded
-        if not typo or len(word) < 4 or word.isdigit() or expanded >= MAX_TYPO_WORDS or _known(searcher, word):
+        if not typo or len(word) < 4 or word.isdigit() or expanded >= MAX_TYPO_WORDS or _known(bundle, searcher, word):
             words.append(QueryWord(term))
             continue
         maxdist = 2 if len(word) >= 8 else 1
@@ -263,10 +279,11 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
             continue
         expanded += 1
         fuzzy = tuple((f, forms) for f in FOLDED_FIELDS
-                      if (forms := tuple(sorted(reader.terms_within(f, word, maxdist, prefix=1)))))
+                      if (forms := tuple(sorted(w for w in reader.terms_within(f, word, maxdist, prefix=1)
+                                                if _indexed(bundle, searcher, f, w)))))
         # Levenshtein distance counts a swap of two neighbours as 2 edits; add swapped forms that exist.
         swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)} - {word}
-        words.append(QueryWord(term, fuzzy, tuple(w for w in sorted(swaps) if _known(searcher, w))))
+        words.append(QueryWord(term, fuzzy, tuple(w for w in sorted(swaps) if _known(bundle, searcher, w))))
     return words
 
 
@@ -960,10 +977,11 @@ def snippet_terms(bundle: OpenedBundle, text: str) -> tuple[dict[str, float], di
     """
     words: dict[str, float] = {}
     prefixes: dict[str, float] = {}
-    searcher: Any = ranking_searcher(bundle)
-    n = max(1, searcher.doc_count_all())
+    matrix = bm25_matrix(bundle)
+    source: Any = matrix if matrix is not None else ranking_searcher(bundle)
+    n = max(1, matrix.n_rows if matrix is not None else source.doc_count_all())
     for term in query_terms(text):
-        df = searcher.doc_frequency("body", term.folded)
+        df = source.doc_frequency("body", term.folded)
         if df > n / 2:
             continue
         weight = math.log(1 + n / (df + 1))

@@ -235,3 +235,23 @@ def test_matrix_round_trips_through_its_files(built, tmp_path: Path) -> None:  #
     assert names == sorted(p.name for p in (built.path / BM25_DIR).iterdir())
     for p in (tmp_path / "m").iterdir():  # the same bytes: stable output
         assert p.read_bytes() == (built.path / BM25_DIR / p.name).read_bytes(), p.name
+
+
+def test_a_matrix_that_differs_from_the_index_is_refused(built) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from artifacts.bm25matrix import MatrixFormatError, check_against_index
+
+    matrix = bm25_matrix(built)
+    lengths = matrix.lengths.copy()
+    lengths[matrix.fields.index("body"), 0] += 1
+    ix = whoosh_index.open_dir(str(built.path / TEXT_DIR), readonly=True)
+    with ix.reader() as reader:
+        check_against_index(matrix, reader)
+        for bad in (replace(matrix, lengths=lengths, _norms={}, _dfs={}),
+                    replace(matrix, chunk_ids=list(reversed(matrix.chunk_ids)), _norms={}, _dfs={}),
+                    replace(matrix, chunk_ids=matrix.chunk_ids[:-1], lengths=matrix.lengths[:, :-1], _norms={},
+                            _dfs={})):
+            with pytest.raises(MatrixFormatError):
+                check_against_index(bad, reader)
+    ix.close()
