@@ -335,15 +335,21 @@ class BM25Matrix:
         j = self.column(fieldname, text)
         return 0 if j is None else int(self.df(fieldname)[j])
 
-    def expand_prefix(self, fieldname: str, prefix: str) -> list[str]:
-        """Return the terms of ``fieldname`` that start with ``prefix`` and occur in some row, in term order."""
+    def _prefix_columns(self, fieldname: str, prefix: str) -> tuple[int, int]:
+        """Return the column range ``[lo, hi)`` of the terms of ``fieldname`` that start with ``prefix``."""
         terms = self.terms.get(fieldname) or []
         lo = bisect.bisect_left(terms, prefix)
-        hi = lo
-        while hi < len(terms) and terms[hi].startswith(prefix):
+        # Every term >= prefix and < prefix + U+10FFFF... starts with prefix; find the end by bisection too.
+        hi = bisect.bisect_left(terms, prefix + "\U0010ffff", lo)
+        while hi < len(terms) and terms[hi].startswith(prefix):  # terms holding U+10FFFF itself
             hi += 1
+        return lo, hi
+
+    def expand_prefix(self, fieldname: str, prefix: str) -> list[str]:
+        """Return the terms of ``fieldname`` that start with ``prefix`` and occur in some row, in term order."""
+        lo, hi = self._prefix_columns(fieldname, prefix)
         df = self.df(fieldname)
-        return [terms[j] for j in range(lo, hi) if df[j]]
+        return [self.terms[fieldname][j] for j in range(lo, hi) if df[j]]
 
     def term_rows(self, fieldname: str, text: str) -> np.ndarray:
         """Return the rows (int32, ascending) holding ``text`` in ``fieldname``."""
@@ -392,6 +398,36 @@ class BM25Matrix:
             scores = scores * boost
         return rows, scores
 
+    def prefix_scores(self, fieldname: str, prefix: str, params: BM25Params, boost: float = 1.0) -> Hits:
+        """Score ``Prefix(fieldname, prefix, boost, constantscore=False)`` as Whoosh does.
+
+        Whoosh ORs the indexed terms with the prefix (scores summed per row) and applies ``boost`` to
+        the sum; when exactly one term has the prefix it scores that term's bare matcher (no boost).
+        The expanded terms are consecutive columns, so their postings are scored in one pass.
+        Raises :class:`UnsupportedQuery` for a field not in the matrix or an empty prefix (Whoosh:
+        every document).
+        """
+        if fieldname not in self.columns:
+            raise UnsupportedQuery(f"field {fieldname!r} is not in the bm25 matrix")
+        if not prefix:
+            raise UnsupportedQuery("an empty prefix matches every document")
+        lo, hi = self._prefix_columns(fieldname, prefix)
+        df = self.df(fieldname)[lo:hi]
+        expansions = int(np.count_nonzero(df))
+        if expansions == 0:
+            return _EMPTY
+        indptr, col_rows, col_tf = self.columns[fieldname]
+        start, end = int(indptr[lo]), int(indptr[hi])
+        rows = np.asarray(col_rows[start:end], dtype=np.int64)
+        tf = np.asarray(col_tf[start:end], dtype=np.float64)
+        n = self.n_rows
+        idf = np.repeat(np.array([params.idf(int(d), n) if d else 0.0 for d in df.tolist()]), df)
+        k1 = params.k1
+        scores = idf * ((tf * (k1 + 1)) / (tf + self._norm(fieldname, k1, params.b_of(fieldname))[rows]))
+        if expansions == 1:
+            return rows, scores
+        return _scaled(_sum_by_row(rows, scores, n), boost)
+
     def evaluate(self, q: Any, params: BM25Params, memo: dict[Any, Hits] | None = None) -> Hits:
         """Return the rows matching the Whoosh query ``q`` and their scores, as Whoosh would score them.
 
@@ -417,16 +453,7 @@ class BM25Matrix:
             key = ("prefix", q.fieldname, q.text, q.boost)
             hit = memo.get(key)
             if hit is None:
-                if q.fieldname not in self.columns:
-                    raise UnsupportedQuery(f"field {q.fieldname!r} is not in the bm25 matrix")
-                words = self.expand_prefix(q.fieldname, q.text) if q.text else None
-                if words is None:
-                    raise UnsupportedQuery("an empty prefix matches every document")
-                parts = [self.term_scores(q.fieldname, w, params) for w in words]
-                # Whoosh: one expansion is that term's bare matcher (the prefix boost is dropped).
-                hit = _EMPTY if not parts else parts[0] if len(parts) == 1 \
-                    else _scaled(self._combine(parts, every=False), q.boost)
-                memo[key] = hit
+                hit = memo[key] = self.prefix_scores(q.fieldname, q.text, params, q.boost)
             return hit
         if kind is wq.Or and not q.scale or kind is wq.And:
             key = ("compound", id(q))
@@ -459,17 +486,26 @@ class BM25Matrix:
             return parts[0]
         rows = np.concatenate([p[0] for p in parts])
         scores = np.concatenate([p[1] for p in parts])
-        if rows.size * 8 < self.n_rows:  # few postings: sort them rather than touch every row
-            unique, inverse = np.unique(rows, return_inverse=True)
-            sums = np.bincount(inverse, weights=scores)
-            if every:
-                keep = np.bincount(inverse) == len(parts)
-                return unique[keep], sums[keep]
-            return unique, sums
-        sums = np.bincount(rows, weights=scores, minlength=self.n_rows)
-        counts = np.bincount(rows, minlength=self.n_rows)
-        hit = np.flatnonzero(counts == len(parts) if every else counts)
-        return hit, sums[hit]
+        return _sum_by_row(rows, scores, self.n_rows, len(parts) if every else 0)
+
+
+def _sum_by_row(rows: np.ndarray, scores: np.ndarray, n_rows: int, every: int = 0) -> Hits:
+    """Sum ``scores`` per row; with ``every`` > 0 keep only rows that occur ``every`` times.
+
+    Few postings are sorted (cost of the postings); many are added into arrays over all
+    ``n_rows`` rows (cost of the collection, but no sort).
+    """
+    if rows.size * 8 < n_rows:
+        unique, inverse = np.unique(rows, return_inverse=True)
+        sums = np.bincount(inverse, weights=scores)
+        if every:
+            keep = np.bincount(inverse) == every
+            return unique[keep], sums[keep]
+        return unique, sums
+    sums = np.bincount(rows, weights=scores, minlength=n_rows)
+    counts = np.bincount(rows, minlength=n_rows)
+    hit = np.flatnonzero(counts == every if every else counts)
+    return hit, sums[hit]
 
 
 def _scaled(hits: Hits, boost: float) -> Hits:
