@@ -359,8 +359,64 @@ class BM25Matrix:
         indptr, rows, _ = self.columns[fieldname]
         return np.asarray(rows[indptr[j]:indptr[j + 1]])
 
+    @classmethod
+    def assemble(cls, chunk_ids: Sequence[str], sources: Sequence[BM25Matrix]) -> BM25Matrix:
+        """Return the matrix of ``chunk_ids`` (in that order), each row copied from the first source holding it.
+
+        For incremental builds: the rows of unchanged chunks come from the parent bundle's matrix,
+        the rest from a matrix recorded for the new chunks only.  Terms that no chosen row holds are
+        dropped, so the result equals the matrix a scratch build of the same chunks in the same
+        order records (same arrays, same bytes).  Cost: every posting of every source (vectorised).
+        Raises :class:`MatrixFormatError` when the sources have other fields or lack a chunk id.
+        """
+        if not sources:
+            raise MatrixFormatError("no source matrix to assemble from")
+        fields = sources[0].fields
+        if any(src.fields != fields for src in sources):
+            raise MatrixFormatError("source matrices have different fields")
+        n = len(chunk_ids)
+        dests = [np.full(src.n_rows, -1, dtype=np.int64) for src in sources]
+        lengths = np.zeros((len(fields), n), dtype=np.uint32)
+        where = [{cid: row for row, cid in enumerate(src.chunk_ids)} for src in sources]
+        for i, cid in enumerate(chunk_ids):
+            for k, rows_of in enumerate(where):
+                row = rows_of.get(cid)
+                if row is not None:
+                    dests[k][row] = i
+                    lengths[:, i] = sources[k].lengths[:, row]
+                    break
+            else:
+                raise MatrixFormatError(f"no source matrix holds chunk {cid!r}")
+        terms: dict[str, list[str]] = {}
+        columns: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        for name in fields:
+            picked = []
+            for src, dest in zip(sources, dests, strict=True):
+                indptr, col_rows, col_tf = src.columns[name]
+                cols = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+                new_rows = dest[np.asarray(col_rows)]
+                keep = new_rows >= 0
+                picked.append((src.terms[name], cols[keep], new_rows[keep], np.asarray(col_tf)[keep]))
+            used = [np.unique(cols) for _, cols, _, _ in picked]
+            vocabulary = sorted({part[0][j] for part, u in zip(picked, used, strict=True) for j in u.tolist()})
+            number = {word: j for j, word in enumerate(vocabulary)}
+            renumbered = []
+            for (words, cols, _, _), u in zip(picked, used, strict=True):
+                remap = np.zeros(len(words), dtype=np.int64)
+                remap[u] = [number[words[j]] for j in u.tolist()]
+                renumbered.append(remap[cols])
+            all_cols = np.concatenate(renumbered)
+            all_rows = np.concatenate([rows for _, _, rows, _ in picked])
+            all_tf = np.concatenate([tf for _, _, _, tf in picked])
+            order = np.lexsort((all_rows, all_cols))
+            indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+            np.cumsum(np.bincount(all_cols, minlength=len(vocabulary)), out=indptr[1:])
+            columns[name] = (indptr, all_rows[order].astype(np.int32), all_tf[order].astype(np.float32))
+            terms[name] = vocabulary
+        return cls(list(chunk_ids), fields, terms, columns, lengths)
+
     def row_postings(self, rows: Iterable[int]) -> dict[str, dict[str, dict[str, float]]]:
-        """Return ``{chunk_id: {field: {term: tf}}}`` for ``rows`` (for reuse by a later build; cost: all postings)."""
+        """Return ``{chunk_id: {field: {term: tf}}}`` for ``rows`` (for inspection; cost: all postings)."""
         wanted = np.zeros(self.n_rows, dtype=bool)
         wanted[np.fromiter(rows, dtype=np.int64)] = True
         out: dict[str, dict[str, dict[str, float]]] = {}

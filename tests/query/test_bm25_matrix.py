@@ -255,3 +255,41 @@ def test_a_matrix_that_differs_from_the_index_is_refused(built) -> None:  # type
             with pytest.raises(MatrixFormatError):
                 check_against_index(bad, reader)
     ix.close()
+
+
+def test_assembled_from_a_parent_and_the_changed_chunks_equals_a_scratch_matrix(tmp_path: Path) -> None:
+    """What an incremental build needs: parent rows of unchanged chunks + rows recorded for the changed
+    chunks only give exactly the scratch build's matrix (terms of deleted chunks dropped, statistics of
+    the live rows)."""
+    from artifacts.bm25matrix import PostingRecorder
+    from artifacts.embedding import load_embedder
+    from indexer.textindex import scored_fields, write_text_index
+
+    embedder = load_embedder("hash-64")
+    repo = RepoBuilder(tmp_path / "repo")
+    for path, text in PAGES.items():
+        repo.write(path, text)
+    repo.commit()
+    first = open_bundle(build_bundle(repo.path, tmp_path / "s1", embedder=embedder).bundle_path, embedder=embedder)
+    repo.write("sk/protokoly.md", PAGES["sk/protokoly.md"].replace("QUIC", "QUIC a SCTP") + "\n## Nové\n\nSCTP.\n")
+    repo.write("sk/novy.md", "---\ntitle: Nový\ntags: [tcp]\n---\n# Nový\n\nÚplne nové slovo kvazar.\n")
+    repo.remove("de/bahn.md")  # "bahnhof" and "gleise" occur nowhere else: they must leave the vocabulary
+    repo.commit()
+    second = open_bundle(build_bundle(repo.path, tmp_path / "s2", embedder=embedder, scratch=True).bundle_path,
+                         embedder=embedder)
+    try:
+        old_docs = {p: d.blob_id for p, d in first.docs.items()}
+        changed = [c for c in second.chunks if old_docs.get(c.path) != second.docs[c.path].blob_id]
+        assert changed and len(changed) < len(second.chunks)
+        recorder = PostingRecorder(scored_fields())
+        write_text_index(changed, second.docs, tmp_path / "new-text", recorder)
+        fresh = recorder.matrix([c.chunk_id for c in changed])
+        scratch = bm25_matrix(second)
+        assembled = BM25Matrix.assemble(scratch.chunk_ids, [fresh, bm25_matrix(first)])
+        assert "bahnhof" in bm25_matrix(first).terms["body"] and "bahnhof" not in assembled.terms["body"]
+        assembled.save(tmp_path / "assembled")
+        for path in (second.path / BM25_DIR).iterdir():
+            assert (tmp_path / "assembled" / path.name).read_bytes() == path.read_bytes(), path.name
+    finally:
+        first.close()
+        second.close()
