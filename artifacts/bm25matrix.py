@@ -220,7 +220,7 @@ def check_against_index(matrix: BM25Matrix, reader: Any) -> None:
 
 
 Hits = tuple[np.ndarray, np.ndarray]
-"""Rows (int64, ascending, unique) and their scores (float64), same length."""
+"""Rows (int32 or int64, ascending, unique) and their scores (float64), same length."""
 
 _EMPTY: Hits = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 
@@ -241,6 +241,7 @@ class BM25Matrix:
     lengths: np.ndarray
     _norms: dict[tuple[str, float, float], np.ndarray] = field(default_factory=dict, repr=False)
     _dfs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _scoring: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
 
     @property
     def n_rows(self) -> int:
@@ -284,8 +285,9 @@ class BM25Matrix:
             columns = {}
             for name in fields:
                 indptr = np.load(directory / f"{name}.indptr.npy")
-                rows = np.load(directory / f"{name}.rows.npy", mmap_mode=mode)
-                tf = np.load(directory / f"{name}.tf.npy", mmap_mode=mode)
+                # Plain ndarray views of the mapped files (numpy's memmap subclass costs per slice).
+                rows = np.load(directory / f"{name}.rows.npy", mmap_mode=mode).view(np.ndarray)
+                tf = np.load(directory / f"{name}.tf.npy", mmap_mode=mode).view(np.ndarray)
                 columns[name] = (indptr, rows, tf)
             lengths = np.load(directory / LENGTHS_FILE)
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -321,6 +323,34 @@ class BM25Matrix:
             fl = quantised_lengths(self.lengths[self.fields.index(fieldname)]).astype(np.float64)
             norm = self._norms[key] = k1 * ((1 - b) + b * fl / self.average_length(fieldname))
         return norm
+
+    def _weights(self, fieldname: str, params: BM25Params) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(idf per column, tf part per posting)`` of ``fieldname``, computed once per field and params.
+
+        The tf part is ``(tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * fl / avgfl))`` (float64), so a
+        posting's score is ``idf * part`` exactly as Whoosh multiplies them; the idf is computed once
+        per distinct document frequency with ``params.idf`` (``math.log``, as Whoosh).  Memory: 8
+        bytes per posting and per term.
+        """
+        key = (fieldname, params.k1, params.b_of(fieldname), params.idf)
+        found = self._scoring.get(key)
+        if found is None:
+            indptr, col_rows, col_tf = self.columns[fieldname]
+            df = self.df(fieldname)
+            distinct, inverse = np.unique(df, return_inverse=True)
+            n = self.n_rows
+            idf = np.array([params.idf(int(d), n) for d in distinct.tolist()], dtype=np.float64)[inverse]
+            tf = col_tf.astype(np.float64)
+            k1 = params.k1
+            part = (tf * (k1 + 1)) / (tf + self._norm(fieldname, k1, params.b_of(fieldname))[col_rows])
+            found = self._scoring[key] = (idf, part)
+        return found
+
+    def prepare(self, params: BM25Params) -> BM25Matrix:
+        """Compute the scoring arrays of every field for ``params`` now (else on first use); return self."""
+        for name in self.fields:
+            self._weights(name, params)
+        return self
 
     def column(self, fieldname: str, text: str) -> int | None:
         """Return the column of ``text`` in ``fieldname``, or ``None`` when it is not indexed there."""
@@ -443,16 +473,13 @@ class BM25Matrix:
         j = self.column(fieldname, text)
         if j is None:
             return _EMPTY
-        indptr, col_rows, col_tf = self.columns[fieldname]
+        indptr, col_rows, _ = self.columns[fieldname]
+        idf, part = self._weights(fieldname, params)
         lo, hi = int(indptr[j]), int(indptr[j + 1])
-        rows = np.asarray(col_rows[lo:hi], dtype=np.int64)
-        tf = np.asarray(col_tf[lo:hi], dtype=np.float64)
-        k1 = params.k1
-        idf = params.idf(hi - lo, self.n_rows)
-        scores = idf * ((tf * (k1 + 1)) / (tf + self._norm(fieldname, k1, params.b_of(fieldname))[rows]))
+        scores = idf[j] * part[lo:hi]
         if boost != 1.0:
             scores = scores * boost
-        return rows, scores
+        return col_rows[lo:hi], scores
 
     def prefix_scores(self, fieldname: str, prefix: str, params: BM25Params, boost: float = 1.0) -> Hits:
         """Score ``Prefix(fieldname, prefix, boost, constantscore=False)`` as Whoosh does.
@@ -472,17 +499,14 @@ class BM25Matrix:
         expansions = int(np.count_nonzero(df))
         if expansions == 0:
             return _EMPTY
-        indptr, col_rows, col_tf = self.columns[fieldname]
+        indptr, col_rows, _ = self.columns[fieldname]
+        idf, part = self._weights(fieldname, params)
         start, end = int(indptr[lo]), int(indptr[hi])
-        rows = np.asarray(col_rows[start:end], dtype=np.int64)
-        tf = np.asarray(col_tf[start:end], dtype=np.float64)
-        n = self.n_rows
-        idf = np.repeat(np.array([params.idf(int(d), n) if d else 0.0 for d in df.tolist()]), df)
-        k1 = params.k1
-        scores = idf * ((tf * (k1 + 1)) / (tf + self._norm(fieldname, k1, params.b_of(fieldname))[rows]))
+        rows = col_rows[start:end]
+        scores = np.repeat(idf[lo:hi], df) * part[start:end]
         if expansions == 1:
             return rows, scores
-        return _scaled(_sum_by_row(rows, scores, n), boost)
+        return _scaled(_sum_by_row(rows, scores, self.n_rows), boost)
 
     def evaluate(self, q: Any, params: BM25Params, memo: dict[Any, Hits] | None = None) -> Hits:
         """Return the rows matching the Whoosh query ``q`` and their scores, as Whoosh would score them.
@@ -559,8 +583,11 @@ def _sum_by_row(rows: np.ndarray, scores: np.ndarray, n_rows: int, every: int = 
             return unique[keep], sums[keep]
         return unique, sums
     sums = np.bincount(rows, weights=scores, minlength=n_rows)
-    counts = np.bincount(rows, minlength=n_rows)
-    hit = np.flatnonzero(counts == every if every else counts)
+    if not every and scores.min() > 0:  # every matching row has a positive sum: no counts needed
+        hit = np.flatnonzero(sums)
+    else:
+        counts = np.bincount(rows, minlength=n_rows)
+        hit = np.flatnonzero(counts == every if every else counts)
     return hit, sums[hit]
 
 

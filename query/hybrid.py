@@ -476,7 +476,7 @@ def bm25_matrix(bundle: OpenedBundle) -> BM25Matrix | None:
             return False
         if len(matrix.chunk_ids) != len(bundle.chunks) or set(matrix.chunk_ids) != bundle.chunk_index.keys():
             return False
-        return matrix
+        return matrix.prepare(_PARAMS)
 
     found = bundle.derive("bm25_matrix", load)
     return found if isinstance(found, BM25Matrix) else None
