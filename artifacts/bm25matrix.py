@@ -15,8 +15,9 @@ every bundle file; a bundle without it is searched through Whoosh):
   {field: nnz}}``;
 * ``chunk_ids.json``: list of ``N`` chunk ids; row ``i`` is chunk ``chunk_ids[i]`` (in a scratch
   build, row ``i`` is also Whoosh document number ``i``, so ties break the same way);
-* ``terms.json``: ``{field: [term, ...]}``, each list sorted by code point (= Whoosh's UTF-8 byte
-  order); term ``j`` of a field is column ``j``;
+* per field ``F``: ``F.terms``: the field's terms, UTF-8, one per line (``\n``-separated, no
+  trailing newline; a token never holds a line break), sorted by code point (= Whoosh's UTF-8 byte
+  order); term ``j`` is column ``j``;
 * per field ``F``: ``F.indptr.npy`` int64 ``(T + 1,)``, ``F.rows.npy`` int32 ``(nnz,)``, ``F.tf.npy``
   float32 ``(nnz,)`` — compressed sparse columns: the postings of term ``j`` are
   ``rows[indptr[j]:indptr[j+1]]`` (ascending) with weights ``tf[...]`` (Whoosh's posting weight:
@@ -56,7 +57,6 @@ from whoosh.util.numeric import byte_to_length
 MATRIX_VERSION = 1
 META_FILE = "meta.json"
 CHUNK_IDS_FILE = "chunk_ids.json"
-TERMS_FILE = "terms.json"
 LENGTHS_FILE = "lengths.npy"
 
 _LENGTH_TABLE = np.array([byte_to_length(i) for i in range(256)], dtype=np.int64)
@@ -258,9 +258,10 @@ class BM25Matrix:
                 "postings": {f: int(self.columns[f][1].size) for f in self.fields}}
         (directory / META_FILE).write_text(json.dumps(meta, sort_keys=True) + "\n", encoding="utf-8")
         (directory / CHUNK_IDS_FILE).write_text(json.dumps(self.chunk_ids, ensure_ascii=False), encoding="utf-8")
-        (directory / TERMS_FILE).write_text(json.dumps({f: self.terms[f] for f in self.fields}, ensure_ascii=False),
-                                            encoding="utf-8")
         for name in self.fields:
+            if any("\n" in term for term in self.terms[name]):
+                raise MatrixFormatError(f"field {name}: a term holds a line break")
+            (directory / f"{name}.terms").write_text("\n".join(self.terms[name]), encoding="utf-8")
             indptr, rows, tf = self.columns[name]
             np.save(directory / f"{name}.indptr.npy", np.ascontiguousarray(indptr, dtype=np.int64))
             np.save(directory / f"{name}.rows.npy", np.ascontiguousarray(rows, dtype=np.int32))
@@ -280,10 +281,12 @@ class BM25Matrix:
                 raise MatrixFormatError(f"bm25 matrix version {meta.get('version')!r} is not {MATRIX_VERSION}")
             fields = tuple(meta["fields"])
             chunk_ids = json.loads((directory / CHUNK_IDS_FILE).read_text(encoding="utf-8"))
-            terms = json.loads((directory / TERMS_FILE).read_text(encoding="utf-8"))
             mode = "r" if mmap else None
             columns = {}
+            terms = {}
             for name in fields:
+                text = (directory / f"{name}.terms").read_text(encoding="utf-8")
+                terms[name] = text.split("\n") if text else []
                 indptr = np.load(directory / f"{name}.indptr.npy")
                 # Plain ndarray views of the mapped files (numpy's memmap subclass costs per slice).
                 rows = np.load(directory / f"{name}.rows.npy", mmap_mode=mode).view(np.ndarray)
