@@ -15,7 +15,9 @@ Two analyzers:
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from collections.abc import Iterator
 
 from whoosh.analysis import CharsetFilter, LowercaseFilter, RegexTokenizer
 from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
@@ -33,6 +35,20 @@ xquad-de dev 0.908 -> 0.924).  A hyphenated identifier (``ERR-4711``) is found t
 def folding_analyzer():  # type: ignore[no-untyped-def]
     """Return the diacritics-folding analyzer (tokens lowercased, accents removed)."""
     return RegexTokenizer(TOKEN_PATTERN) | LowercaseFilter() | CharsetFilter(accent_map)
+
+
+_TOKEN = re.compile(TOKEN_PATTERN)
+
+
+def folded_spans(text: str) -> Iterator[tuple[str, int, int]]:
+    """Yield ``(folded token, start, end)`` for each token of ``text`` (character offsets, end exclusive).
+
+    The same tokens, texts and offsets as :func:`folding_analyzer` with ``chars=True`` (tokenise,
+    lowercase, fold diacritics), without Whoosh's per-token filter chain: for code that visits
+    every token of a text per request (result snippets).
+    """
+    for match in _TOKEN.finditer(text):
+        yield match.group(0).lower().translate(accent_map), match.start(), match.end()
 
 
 def exact_analyzer():  # type: ignore[no-untyped-def]

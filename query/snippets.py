@@ -21,12 +21,13 @@ markdown-it parse costs ~1.6 ms per chunk here, ten times a whole BM25 query at 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
+from whoosh.analysis import Token
 from whoosh.highlight import BasicFragmentScorer, ContextFragmenter, Formatter, get_text, top_fragments
 
-from artifacts.analysis import folding_analyzer, normalize_text
+from artifacts.analysis import folded_spans, normalize_text
 
 from .sentences import stop_words
 
@@ -84,12 +85,23 @@ class _MarkFormatter(Formatter):
         return f"{MARK}{get_text(text, token, replace)}{MARK}"
 
 
-def _matched(tokens: Iterable[Any], words: dict[str, float], prefixes: dict[str, float]) -> Iterator[Any]:
-    """Set ``matched`` and ``boost`` (the word's weight) on each token (Whoosh reuses one token object)."""
-    for token in tokens:
-        weight = words.get(token.text)
+def _matched(text: str, words: dict[str, float], prefixes: dict[str, float]) -> Iterator[Any]:
+    """Yield the folding analyzer's tokens of ``text`` with ``matched`` and ``boost`` (the word's weight) set.
+
+    One Whoosh token object is reused, as Whoosh's analyzers do (the fragmenter copies matches).
+    """
+    token = Token(positions=False, chars=True, removestops=False, mode="query")
+    prefix_items = tuple(prefixes.items())
+    for folded, start, end in folded_spans(text):
+        weight = words.get(folded)
         if weight is None:
-            weight = next((w for p, w in prefixes.items() if token.text.startswith(p)), None)
+            for prefix, w in prefix_items:
+                if folded.startswith(prefix):
+                    weight = w
+                    break
+        token.text = folded
+        token.startchar = start
+        token.endchar = end
         token.matched = weight is not None
         token.boost = weight if weight is not None else 1.0
         yield token
@@ -110,9 +122,8 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
     if content:  # function words ("pro", "the", "v") are not marked unless the query has nothing else
         words = content
     if words or prefixes:
-        tokens = folding_analyzer()(text, chars=True, mode="query", removestops=False)
         fragmenter = ContextFragmenter(maxchars=maxchars, surround=maxchars // 3)
-        fragments = fragmenter.fragment_tokens(text, _matched(tokens, words, prefixes))
+        fragments = fragmenter.fragment_tokens(text, _matched(text, words, prefixes))
         best = top_fragments(fragments, 1, BasicFragmentScorer(), lambda f: f.startchar)
         if best:
             fragment = best[0]

@@ -33,3 +33,20 @@ def test_compound_and_its_parts_find_each_other(repo: RepoBuilder, tmp_path: Pat
         assert first("Blöcke") == "blocke.md"
     finally:
         bundle.close()
+
+
+def test_folded_spans_are_the_folding_analyzers_tokens() -> None:
+    """The fast tokeniser of snippets gives exactly the folding analyzer's tokens, texts and offsets."""
+    from artifacts.analysis import folded_spans, folding_analyzer
+
+    texts = [
+        "Počítačové siete: smerovanie paketov (TCP/IP) v1.2, don't — Straße in Zürich; ĽŠČŤŽÝÁÍÉ",
+        "İstanbul ǅemal ﬁnance Ǆ ß ẞ Ωmega  tabs\tand\nnewlines, x.y.z. 'quoted' l’été __init__ 1,000.5",
+        "HTML-Blöcke im Pop-out-Fenster, [[Wiki|Alias]] **bold** `code` e\u0301cole nai\u0308ve 日本語のテキスト",
+        "",
+        "....",
+    ]
+    for text in texts:
+        expected = [(t.text, t.startchar, t.endchar)
+                    for t in folding_analyzer()(text, chars=True, mode="query", removestops=False)]
+        assert list(folded_spans(text)) == expected, text
