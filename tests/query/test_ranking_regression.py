@@ -7,17 +7,19 @@ carry ranking quality, so that undoing one of them fails this test:
   ordinary sentences;
 * *mention pages*: other pages that repeat a topic's title words in their body (a page whose title
   is the query must beat them: the title field weight);
-* *FAQ pages*: short pages dense with question words and function words ("what is the ..."); a
-  long natural-language question shares many words with them and few, rare ones with its topic page
-  (the Robertson-Sparck Jones idf keeps common words from winning);
-* *journal pages*: neutral prose, so that the corpus (150 documents) is large enough for the
-  dense-arm confidence to tell the arms' agreement from chance.
+* *FAQ pages*: short pages dense with question words and function words ("please tell me about
+  ..."); a long natural-language question shares many words with them and few, rare ones with its
+  topic page (the Robertson-Sparck Jones idf keeps common words from winning; Whoosh's idf, never
+  below 1, lets them win);
+* *journal pages*: 90 English pages of neutral prose that also carry the English question's
+  phrasing words, so that those are common (idf) and the corpus (150 documents) is large enough for
+  the dense-arm confidence to tell the arms' agreement from chance.
 
 The dense arm is a real model (MiniLM, installed with gitrag, offline): it reads the English
-questions better than BM25 does (it ranks several "ask" pages first that BM25 ranks third) and likes
-the mention pages, so the fusion constants move the hybrid value: RRF k = 60 or a vector weight of 1
-each fail the hybrid row (see the note of issue 12).  About 20 s of CPU (model load ~9 s, 150
-pages embedded, 48 questions), run with one torch thread.
+questions better than BM25 does (it ranks several "ask" pages first that BM25 ranks 3rd-6th) and
+likes the mention pages, so the fusion constants move the hybrid value.  Measured: Whoosh's default
+idf, RRF k = 60, a title weight of 0.2 and a vector weight of 1 each fail this test.  About 20 s of
+CPU (model load ~9 s, 150 pages embedded, 48 questions), run with one torch thread.
 
 Recorded values live in ``tests/data/ranking_golden.json``; regenerate them after an intended
 ranking change with ``GITRAG_UPDATE_GOLDEN=1 pytest tests/query/test_ranking_regression.py`` and
@@ -47,9 +49,13 @@ ENGINES = ("bm25", "vector", "hybrid")
 EMBEDDER = MINILM
 """A real dense arm: it reads English (and the shared words of German and Slovak) well enough for
 the dense-arm confidence to give it weight, so that RRF's k and the vector weight move hybrid."""
-JOURNAL_PAGES = 30
-"""Neutral pages per language: they make the corpus large enough (150 documents) for the dense-arm
-confidence to tell the arms' agreement from chance, so that the fusion is exercised."""
+JOURNAL_PAGES = 90
+"""Neutral English pages: they make the corpus large enough (150 documents) for the dense-arm
+confidence to tell the arms' agreement from chance, so that the fusion is exercised, and English
+function words common enough (in ~85% of the chunks) for the idf to matter."""
+
+COMMON_EN = ["please", "tell", "me", "about", "with", "an", "example", "from"]
+"""The English question's phrasing words: in the FAQ and journal pages, never in a topic page."""
 
 # language -> (function words used in prose, question template, FAQ sentences, topics)
 # A topic: (slug, title, own words).  Own words appear in the topic page and nowhere else, except
@@ -57,9 +63,9 @@ confidence to tell the arms' agreement from chance, so that the fusion is exerci
 LANGS: dict[str, dict[str, object]] = {
     "en": {
         "filler": ["the", "of", "and", "is", "in", "what", "which", "how", "does", "a", "to", "for"],
-        "question": "What is the {a} of the {b} and how does it work in the {c}?",
-        "faq": ["What is the answer and how does it work?", "Which is the best one and what is it for?",
-                "How does the page work and what is in it?", "What is the question of the day and how is it asked?"],
+        "question": "Please tell me about {a} and {b}, with an example from {c}.",
+        "faq": ["Please tell me about it, with an example from me.", "Tell me about an example, please.",
+                "An example from me: please tell me about it.", "Please, with an example from you, tell me about it."],
         "neutral": ["garden", "window", "market", "river", "letter", "morning", "street", "table", "winter",
                     "friend", "village", "music", "paper", "evening", "kitchen", "station", "summer", "meeting"],
         "topics": [
@@ -146,9 +152,12 @@ def _corpus() -> tuple[dict[str, str], list[Question]]:
         for j, line in enumerate(spec["faq"]):  # type: ignore[attr-defined]
             files[f"{lang}/faq/f{j}.md"] = f"---\ntitle: FAQ {j}\n---\n\n{line} {line}\n"
         neutral: list[str] = spec["neutral"]  # type: ignore[assignment]
-        for j in range(JOURNAL_PAGES):
+        for j in range(JOURNAL_PAGES if lang == "en" else 0):
+            # Journal pages also carry the question's phrasing words ("please tell me about ..."),
+            # which topic pages lack: common words that only a floor-free idf keeps from winning.
+            phrasing = " ".join(rng.sample(COMMON_EN, 5)).capitalize()
             files[f"{lang}/journal/j{j}.md"] = (f"---\ntitle: Journal {lang} {j}\n---\n\n"
-                                                f"{prose(rng.sample(neutral, 4), 2)}\n")
+                                                f"{prose(rng.sample(neutral, 4), 2)} {phrasing}.\n")
     return files, questions
 
 
@@ -182,7 +191,7 @@ def results(tmp_path_factory):  # type: ignore[no-untyped-def]
 
 def test_corpus_shape() -> None:
     files, questions = _corpus()
-    assert len(files) == 3 * (8 + 8 + 4 + JOURNAL_PAGES) and len(questions) == 48
+    assert len(files) == 3 * (8 + 8 + 4) + JOURNAL_PAGES and len(questions) == 48
     assert _corpus() == (files, questions)  # deterministic
 
 
