@@ -16,7 +16,6 @@ that document among its best ``anchor_bm25_rank`` documents (by default: first).
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
 import re
 from collections.abc import Iterable
@@ -45,10 +44,6 @@ from .snippets import make_snippet
 MAX_QUERY_CHARS = 1000
 MAX_QUERY_TERMS = 64
 MAX_PREFIX_QUERY_TERMS = 6
-MAX_STEM_FORMS = 64
-"""In a query of more than :data:`MAX_PREFIX_QUERY_TERMS` words, a word's stem prefix is used only
-when it expands to at most this many indexed words in every prefix field (so a long query costs at
-most ``MAX_QUERY_TERMS * len(PREFIX_FIELDS) * MAX_STEM_FORMS`` expanded terms)."""
 PREFIX_FIELDS = ("title", "headings", "body")
 """Folded fields searched by stem prefix in the ``prefix_terms`` strategy."""
 CONFIDENCE_DEPTH = 10
@@ -229,9 +224,6 @@ class QueryWord:
     term: QueryTerm
     fuzzy: tuple[tuple[str, tuple[str, ...]], ...] = ()
     swaps: tuple[str, ...] = ()
-    narrow_stem: bool = False
-    """The stem prefix expands to at most :data:`MAX_STEM_FORMS` indexed words per prefix field
-    (checked only for queries of more than :data:`MAX_PREFIX_QUERY_TERMS` words)."""
 
 
 def _longest_word(bundle: OpenedBundle, searcher: Any) -> int:
@@ -255,12 +247,10 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
     words: list[QueryWord] = []
     expanded = 0
     reader = searcher.reader()
-    long_query = len(terms) > MAX_PREFIX_QUERY_TERMS
     for term in terms:
         word = term.folded
-        narrow = long_query and _narrow_stem(reader, word)
         if not typo or len(word) < 4 or word.isdigit() or expanded >= MAX_TYPO_WORDS or _known(searcher, word):
-            words.append(QueryWord(term, narrow_stem=narrow))
+            words.append(QueryWord(term))
             continue
         maxdist = 2 if len(word) >= 8 else 1
         # The longest word is found once per bundle, and only asked for long words (short ones are cheap).
@@ -272,20 +262,8 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
                       if (forms := tuple(sorted(reader.terms_within(f, word, maxdist, prefix=1)))))
         # Levenshtein distance counts a swap of two neighbours as 2 edits; add swapped forms that exist.
         swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)} - {word}
-        words.append(QueryWord(term, fuzzy, tuple(w for w in sorted(swaps) if _known(searcher, w)), narrow))
+        words.append(QueryWord(term, fuzzy, tuple(w for w in sorted(swaps) if _known(searcher, w))))
     return words
-
-
-def _narrow_stem(reader: Any, word: str) -> bool:
-    """Return whether ``word`` has a stem prefix matching at most :data:`MAX_STEM_FORMS` words per prefix field.
-
-    Reads at most ``MAX_STEM_FORMS + 1`` entries of each field's term list.
-    """
-    stem = _stem_prefix(word)
-    if stem is None:
-        return False
-    return all(sum(1 for _ in itertools.islice(reader.expand_prefix(f, stem), MAX_STEM_FORMS + 1)) <= MAX_STEM_FORMS
-               for f in PREFIX_FIELDS)
 
 
 def _word_query(word: QueryWord, *, prefix: bool) -> wq.Query:
@@ -310,21 +288,16 @@ def build_text_queries(words: list[QueryWord]) -> list[tuple[str, wq.Query]]:
     """Return the BM25 strategies ``[(name, query)]`` for ``words``, strictest first.
 
     ``any_term`` is omitted for a one-word query (it would equal ``all_terms``); ``prefix_terms``
-    for long queries and for queries without a word long enough to have a stem.  In a long query
-    (more than :data:`MAX_PREFIX_QUERY_TERMS` words, such as a description of the page) ``any_term``
-    also matches the stem prefixes of its words whose stem is narrow (:attr:`QueryWord.narrow_stem`),
-    so that a page using the words in other inflected forms is found.
+    for long queries and for queries without a word long enough to have a stem.
     """
     if not words:
         return []
     plain = [_word_query(w, prefix=False) for w in words]
     strategies: list[tuple[str, wq.Query]] = [("all_terms", wq.And(plain))]
-    long_query = len(words) > MAX_PREFIX_QUERY_TERMS
-    if not long_query and any(_stem_prefix(w.term.folded) for w in words):
+    if len(words) <= MAX_PREFIX_QUERY_TERMS and any(_stem_prefix(w.term.folded) for w in words):
         strategies.append(("prefix_terms", wq.And([_word_query(w, prefix=True) for w in words])))
     if len(words) > 1:
-        any_words = [_word_query(w, prefix=True) if w.narrow_stem else q for w, q in zip(words, plain, strict=True)]
-        strategies.append(("any_term", wq.Or(any_words if long_query else plain)))
+        strategies.append(("any_term", wq.Or(plain)))
     return strategies
 
 
