@@ -39,6 +39,9 @@ def main() -> None:
     parser.add_argument("--dump", type=Path, default=None,
                         help="also write each question's two arm rankings (JSON lines: id, relevant, "
                              "bm25/vector [[chunk_id, path, score]], anchor) for offline fusion studies")
+    parser.add_argument("--vectors-from", type=Path, default=None,
+                        help="take each question's dense arm from a --dump file of the same bundle instead of "
+                             "running the model (BM25 runs with the current code: score a BM25 change alone)")
     args = parser.parse_args()
 
     bundle = open_bundle(args.bundle)
@@ -47,9 +50,18 @@ def main() -> None:
     base = SearchOptions()
     # Rankings carry the unrestricted lexical anchor; each variant below restricts it itself.
     unrestricted = base.model_copy(update={"anchor_bm25_rank": 10**9})
+    dumped: dict[str, list[tuple[str, float]]] | None = None
+    if args.vectors_from is not None:
+        with args.vectors_from.open(encoding="utf-8") as fh:
+            dumped = {row["id"]: [(cid, float(sc)) for cid, _, sc in row["vector"]] for row in map(json.loads, fh)}
     runs = []
     for q in questions:
-        ranking = rank_chunks(bundle, q.question, depth=base.candidates, flt=q.filter, options=unrestricted)
+        if dumped is None:
+            ranking = rank_chunks(bundle, q.question, depth=base.candidates, flt=q.filter, options=unrestricted)
+        else:
+            ranking = rank_chunks(bundle, q.question, depth=base.candidates, flt=q.filter, options=unrestricted,
+                                  engines=("bm25",))
+            ranking.vector = dumped[q.id]
         runs.append((q, ranking))
 
     if args.dump is not None:
