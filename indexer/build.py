@@ -40,7 +40,7 @@ from .graph import choose_graph_mapping, load_author_names, write_graph
 from .incremental import BaseBundle, embedding_key, find_base_bundle, load_base_bundle
 from .markdown import parse_markdown, resolve_links
 from .textindex import write_text_index
-from .vectors import write_vectors
+from .vectors import plan_labels, update_vectors, write_vectors
 
 Progress = Callable[[str, int, int], None]
 """Progress callback: (stage name, items done, items total)."""
@@ -229,7 +229,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         # Vectors depend only on the embedder and the embedding input, so any bundle embedded
         # the same way can donate them (e.g. after an analyzer or chunking change); keyed by
         # content hash, so which donor is chosen never changes the result.
-        donor = _vector_donor(store, config, info.commit, base)
+        donor = None if scratch else _vector_donor(store, config, info.commit, base)
         lap("find_base")
         files = [f for f in iter_markdown(repo, info.tree) if config.includes(f.path)]
         if config.include and not files:
@@ -247,7 +247,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         timings["chunk"] = round(chunk_seconds, 3)
         lap("chunk")
         docs_by_path = {d.path: d for d in docs}
-        vectors, row_ids, computed = _embed(model, chunks, docs_by_path, [b for b in (base, donor) if b], report)
+        blocks, origin, computed = _embed(model, chunks, docs_by_path, base, donor, report)
         lap("embed")
         _write_records(staging, docs, chunks)
         changed = _changed_paths(base, docs_by_path, parsed_paths)
@@ -258,9 +258,11 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         write_text_index(chunks, docs_by_path, staging / TEXT_DIR)
         report("text_index", len(chunks), len(chunks))
         lap("text_index")
-        report("vector_index", 0, len(row_ids))
-        write_vectors(vectors, row_ids, staging / VECTORS_DIR)
-        report("vector_index", len(row_ids), len(row_ids))
+        n_rows = sum(len(b) for b in blocks)
+        report("vector_index", 0, n_rows)
+        vector_reuse = _write_vector_part(staging / VECTORS_DIR, chunks, blocks, origin, base, model.spec.dim)
+        del blocks, origin
+        report("vector_index", n_rows, n_rows)
         lap("vector_index")
         chunk_ids: dict[str, list[str]] = {}
         for chunk in chunks:
@@ -293,7 +295,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
             config_fingerprint=fingerprint,
             built_from=base.bundle_id if base else None,
             counts=Counts(
-                documents=len(docs), chunks=len(chunks), vectors=int(vectors.shape[0]),
+                documents=len(docs), chunks=len(chunks), vectors=n_rows,
                 nodes=graph.nodes, relationships=graph.relationships, skipped=len(skipped),
             ),
             skipped=skipped,
@@ -305,6 +307,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
             stats=BuildStats(embeddings_computed=computed, embeddings_reused=len(chunks) - computed),
             changes=_change_summary(base, docs_by_path, changed),
             vectors_donor=donor.bundle_id if donor is not None else None,
+            index_reuse={"vectors": vector_reuse},
             graph_mapping_choice=mapping_choice,
         )
         lap("digest")
@@ -461,23 +464,28 @@ def _vector_donor(store: Store, config: BuildConfig, commit: str, base: BaseBund
         return None
 
 
-def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], sources: list[BaseBundle],
-           report: Progress, batch: int = 16) -> tuple[np.ndarray, list[str], int]:
-    """Embed every chunk's :func:`embedding_text`, reusing rows of ``sources`` (base, donor) for known inputs.
+def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base: BaseBundle | None,
+           donor: BaseBundle | None, report: Progress,
+           batch: int = 16) -> tuple[list[np.ndarray], list[np.ndarray | None], int]:
+    """Embed every chunk's :func:`embedding_text`, reusing rows of ``base`` or ``donor`` for known inputs.
 
-    Returns ``(vectors, row_ids, computed)``: float32 (m, dim) L2-normalised, m >= len(chunks),
-    rows in chunk order with the segments of one chunk consecutive (an input past the model's
-    limit has several rows, see :func:`~artifacts.embedding.embed_passages_segmented`);
-    ``row_ids[j]`` the chunk id of row j; ``computed`` the number of chunks embedded here.
+    Returns ``(blocks, origin, computed)``: ``blocks[i]`` chunk ``i``'s float32 (segments, dim)
+    L2-normalised rows (an input past the model's limit has several, see
+    :func:`~artifacts.embedding.embed_passages_segmented`); ``origin[i]`` the base bundle's row
+    numbers those rows were copied from, else ``None``; ``computed`` the number of chunks embedded here.
     """
-    rows: list[np.ndarray | None] = [None] * len(chunks)
+    blocks: list[np.ndarray | None] = [None] * len(chunks)
+    origin: list[np.ndarray | None] = [None] * len(chunks)
     todo: dict[tuple[str, str], list[int]] = {}
     for i, chunk in enumerate(chunks):
         head, body = embedding_parts(chunk, docs.get(chunk.path))
         key = embedding_key(f"{head}\n\n{body}")
-        reused = next((v for v in (src.vectors_for(key) for src in sources) if v is not None), None)
-        if reused is not None:
-            rows[i] = reused
+        rows = base.rows_for(key) if base is not None else None
+        if rows is not None:
+            blocks[i] = base.vectors_for(key)  # type: ignore[union-attr]
+            origin[i] = rows
+        elif donor is not None and (reused := donor.vectors_for(key)) is not None:
+            blocks[i] = reused
         else:
             todo.setdefault((head, body), []).append(i)
     inputs = list(todo)
@@ -489,12 +497,29 @@ def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], sour
         for j, item in enumerate(part):
             block = np.ascontiguousarray(embedded[owners_arr == j], dtype=np.float32)
             for i in todo[item]:
-                rows[i] = block
+                blocks[i] = block
         report("embed", min(start + batch, len(inputs)), len(inputs))
-    row_ids = [chunk.chunk_id for chunk, block in zip(chunks, rows, strict=True) for _ in range(len(block))]  # type: ignore[arg-type]
-    dim = model.spec.dim
-    vectors = np.concatenate(rows, axis=0) if rows else np.zeros((0, dim), dtype=np.float32)  # type: ignore[arg-type]
-    return np.ascontiguousarray(vectors, dtype=np.float32), row_ids, sum(len(r) for r in todo.values())
+    return blocks, origin, sum(len(r) for r in todo.values())  # type: ignore[return-value]
+
+
+def _write_vector_part(vectors_dir: Path, chunks: list[Chunk], blocks: list[np.ndarray],
+                       origin: list[np.ndarray | None], base: BaseBundle | None, dim: int) -> dict[str, object]:
+    """Write ``vectors/``: the base bundle's hnswlib index updated with the diff, else a new one.
+
+    Returns what was reused (recorded in the manifest as ``index_reuse.vectors``): ``from`` (the
+    base bundle id or ``None``), ``kept`` (rows whose label and links are the base's), ``written``
+    (labels given a new vector), ``deleted`` (labels marked deleted, past the last row).
+    """
+    if base is not None:
+        plan = plan_labels(base.rows, [c.chunk_id for c in chunks], [len(b) for b in blocks], origin)
+        if update_vectors(base.path / VECTORS_DIR, plan, blocks, vectors_dir):
+            return {"from": base.bundle_id, "kept": plan.kept, "written": len(plan.put) + plan.moved,
+                    "deleted": len(plan.delete)}
+        shutil.rmtree(vectors_dir, ignore_errors=True)
+    row_ids = [chunk.chunk_id for chunk, block in zip(chunks, blocks, strict=True) for _ in range(len(block))]
+    vectors = np.concatenate(blocks, axis=0) if blocks else np.zeros((0, dim), dtype=np.float32)
+    write_vectors(vectors, row_ids, vectors_dir)
+    return {"from": None, "kept": 0, "written": len(row_ids), "deleted": 0}
 
 
 def _changed_paths(base: BaseBundle | None, docs: dict[str, Document], parsed: set[str]) -> set[str]:
