@@ -10,6 +10,8 @@ VECTORS_FILE = "vectors/vectors.npy"
 IDS_FILE = "vectors/ids.json"
 HNSW_FILE = "vectors/index.hnsw"
 GRAPH_DIR = "graph"
+BM25_DIR = "bm25"
+"""Per-field BM25 inputs as arrays (:mod:`artifacts.bm25matrix`); since feature version 2, optional."""
 
 HNSW_SPACE = "ip"
 """Inner product on L2-normalised vectors = cosine similarity."""

@@ -5,6 +5,8 @@ ones; readers reject another ``format_version`` and ignore unknown fields):
 
 * format 1, feature 1 — first release: Whoosh ``text/``, hnswlib ``vectors/``, ladybug ``graph/``,
   ``docs.jsonl``, ``chunks.jsonl``.
+* format 1, feature 2 — ``bm25/``: per-field term frequencies and field lengths as arrays
+  (:mod:`artifacts.bm25matrix`), scored with numpy; a bundle without it is searched through Whoosh.
 
 Nothing hashed into ``content_digest`` depends on wall-clock time; ``built_at`` and ``timings`` are
 informational only.
@@ -23,7 +25,7 @@ from .errors import BundleIntegrityError, FormatVersionError
 from .records import SkippedFile
 
 FORMAT_VERSION = 1
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 MANIFEST_NAME = "manifest.json"
 
 

@@ -17,8 +17,14 @@ filter.
 
 Queries (deterministic for a seed): half are document titles, half 2-5 consecutive words of a chunk.
 
+``--bm25-equivalence`` instead compares, in this process, the BM25 arm scored by Whoosh's matchers
+with the same arm scored on the bundle's BM25 matrix (``bm25/``) for every query: top-10 chunk ids
+and scores side by side, the number of queries whose top 10 differ and why (a different order of
+chunks with equal scores is a tie; anything else is a difference), and each engine's time for the
+arm alone, interleaved.
+
     .venv/bin/python bench/search_latency.py --bundle STORE/bundles/<id> [--queries 200] [--rounds 5] \\
-        [--compare-tree /path/to/old/checkout] [--json]
+        [--compare-tree /path/to/old/checkout] [--bm25-equivalence] [--json]
 """
 
 from __future__ import annotations
@@ -191,6 +197,45 @@ def hostile_payloads() -> dict[str, dict]:
     }
 
 
+def bm25_equivalence(bundle_dir: Path, queries: list[str], depth: int = 100, top: int = 10) -> dict:
+    """Compare the BM25 arm, Whoosh vs matrix, for each query (see the module docstring)."""
+    import math
+
+    from query.bundle import open_bundle
+    from query.hybrid import SearchOptions, bm25_matrix, bm25_ranking
+
+    bundle = open_bundle(bundle_dir, load_model=False)
+    if bm25_matrix(bundle) is None:
+        raise SystemExit("this bundle has no bm25/ matrix")
+    opts = SearchOptions()
+    times: dict[str, list[float]] = {"whoosh": [], "matrix": []}
+    differ: list[dict] = []
+    ties = max_rel = 0.0
+    for i, query in enumerate(queries):
+        hits = {}
+        for engine in (("whoosh", "matrix") if i % 2 == 0 else ("matrix", "whoosh")):
+            started = time.perf_counter()
+            hits[engine], _ = bm25_ranking(bundle, query, depth, True, options=opts, engine=engine)
+            times[engine].append((time.perf_counter() - started) * 1000)
+        a, b = hits["whoosh"][:top], hits["matrix"][:top]
+        scores_a = dict(hits["whoosh"])
+        for cid, score in b:
+            if cid in scores_a:
+                max_rel = max(max_rel, abs(score - scores_a[cid]) / max(abs(scores_a[cid]), 1e-300))
+        if [c for c, _ in a] == [c for c, _ in b]:
+            continue
+        same_scores = len(a) == len(b) and all(
+            math.isclose(x, y, rel_tol=1e-9) for (_, x), (_, y) in zip(a, b, strict=True))
+        # A tie: the same sequence of scores, only chunks of equal score in another order (or cut differently).
+        if same_scores:
+            ties += 1
+        differ.append({"query": query, "tie": same_scores, "whoosh": a, "matrix": b})
+    bundle.close()
+    return {"queries": len(queries), "top": top, "depth": depth,
+            "top_differs": len(differ), "of_which_ties": int(ties), "max_relative_score_difference": max_rel,
+            "arm_ms": {name: percentiles(values) for name, values in times.items()}, "differences": differ}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bundle", required=True, type=Path)
@@ -203,6 +248,8 @@ def main() -> int:
     parser.add_argument("--skip-compare-hostile", default="",
                         help="comma-separated hostile requests not sent to gitrag-compare (e.g. filter_tags_62kb, "
                              "which cost the old code minutes on a large vault)")
+    parser.add_argument("--bm25-equivalence", action="store_true",
+                        help="compare the BM25 arm scored by Whoosh and by the bundle's BM25 matrix, in-process")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -214,6 +261,22 @@ def main() -> int:
     wanted = args.engines.split(",")
     chunks, texts = _chunk_texts(bundle)
     queries = make_queries(chunks, args.queries, args.seed)
+    if args.bm25_equivalence:
+        report = bm25_equivalence(bundle, queries)
+        if args.json:
+            print(json.dumps(report, indent=1, ensure_ascii=False))
+        else:
+            print(f"{bundle.name}: BM25 arm, Whoosh vs matrix, {report['queries']} queries (depth {report['depth']})")
+            for name, row in report["arm_ms"].items():
+                print(f"  {name:8s} p50 {row['p50_ms']:9.2f}  p95 {row['p95_ms']:9.2f}  p99 {row['p99_ms']:9.2f} ms")
+            print(f"  top {report['top']} differs: {report['top_differs']} (ties of equal scores: "
+                  f"{report['of_which_ties']}); largest relative score difference "
+                  f"{report['max_relative_score_difference']:.2e}")
+            for d in report["differences"]:
+                print(f"  {'tie' if d['tie'] else 'DIFF'}: {d['query']!r}")
+                for (ca, sa), (cb, sb) in zip(d["whoosh"], d["matrix"], strict=False):
+                    print(f"      {sa:.9f} {ca:50.50s} | {sb:.9f} {cb:50.50s}")
+        return 0
     engines: list = []
     if "gitrag" in wanted:
         engines.append(Worker("gitrag", ROOT, bundle))

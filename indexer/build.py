@@ -24,10 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from artifacts import __version__
+from artifacts.bm25matrix import PostingRecorder
 from artifacts.config import BuildConfig, ChunkConfig
 from artifacts.embedding import Embedder, embed_passages_segmented, load_embedder, resolve_embedder_name
 from artifacts.hashing import combine_digests, digest_lines
-from artifacts.layout import CHUNKS_FILE, DOCS_FILE, GRAPH_DIR, TEXT_DIR, VECTORS_DIR
+from artifacts.layout import BM25_DIR, CHUNKS_FILE, DOCS_FILE, GRAPH_DIR, TEXT_DIR, VECTORS_DIR
 from artifacts.manifest import BuildStats, Counts, Manifest, SourceInfo, read_manifest
 from artifacts.records import Chunk, Document, SkippedFile, make_chunk_id
 from artifacts.store import Store, make_bundle_id, out_of_space
@@ -39,7 +40,7 @@ from .gitsource import CommitInfo, SourceFile, iter_markdown, open_repo, resolve
 from .graph import choose_graph_mapping, load_author_names, write_graph
 from .incremental import BaseBundle, embedding_key, find_base_bundle, load_base_bundle
 from .markdown import parse_markdown, resolve_links
-from .textindex import write_text_index
+from .textindex import scored_fields, write_bm25_matrix, write_text_index
 from .vectors import plan_labels, update_vectors, write_vectors
 
 Progress = Callable[[str, int, int], None]
@@ -255,9 +256,13 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         # differently, because merging re-uses Whoosh's byte-quantised per-document field lengths
         # while a fresh index sums exact lengths; BM25 must not depend on how a bundle was built.
         report("text_index", 0, len(chunks))
-        write_text_index(chunks, docs_by_path, staging / TEXT_DIR)
+        recorder = PostingRecorder(scored_fields())
+        write_text_index(chunks, docs_by_path, staging / TEXT_DIR, recorder)
         report("text_index", len(chunks), len(chunks))
         lap("text_index")
+        write_bm25_matrix(recorder, chunks, staging / TEXT_DIR, staging / BM25_DIR)
+        del recorder
+        lap("bm25_matrix")
         n_rows = sum(len(b) for b in blocks)
         report("vector_index", 0, n_rows)
         vector_reuse = _write_vector_part(staging / VECTORS_DIR, chunks, blocks, origin, base, model.spec.dim)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
+import numpy as np
 from pydantic import BaseModel, Field, field_validator
 from whoosh import query as wq
 from whoosh import scoring
@@ -36,9 +37,12 @@ from artifacts.analysis import (
     fold_token,
     normalize_text,
 )
+from artifacts.bm25matrix import BM25Matrix, BM25Params, MatrixFormatError, UnsupportedQuery, rsj_idf, top_rows
+from artifacts.layout import BM25_DIR
 
 from .bundle import OpenedBundle
 from .contract import Envelope, Source, validate_request
+from .errors import RetrievalUnavailableError
 from .snippets import make_snippet
 
 MAX_QUERY_CHARS = 1000
@@ -207,8 +211,20 @@ def _stem_prefix(term: str) -> str | None:
     return term[: max(4, (len(term) * 3 + 3) // 4)]
 
 
-def _known(searcher: Any, term: str) -> bool:
-    return any(searcher.doc_frequency(f, term) for f in FOLDED_FIELDS)
+def _indexed(bundle: OpenedBundle, searcher: Any, fieldname: str, term: str) -> bool:
+    """Return whether some chunk holds ``term`` in ``fieldname``.
+
+    Asked of the BM25 matrix when the bundle has one: it holds the bundle's chunks only, while a
+    Whoosh index that was updated in place still lists the words of deleted documents.
+    """
+    matrix = bm25_matrix(bundle)
+    if matrix is not None:
+        return matrix.doc_frequency(fieldname, term) > 0
+    return bool(searcher.doc_frequency(fieldname, term))
+
+
+def _known(bundle: OpenedBundle, searcher: Any, term: str) -> bool:
+    return any(_indexed(bundle, searcher, f, term) for f in FOLDED_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -229,6 +245,10 @@ class QueryWord:
 def _longest_word(bundle: OpenedBundle, searcher: Any) -> int:
     """Return the length (characters) of the longest word in the folded fields, found once per bundle."""
     def compute() -> int:
+        matrix = bm25_matrix(bundle)
+        if matrix is not None:
+            return max((len(w) for f in FOLDED_FIELDS for w, df in zip(matrix.terms[f], matrix.df(f), strict=True)
+                        if df), default=0)
         reader = searcher.reader()
         return max((len(w) for f in FOLDED_FIELDS for w in reader.field_terms(f)), default=0)
 
@@ -249,7 +269,7 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
     reader = searcher.reader()
     for term in terms:
         word = term.folded
-        if not typo or len(word) < 4 or word.isdigit() or expanded >= MAX_TYPO_WORDS or _known(searcher, word):
+        if not typo or len(word) < 4 or word.isdigit() or expanded >= MAX_TYPO_WORDS or _known(bundle, searcher, word):
             words.append(QueryWord(term))
             continue
         maxdist = 2 if len(word) >= 8 else 1
@@ -259,10 +279,11 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
             continue
         expanded += 1
         fuzzy = tuple((f, forms) for f in FOLDED_FIELDS
-                      if (forms := tuple(sorted(reader.terms_within(f, word, maxdist, prefix=1)))))
+                      if (forms := tuple(sorted(w for w in reader.terms_within(f, word, maxdist, prefix=1)
+                                                if _indexed(bundle, searcher, f, w)))))
         # Levenshtein distance counts a swap of two neighbours as 2 edits; add swapped forms that exist.
         swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)} - {word}
-        words.append(QueryWord(term, fuzzy, tuple(w for w in sorted(swaps) if _known(searcher, w))))
+        words.append(QueryWord(term, fuzzy, tuple(w for w in sorted(swaps) if _known(bundle, searcher, w))))
     return words
 
 
@@ -432,12 +453,75 @@ class RSJBM25F(scoring.BM25F):
 
     def idf(self, searcher, fieldname, text):  # type: ignore[no-untyped-def]
         parent = searcher.get_parent()
-        n = parent.doc_frequency(fieldname, text)
-        total = parent.doc_count_all()
-        return math.log(1.0 + (total - n + 0.5) / (n + 0.5))
+        return rsj_idf(parent.doc_frequency(fieldname, text), parent.doc_count_all())
 
 
 _WEIGHTING = RSJBM25F()
+_PARAMS = BM25Params(k1=_WEIGHTING.K1, b=_WEIGHTING.B, field_b=dict(_WEIGHTING._field_B), idf=rsj_idf)
+"""The same per-field BM25 as :data:`_WEIGHTING`, for :class:`artifacts.bm25matrix.BM25Matrix`."""
+
+
+def bm25_matrix(bundle: OpenedBundle) -> BM25Matrix | None:
+    """Return the bundle's BM25 matrix (``bm25/``, loaded on first use, memory-mapped), or ``None``.
+
+    ``None`` when the bundle has none (built before feature version 2) or it does not hold exactly
+    the bundle's chunks; search then scores with Whoosh.
+    """
+    def load() -> BM25Matrix | bool:
+        if not (bundle.path / BM25_DIR).is_dir():
+            return False
+        try:
+            matrix = BM25Matrix.load(bundle.path / BM25_DIR)
+        except MatrixFormatError:
+            return False
+        if len(matrix.chunk_ids) != len(bundle.chunks) or set(matrix.chunk_ids) != bundle.chunk_index.keys():
+            return False
+        return matrix
+
+    found = bundle.derive("bm25_matrix", load)
+    return found if isinstance(found, BM25Matrix) else None
+
+
+def _rows_by_path(bundle: OpenedBundle, matrix: BM25Matrix) -> dict[str, np.ndarray]:
+    """Return document path -> matrix rows of its chunks (int64; computed once per bundle)."""
+    def compute() -> dict[str, np.ndarray]:
+        rows: dict[str, list[int]] = {}
+        for row, cid in enumerate(matrix.chunk_ids):
+            rows.setdefault(bundle.chunks[bundle.chunk_index[cid]].path, []).append(row)
+        return {path: np.array(r, dtype=np.int64) for path, r in rows.items()}
+
+    return bundle.derive("bm25_rows_by_path", compute)  # type: ignore[no-any-return]
+
+
+def allowed_rows(bundle: OpenedBundle, matrix: BM25Matrix, paths: set[str] | None,
+                 published_only: bool) -> np.ndarray | None:
+    """Return a bool mask over the matrix rows a request may match, or ``None`` for all.
+
+    The matrix counterpart of :func:`allowed_docnums`: ``paths`` (from :func:`allowed_paths`) costs
+    one pass over the allowed chunks; without it the published rule is a mask computed once per
+    bundle, or ``None`` when every document is published.
+    """
+    by_path = _rows_by_path(bundle, matrix)
+    if paths is not None:
+        mask = np.zeros(matrix.n_rows, dtype=bool)
+        for path in paths:
+            rows = by_path.get(path)
+            if rows is not None:
+                mask[rows] = True
+        return mask
+    index = filter_index(bundle)
+    if not published_only or not index.unpublished:
+        return None
+
+    def compute() -> np.ndarray:
+        mask = np.ones(matrix.n_rows, dtype=bool)
+        for path in index.unpublished:
+            rows = by_path.get(path)
+            if rows is not None:
+                mask[rows] = False
+        return mask
+
+    return bundle.derive("published_rows", compute)  # type: ignore[no-any-return]
 
 
 def ranking_searcher(bundle: OpenedBundle) -> Any:
@@ -456,7 +540,8 @@ def _chunk_id(bundle: OpenedBundle, searcher: Any, docnum: int) -> str:
 
 def bm25_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bool, any_term_weight: float = 0.5,
                  *, flt: SearchFilter | None = None, options: SearchOptions | None = None,
-                 paths: set[str] | None = None, words: list[QueryWord] | None = None
+                 paths: set[str] | None = None, words: list[QueryWord] | None = None,
+                 engine: Literal["auto", "matrix", "whoosh"] = "auto",
                  ) -> tuple[list[tuple[str, float]], bool]:
     """Return BM25 hits as ``[(chunk_id, score)]`` best first, and whether ``depth`` was reached.
 
@@ -466,6 +551,10 @@ def bm25_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bo
     matches only some.  ``prefix_terms`` runs only for queries of at most
     :data:`MAX_PREFIX_QUERY_TERMS` words (keyword queries, where inflection matters).
     ``words``: the query's words already expanded by :func:`expand_words` (else done here).
+    ``engine``: ``"matrix"`` scores the strategies' query trees on the bundle's BM25 matrix
+    (:func:`bm25_matrix`), ``"whoosh"`` with Whoosh's matchers, ``"auto"`` (default) the matrix
+    when the bundle has one and every node of the trees is one it evaluates, else Whoosh.  Both
+    give the same scores (to the last bits of a sum) and the same ranking.
     """
     opts = options or SearchOptions(any_term_weight=any_term_weight)
     if paths is None and flt is not None and not flt.is_empty():
@@ -476,22 +565,55 @@ def bm25_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bo
     searcher = ranking_searcher(bundle)
     if words is None:
         words = expand_words(bundle, searcher, query_terms(text), typo=opts.typo_tolerance)
-    allow = allowed_docnums(bundle, searcher, paths, published_only)
-    if allow is not None and not allow:  # Whoosh reads an empty filter as "no filter"
-        return [], False
+    strategies = build_text_queries(words)
+    found: list[tuple[str, list[tuple[float, str]], int]] | None = None
+    matrix = bm25_matrix(bundle) if engine != "whoosh" else None
+    if engine == "matrix" and matrix is None:
+        raise RetrievalUnavailableError("bundle has no BM25 matrix")
+    if matrix is not None:
+        try:
+            found = _matrix_strategies(bundle, matrix, strategies, depth, paths, published_only)
+        except UnsupportedQuery:
+            if engine == "matrix":
+                raise
+    if found is None:
+        allow = allowed_docnums(bundle, searcher, paths, published_only)
+        if allow is not None and not allow:  # Whoosh reads an empty filter as "no filter"
+            return [], False
+        found = []
+        for name, q in strategies:
+            results = searcher.search(q, limit=depth + 1, filter=allow, scored=True)
+            found.append((name, [(float(score), _chunk_id(bundle, searcher, docnum))
+                                 for score, docnum in results.top_n[:depth]], results.scored_length()))
     best: dict[str, float] = {}
     hit_depth = False
-    for name, q in build_text_queries(words):
-        results = searcher.search(q, limit=depth + 1, filter=allow, scored=True)
-        if results.scored_length() > depth:
-            hit_depth = True
-        for score, docnum in results.top_n[:depth]:
-            cid = _chunk_id(bundle, searcher, docnum)
-            score = float(score) * weights[name]
+    for name, hits, matched in found:
+        hit_depth = hit_depth or matched > depth
+        for score, cid in hits:
+            score = score * weights[name]
             if score > best.get(cid, -1.0):
                 best[cid] = score
-    hits = sorted(best.items(), key=lambda item: (-item[1], item[0]))
-    return hits[:depth], hit_depth or len(hits) > depth
+    ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))
+    return ranked[:depth], hit_depth or len(ranked) > depth
+
+
+def _matrix_strategies(bundle: OpenedBundle, matrix: BM25Matrix, strategies: list[tuple[str, wq.Query]],
+                       depth: int, paths: set[str] | None, published_only: bool,
+                       ) -> list[tuple[str, list[tuple[float, str]], int]]:
+    """Score ``strategies`` on ``matrix``: per strategy its best ``depth`` ``(score, chunk_id)`` and its match count.
+
+    Raises :class:`UnsupportedQuery` (before any result) when a tree holds a node the matrix does not evaluate.
+    """
+    memo: dict[Any, Any] = {}  # the strategies share their per-word subtrees
+    scored = [(name, matrix.evaluate(q, _PARAMS, memo)) for name, q in strategies]
+    allow = allowed_rows(bundle, matrix, paths, published_only)
+    ids = matrix.chunk_ids
+    found = []
+    for name, hits in scored:
+        rows, scores, matched = top_rows(hits, depth, allow)
+        found.append((name, [(float(sc), ids[r]) for r, sc in zip(rows.tolist(), scores.tolist(), strict=True)],
+                      min(matched, depth + 1)))
+    return found
 
 
 def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bool,
@@ -567,18 +689,33 @@ PHRASE_ANCHOR_MAX_CHUNKS = 64
 """A quoted phrase is checked only when at most this many chunks hold all its words (else too common to anchor)."""
 
 
-def lexical_anchor(bundle: OpenedBundle, text: str, allow: set[int] | None, max_chunks: int,
-                   terms: list[QueryTerm] | None = None) -> str | None:
+def _anchor_word(word: str) -> bool:
+    """Return whether a folded query word is long enough to anchor (4+ characters, 3+ with a digit)."""
+    return len(word) >= 4 or (len(word) >= 3 and any(ch.isdigit() for ch in word))
+
+
+def lexical_anchor(bundle: OpenedBundle, text: str, paths: set[str] | None, published_only: bool, max_chunks: int,
+                   terms: list[QueryTerm] | None = None, *,
+                   engine: Literal["auto", "matrix", "whoosh"] = "auto") -> str | None:
     """Return the one document path that all rare query words / quoted phrases point to, or ``None``.
 
     A word is rare when at most ``max_chunks`` chunks contain it (in the title or body) and all of
     them belong to one document; a quoted phrase counts when its chunks belong to one document
     (phrases whose words share more than :data:`PHRASE_ANCHOR_MAX_CHUNKS` chunks never anchor).
-    Words shorter than 4 characters (3 when they hold a digit) never anchor.  ``allow``: the
-    Whoosh document numbers the request may match (:func:`allowed_docnums`); ``terms``: the
-    query's terms when already computed.
+    Words shorter than 4 characters (3 when they hold a digit) never anchor.  ``paths`` /
+    ``published_only``: the documents the request may match (:func:`allowed_paths`); ``terms``:
+    the query's terms when already computed.  ``engine`` as in :func:`bm25_ranking` (the matrix
+    reads the same postings without a Whoosh search per word).
     """
+    terms = terms if terms is not None else query_terms(text)
+    matrix = bm25_matrix(bundle) if engine != "whoosh" else None
+    if engine == "matrix" and matrix is None:
+        raise RetrievalUnavailableError("bundle has no BM25 matrix")
+    if matrix is not None:
+        return _matrix_anchor(bundle, matrix, text, allowed_rows(bundle, matrix, paths, published_only),
+                              max_chunks, terms)
     searcher: Any = ranking_searcher(bundle)
+    allow = allowed_docnums(bundle, searcher, paths, published_only)
     if allow is not None and not allow:  # Whoosh reads an empty filter as "no filter"
         return None
 
@@ -586,9 +723,9 @@ def lexical_anchor(bundle: OpenedBundle, text: str, allow: set[int] | None, max_
         return {bundle.chunks[bundle.chunk_index[_chunk_id(bundle, searcher, n)]].path for _, n in results.top_n}
 
     candidates: list[wq.Query] = []
-    for term in terms if terms is not None else query_terms(text):
+    for term in terms:
         word = term.folded
-        if len(word) < 4 and not (len(word) >= 3 and any(ch.isdigit() for ch in word)):
+        if not _anchor_word(word):
             continue
         df = searcher.doc_frequency("title", word) + searcher.doc_frequency("body", word)
         if 0 < df <= max_chunks:
@@ -598,9 +735,9 @@ def lexical_anchor(bundle: OpenedBundle, text: str, allow: set[int] | None, max_
         results = searcher.search(q, limit=max_chunks + 1, filter=allow)
         if results.scored_length() == 0 or results.scored_length() > max_chunks:
             continue
-        paths = paths_of(results)
-        if len(paths) == 1:
-            docs |= paths
+        found = paths_of(results)
+        if len(found) == 1:
+            docs |= found
     for match in _PHRASE.finditer(normalize_text(text)):
         # Phrases are checked on the chunk text rather than with Whoosh position queries, whose
         # position decoding is not reliable in whoosh-ng 5.4.
@@ -612,13 +749,52 @@ def lexical_anchor(bundle: OpenedBundle, text: str, allow: set[int] | None, max_
                                   filter=allow, scored=False)
         if results.scored_length() > PHRASE_ANCHOR_MAX_CHUNKS:
             continue
-        paths = set()
+        found = set()
         for _, n in results.top_n:
             chunk = bundle.chunks[bundle.chunk_index[_chunk_id(bundle, searcher, n)]]
             if phrase in fold(chunk.text):
-                paths.add(chunk.path)
-        if len(paths) == 1:
-            docs |= paths
+                found.add(chunk.path)
+        if len(found) == 1:
+            docs |= found
+    return docs.pop() if len(docs) == 1 else None
+
+
+def _matrix_anchor(bundle: OpenedBundle, matrix: BM25Matrix, text: str, allow: np.ndarray | None,
+                   max_chunks: int, terms: list[QueryTerm]) -> str | None:
+    """:func:`lexical_anchor` on the BM25 matrix (``allow``: row mask from :func:`allowed_rows`)."""
+    def chunk_of(row: int) -> Any:
+        return bundle.chunks[bundle.chunk_index[matrix.chunk_ids[row]]]
+
+    def allowed(rows: np.ndarray) -> np.ndarray:
+        return rows if allow is None else rows[allow[rows]]
+
+    docs: set[str] = set()
+    for term in terms:
+        word = term.folded
+        if not _anchor_word(word):
+            continue
+        df = matrix.doc_frequency("title", word) + matrix.doc_frequency("body", word)
+        if not 0 < df <= max_chunks:
+            continue
+        rows = allowed(np.union1d(matrix.term_rows("title", word), matrix.term_rows("body", word)))
+        if 0 < rows.size <= max_chunks:
+            found = {chunk_of(r).path for r in rows.tolist()}
+            if len(found) == 1:
+                docs |= found
+    for match in _PHRASE.finditer(normalize_text(text)):
+        phrase = fold(match.group(1) or match.group(2))
+        words = phrase.split()
+        if len(words) < 2:
+            continue
+        rows = matrix.term_rows("body", words[0])
+        for w in words[1:]:
+            rows = np.intersect1d(rows, matrix.term_rows("body", w), assume_unique=True)
+        rows = allowed(rows)
+        if rows.size > PHRASE_ANCHOR_MAX_CHUNKS:
+            continue
+        found = {chunk.path for chunk in map(chunk_of, rows.tolist()) if phrase in fold(chunk.text)}
+        if len(found) == 1:
+            docs |= found
     return docs.pop() if len(docs) == 1 else None
 
 
@@ -784,8 +960,7 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
 
     anchor = None
     if opts.anchor and bm25:
-        allow = allowed_docnums(bundle, ranking_searcher(bundle), paths, published_only)
-        anchor = lexical_anchor(bundle, text, allow, opts.anchor_max_chunks, terms)
+        anchor = lexical_anchor(bundle, text, paths, published_only, opts.anchor_max_chunks, terms)
         if anchor is not None and anchor not in top_documents(bundle, (c for c, _ in bm25), opts.anchor_bm25_rank):
             anchor = None
         if anchor is not None:
@@ -802,10 +977,11 @@ def snippet_terms(bundle: OpenedBundle, text: str) -> tuple[dict[str, float], di
     """
     words: dict[str, float] = {}
     prefixes: dict[str, float] = {}
-    searcher: Any = ranking_searcher(bundle)
-    n = max(1, searcher.doc_count_all())
+    matrix = bm25_matrix(bundle)
+    source: Any = matrix if matrix is not None else ranking_searcher(bundle)
+    n = max(1, matrix.n_rows if matrix is not None else source.doc_count_all())
     for term in query_terms(text):
-        df = searcher.doc_frequency("body", term.folded)
+        df = source.doc_frequency("body", term.folded)
         if df > n / 2:
             continue
         weight = math.log(1 + n / (df + 1))
