@@ -40,7 +40,7 @@ from .gitsource import CommitInfo, SourceFile, iter_markdown, open_repo, resolve
 from .graph import choose_graph_mapping, load_author_names, write_graph
 from .incremental import BaseBundle, embedding_key, find_base_bundle, load_base_bundle
 from .markdown import parse_markdown, resolve_links
-from .textindex import scored_fields, write_bm25_matrix, write_text_index
+from .textindex import scored_fields, update_text_index, write_bm25_matrix, write_text_index
 from .vectors import plan_labels, update_vectors, write_vectors
 
 Progress = Callable[[str, int, int], None]
@@ -252,16 +252,27 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         lap("embed")
         _write_records(staging, docs, chunks)
         changed = _changed_paths(base, docs_by_path, parsed_paths)
-        # The Whoosh index is always rebuilt: an updated copy (delete + add + optimise) scores
-        # differently, because merging re-uses Whoosh's byte-quantised per-document field lengths
-        # while a fresh index sums exact lengths; BM25 must not depend on how a bundle was built.
+        # The Whoosh index of a base bundle with a BM25 matrix is updated (its segments copied, the
+        # changed chunks deleted, one new segment, no merge); BM25 is scored from the matrix, whose
+        # rows and statistics equal a scratch build's (see indexer.textindex.update_text_index).
         report("text_index", 0, len(chunks))
-        recorder = PostingRecorder(scored_fields())
-        write_text_index(chunks, docs_by_path, staging / TEXT_DIR, recorder)
+        text_reuse = None
+        if base is not None:
+            removed = [c.chunk_id for path in sorted(changed) for c in base.chunks_by_path.get(path, [])]
+            text_reuse = update_text_index(base.path, chunks, docs_by_path, changed, removed,
+                                           staging / TEXT_DIR, staging / BM25_DIR)
+            if text_reuse is not None:
+                lap("text_index")
+        if text_reuse is None:
+            shutil.rmtree(staging / TEXT_DIR, ignore_errors=True)
+            shutil.rmtree(staging / BM25_DIR, ignore_errors=True)
+            recorder = PostingRecorder(scored_fields())
+            write_text_index(chunks, docs_by_path, staging / TEXT_DIR, recorder)
+            lap("text_index")
+            write_bm25_matrix(recorder, chunks, staging / TEXT_DIR, staging / BM25_DIR)
+            del recorder
+            text_reuse = {"from": None, "segments": 1, "deleted": 0, "added": len(chunks)}
         report("text_index", len(chunks), len(chunks))
-        lap("text_index")
-        write_bm25_matrix(recorder, chunks, staging / TEXT_DIR, staging / BM25_DIR)
-        del recorder
         lap("bm25_matrix")
         n_rows = sum(len(b) for b in blocks)
         report("vector_index", 0, n_rows)
@@ -312,7 +323,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
             stats=BuildStats(embeddings_computed=computed, embeddings_reused=len(chunks) - computed),
             changes=_change_summary(base, docs_by_path, changed),
             vectors_donor=donor.bundle_id if donor is not None else None,
-            index_reuse={"vectors": vector_reuse},
+            index_reuse={"text": text_reuse, "vectors": vector_reuse},
             graph_mapping_choice=mapping_choice,
         )
         lap("digest")
