@@ -85,6 +85,8 @@ class BuildResult:
             "graph_mapping_choice": (m.model_extra or {}).get("graph_mapping_choice"),
             "timings": m.stats.timings,
             "peak_rss_mb": m.stats.peak_rss_mb,
+            "peak_rss_mb_by_stage": (m.model_extra or {}).get("peak_rss_mb_by_stage"),
+            "index_reuse": (m.model_extra or {}).get("index_reuse"),
             "content_digest": m.content_digest,
             "reused": self.reused,
             "current": self.current,
@@ -213,10 +215,13 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
     timings: dict[str, float] = {}
     clock = time.perf_counter()
 
+    rss_by_stage: dict[str, float] = {}
+
     def lap(stage: str) -> None:
         nonlocal clock
         now = time.perf_counter()
         timings[stage] = round(timings.get(stage, 0.0) + now - clock, 3)
+        rss_by_stage[stage] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         clock = now
         crash_point(stage)
 
@@ -329,6 +334,8 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         lap("digest")
         manifest.stats.timings = timings
         manifest.stats.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        # The process's peak RSS (MB) as it stood after each stage: where the peak was reached.
+        manifest.peak_rss_mb_by_stage = rss_by_stage  # type: ignore[attr-defined]
         report("publish", 0, 1)
         final = store.publish(staging, manifest, before_rename=lambda: crash_point("before_rename"))
         report("publish", 1, 1)
