@@ -18,3 +18,6 @@ HNSW_SPACE = "ip"
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
 HNSW_SEED = 100
+HEADINGS_FILE = "headings.json"
+"""Each document's top-level headings as parsed (``{path: [[ordinal, level, text, line, end, [path...]], ...]}``),
+so that an incremental build's graph need not parse unchanged documents again; optional, build-side only."""

@@ -38,8 +38,8 @@ from .chunking import chunk_document, count_tokens
 from .errors import BuildError, SkipFile, SourceError
 from .gitsource import CommitInfo, SourceFile, iter_markdown, open_repo, resolve_commit
 from .graph import choose_graph_mapping, load_author_names, write_graph
-from .incremental import BaseBundle, embedding_key, find_base_bundle, load_base_bundle
-from .markdown import parse_markdown, resolve_links
+from .incremental import BaseBundle, embedding_key, find_base_bundle, load_base_bundle, write_headings
+from .markdown import Heading, headings, parse_markdown, resolve_links
 from .textindex import scored_fields, update_text_index, write_bm25_matrix, write_text_index
 from .vectors import plan_labels, update_vectors, write_vectors
 
@@ -241,8 +241,9 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         if config.include and not files:
             raise SourceError(f"--include {' '.join(config.include)} matches no Markdown file of commit "
                               f"{info.commit[:12]} (a folder needs a trailing '/', e.g. 'docs/')")
+        heads: dict[str, list[Heading]] = {}
         docs, skipped, parsed_paths, fresh, chunk_seconds = _parse_tree(
-            files, base, config.max_file_bytes, config.chunking, report)
+            files, base, config.max_file_bytes, config.chunking, report, heads)
         lap("parse")
         report("chunk", 0, len(docs))
         chunks = _chunk_all(docs, fresh, base)
@@ -291,9 +292,17 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         work = staging / "_work"
         work.mkdir()
         report("graph", 0, len(docs))
+        # Headings of documents parsed here come from that parse, the others' from the base bundle.
+        if base is not None and base.headings is not None:
+            for doc in docs:
+                if doc.path not in heads and doc.path in base.headings:
+                    heads[doc.path] = base.headings[doc.path]
         graph = write_graph(docs, chunk_ids, staging / GRAPH_DIR, work_dir=work,
                             mapping=config.graph_mapping, chunks=chunks,
-                            author_names=load_author_names(repo, info.tree, config.graph_mapping))
+                            author_names=load_author_names(repo, info.tree, config.graph_mapping),
+                            known_headings=heads)
+        write_headings(staging, {d.path: heads[d.path] if d.path in heads else headings(d.body) for d in docs})
+        del heads
         shutil.rmtree(work)
         report("graph", len(docs), len(docs))
         lap("graph")
@@ -393,9 +402,11 @@ def _maybe_set_current(store: Store, repo, commit: str, bundle_id: str,  # type:
 
 
 def _parse_tree(files: list[SourceFile], base: BaseBundle | None, max_bytes: int, chunking: ChunkConfig,
-                report: Progress) -> tuple[list[Document], list[SkippedFile], set[str], dict[str, list[Chunk]], float]:
+                report: Progress, fresh_headings: dict[str, list[Heading]] | None = None,
+                ) -> tuple[list[Document], list[SkippedFile], set[str], dict[str, list[Chunk]], float]:
     """Parse and chunk the files that the base bundle does not already hold.
 
+    ``fresh_headings`` (when given) receives path -> headings of each document parsed here.
     Returns ``(documents, skipped files, paths parsed in this build rather than reused, document
     path -> its chunks for those parsed here, seconds spent chunking)``.  A document is chunked right after it is parsed
     so that both use the same cached parse (:func:`indexer.markdown.outline`).
@@ -404,6 +415,7 @@ def _parse_tree(files: list[SourceFile], base: BaseBundle | None, max_bytes: int
     skipped: list[SkippedFile] = []
     parsed: set[str] = set()
     fresh: dict[str, list[Chunk]] = {}
+    fresh_headings = fresh_headings if fresh_headings is not None else {}
     chunk_seconds = 0.0
     for i, source in enumerate(files):
         old = base.docs.get(source.path) if base else None
@@ -421,6 +433,7 @@ def _parse_tree(files: list[SourceFile], base: BaseBundle | None, max_bytes: int
             started = time.perf_counter()
             doc_chunks = _chunk_one(doc, chunking)
             chunk_seconds += time.perf_counter() - started
+            fresh_headings.setdefault(doc.path, headings(doc.body))  # the same cached parse
             docs.append(doc)
             fresh.setdefault(doc.path, doc_chunks)  # two raw names, one NFC path: the first is kept
         except SkipFile as skip:

@@ -68,6 +68,7 @@ from artifacts.graphschema import (
 from artifacts.records import Chunk, Document
 
 from .graph_extract import Extraction, extract, permalink_links, url_link_targets
+from .markdown import Heading
 
 COPY_OPTIONS = "HEADER=true, DELIM=',', QUOTE='\"', ESCAPE='\"', PARALLEL=false, AUTO_DETECT=false"
 """Options of every ``COPY ... FROM`` CSV load; they must match :func:`_write_csv`."""
@@ -128,6 +129,7 @@ def _collect_rows(
     mapping: GraphMapping,
     heading_paths: dict[str, tuple[str, ...]],
     author_names: dict[str, str] | None = None,
+    known_headings: dict[str, list[Heading]] | None = None,
 ) -> dict[str, list[Row]]:
     """Return the de-duplicated, sorted CSV rows of every table, keyed by table name.
 
@@ -173,7 +175,7 @@ def _collect_rows(
             out.add("LINKS_TO", (doc.path, link.resolved, link.kind, link.heading, link.alias))
     for source, target in permalink_links(ordered, mapping):
         out.add("LINKS_TO", (source, target, "url", None, None))
-    extract(ordered, chunk_ids, heading_paths, mapping, out, author_names)
+    extract(ordered, chunk_ids, heading_paths, mapping, out, author_names, known_headings)
     return {
         table: [tuple(_or_null(v) for v in row) for row in sorted(found, key=_row_order)]
         for table, found in out.rows.items()
@@ -207,6 +209,7 @@ def write_graph(
     mapping: GraphMapping | dict[str, Any] | None = None,
     chunks: Sequence[Chunk] | None = None,
     author_names: dict[str, str] | None = None,
+    known_headings: dict[str, list[Heading]] | None = None,
 ) -> GraphStats:
     """Build the graph database ``graph_dir/graph.lbug`` from ``docs``.
 
@@ -228,6 +231,8 @@ def write_graph(
         (without them a section cites no chunk).
     :param author_names: author id -> name (:func:`load_author_names`); front matter authors found
         there become persons with that name (their ``id`` stays the id).
+    :param known_headings: document path -> its headings (:func:`indexer.markdown.headings`) where
+        the caller has them (saves parsing those bodies again); other documents are parsed.
     :returns: row counts per table, logical digest and seconds taken.
     :raises ValueError: two documents share a path.
     :raises FileExistsError: ``graph_dir`` exists and is not empty.
@@ -241,7 +246,7 @@ def write_graph(
     heading_paths = {c.chunk_id: tuple(c.heading_path) for c in chunks or ()}
     if not isinstance(mapping, GraphMapping):
         mapping = mapping_from_config(mapping)
-    rows = _collect_rows(docs, chunk_ids, mapping, heading_paths, author_names)
+    rows = _collect_rows(docs, chunk_ids, mapping, heading_paths, author_names, known_headings)
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)

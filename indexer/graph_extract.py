@@ -57,6 +57,7 @@ def extract(
     mapping: GraphMapping,
     out: Extraction,
     author_names: dict[str, str] | None = None,
+    known_headings: dict[str, list[Heading]] | None = None,
 ) -> None:
     """Add the mapping-driven rows of ``docs`` to ``out``.
 
@@ -65,12 +66,15 @@ def extract(
     :param heading_paths: chunk id -> the chunk's heading path (for section provenance); may be empty.
     :param mapping: the build's graph mapping.
     :param author_names: author id -> name from the mapping's ``author_names`` file ({} or None: ids are names).
+    :param known_headings: document path -> its headings (:func:`indexer.markdown.headings` of its
+        body) where the caller already has them; other documents are parsed here.
     """
     topic_pages = _topic_pages(docs, mapping)
     spelling = author_spellings(docs, author_names or {})
     for doc in docs:
         ids = chunk_ids.get(doc.path, [])
-        headings = parse_headings(doc.body)
+        known = known_headings.get(doc.path) if known_headings is not None else None
+        headings = known if known is not None else parse_headings(doc.body)
         section_chunks = _sections(doc, headings, ids, heading_paths, out)
         _authors(doc, mapping, out, author_names or {}, spelling)
         for field in mapping.aliases:

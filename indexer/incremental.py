@@ -18,10 +18,12 @@ from pathlib import Path
 import numpy as np
 import pygit2
 
-from artifacts.layout import CHUNKS_FILE, DOCS_FILE, IDS_FILE, VECTORS_FILE
+from artifacts.layout import CHUNKS_FILE, DOCS_FILE, HEADINGS_FILE, IDS_FILE, VECTORS_FILE
 from artifacts.manifest import Manifest, read_manifest
 from artifacts.records import Chunk, Document, read_records
 from artifacts.store import Store, make_bundle_id
+
+from .markdown import Heading
 
 MAX_ANCESTOR_WALK = 100_000
 """Commits visited at most while looking for an ancestor bundle."""
@@ -82,6 +84,8 @@ class BaseBundle:
     chunks_by_path: dict[str, list[Chunk]]
     vectors: np.ndarray
     rows_by_key: dict[str, np.ndarray] = field(default_factory=dict)
+    headings: dict[str, list[Heading]] | None = None
+    """Document path -> its headings as parsed (``headings.json``), ``None`` when the bundle has none."""
 
     @property
     def rows(self) -> int:
@@ -124,4 +128,22 @@ def load_base_bundle(store: Store, bundle_id: str, embedding_text) -> BaseBundle
         chunk = by_id[chunk_id]
         rows_by_key.setdefault(embedding_key(embedding_text(chunk, docs.get(chunk.path))),
                                np.asarray(rows, dtype=np.int64))
-    return BaseBundle(bundle_id, path, manifest, docs, by_path, vectors, rows_by_key)
+    return BaseBundle(bundle_id, path, manifest, docs, by_path, vectors, rows_by_key, read_headings(path))
+
+
+def write_headings(bundle_dir: Path, headings: dict[str, list[Heading]]) -> None:
+    """Write ``headings.json`` (see :data:`artifacts.layout.HEADINGS_FILE`) into a staging bundle."""
+    payload = {path: [[h.ordinal, h.level, h.text, h.line, h.end, list(h.path)] for h in found]
+               for path, found in sorted(headings.items())}
+    (bundle_dir / HEADINGS_FILE).write_text(json.dumps(payload, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+
+
+def read_headings(bundle_dir: Path) -> dict[str, list[Heading]] | None:
+    """Read a bundle's ``headings.json``; ``None`` when it has none or it cannot be read (then parse)."""
+    try:
+        payload = json.loads((bundle_dir / HEADINGS_FILE).read_text(encoding="utf-8"))
+        return {path: [Heading(ordinal=o, level=lv, text=t, line=ln, path=tuple(p), end=e)
+                       for o, lv, t, ln, e, p in rows]
+                for path, rows in payload.items()}
+    except (OSError, ValueError, TypeError):
+        return None

@@ -80,3 +80,25 @@ def test_incremental_text_index_equals_scratch_bm25(repo: RepoBuilder, tmp_path:
     scratch2 = build_bundle(repo.path, tmp_path / "scratch2", embedder=hash_embedder, scratch=True)
     assert _files(inc2.bundle_path, "bm25") == _files(scratch2.bundle_path, "bm25")
     _assert_same_bm25(inc2.bundle_path, scratch2.bundle_path, hash_embedder)
+
+
+def test_incremental_graph_parses_only_changed_documents(repo: RepoBuilder, tmp_path: Path, hash_embedder,
+                                                        monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from indexer import graph_extract
+
+    for i in range(6):
+        repo.write(f"p{i}.md", _doc(f"Strana {i}", f"Úvod {i}.\n\n## Časť {i}\n\nText.\n\nNadpis\n------\n\nViac."))
+    repo.commit()
+    store = tmp_path / "store"
+    first = build_bundle(repo.path, store, embedder=hash_embedder)
+    assert (first.bundle_path / "headings.json").is_file()
+    repo.write("p2.md", _doc("Strana 2", "Nový úvod.\n\n## Iná časť\n\nText."))
+    repo.commit()
+    parsed: list[str] = []
+    real = graph_extract.parse_headings
+    monkeypatch.setattr(graph_extract, "parse_headings", lambda body: parsed.append(body) or real(body))
+    inc = build_bundle(repo.path, store, embedder=hash_embedder)
+    assert parsed == []  # headings of unchanged pages from headings.json, of p2.md from its one parse
+    scratch = build_bundle(repo.path, tmp_path / "scratch", embedder=hash_embedder, scratch=True)
+    assert inc.manifest.digests["graph"] == scratch.manifest.digests["graph"]
+    assert (inc.bundle_path / "headings.json").read_bytes() == (scratch.bundle_path / "headings.json").read_bytes()
