@@ -420,7 +420,7 @@ def _parse_tree(files: list[SourceFile], base: BaseBundle | None, max_bytes: int
     for i, source in enumerate(files):
         old = base.docs.get(source.path) if base else None
         if old is not None and old.blob_id == source.blob_id:
-            docs.append(old.model_copy(deep=True))
+            docs.append(old)  # the base's record itself: only its links' ``resolved`` change, below
             report("parse", i + 1, len(files))
             continue
         parsed.add(source.path)
