@@ -516,9 +516,9 @@ def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base
     for i, chunk in enumerate(chunks):
         head, body = embedding_parts(chunk, docs.get(chunk.path))
         key = embedding_key(f"{head}\n\n{body}")
-        rows = base.rows_for(key) if base is not None else None
+        rows = base.rows_of_chunk(chunk.chunk_id, key) if base is not None else None
         if rows is not None:
-            blocks[i] = base.vectors_for(key)  # type: ignore[union-attr]
+            blocks[i] = np.asarray(base.vectors[rows], dtype=np.float32)  # type: ignore[union-attr]
             origin[i] = rows
         elif donor is not None and (reused := donor.vectors_for(key)) is not None:
             blocks[i] = reused

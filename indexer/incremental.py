@@ -86,6 +86,8 @@ class BaseBundle:
     rows_by_key: dict[str, np.ndarray] = field(default_factory=dict)
     headings: dict[str, list[Heading]] | None = None
     """Document path -> its headings as parsed (``headings.json``), ``None`` when the bundle has none."""
+    rows_by_chunk: dict[str, tuple[str, np.ndarray]] = field(default_factory=dict)
+    """Chunk id -> (embedding-input hash, its row numbers)."""
 
     @property
     def rows(self) -> int:
@@ -95,6 +97,14 @@ class BaseBundle:
     def rows_for(self, key: str) -> np.ndarray | None:
         """Return the ancestor's row numbers (int64, segment order) for an embedding-input hash, or ``None``."""
         return self.rows_by_key.get(key)
+
+    def rows_of_chunk(self, chunk_id: str, key: str) -> np.ndarray | None:
+        """Return the rows of chunk ``chunk_id`` when its embedding-input hash was ``key``, else :meth:`rows_for`.
+
+        Two chunks with the same input then each keep their own rows (and hnswlib labels).
+        """
+        own = self.rows_by_chunk.get(chunk_id)
+        return own[1] if own is not None and own[0] == key else self.rows_by_key.get(key)
 
     def vectors_for(self, key: str) -> np.ndarray | None:
         """Return the ancestor's rows (float32 (segments, dim)) for an embedding-input hash, or ``None``."""
@@ -124,11 +134,15 @@ def load_base_bundle(store: Store, bundle_id: str, embedding_text) -> BaseBundle
     for row, chunk_id in enumerate(ids):
         rows_of.setdefault(chunk_id, []).append(row)
     rows_by_key: dict[str, np.ndarray] = {}
+    rows_by_chunk: dict[str, tuple[str, np.ndarray]] = {}
     for chunk_id, rows in rows_of.items():
         chunk = by_id[chunk_id]
-        rows_by_key.setdefault(embedding_key(embedding_text(chunk, docs.get(chunk.path))),
-                               np.asarray(rows, dtype=np.int64))
-    return BaseBundle(bundle_id, path, manifest, docs, by_path, vectors, rows_by_key, read_headings(path))
+        key = embedding_key(embedding_text(chunk, docs.get(chunk.path)))
+        array = np.asarray(rows, dtype=np.int64)
+        rows_by_key.setdefault(key, array)
+        rows_by_chunk[chunk_id] = (key, array)
+    return BaseBundle(bundle_id, path, manifest, docs, by_path, vectors, rows_by_key, read_headings(path),
+                      rows_by_chunk)
 
 
 def write_headings(bundle_dir: Path, headings: dict[str, list[Heading]]) -> None:

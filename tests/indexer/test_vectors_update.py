@@ -107,3 +107,18 @@ def test_scratch_reuses_nothing(repo: RepoBuilder, tmp_path: Path, hash_embedder
     assert m.model_extra["index_reuse"]["vectors"]["from"] is None
     donor = build_bundle(repo.path, tmp_path / "store", embedder=hash_embedder, include=["p*"])
     assert donor.summary()["vectors_donor"] is not None and donor.manifest.stats.embeddings_computed == 0
+
+
+def test_chunks_with_the_same_input_keep_their_own_labels(repo: RepoBuilder, tmp_path: Path, hash_embedder) -> None:
+    for i in range(12):
+        repo.write(f"p{i}.md", _page(i))
+    repo.write("copy/a.md", _page(99))  # two pages with the same title and text: identical embedding inputs
+    repo.write("copy/b.md", _page(99))
+    repo.commit()
+    store = tmp_path / "store"
+    build_bundle(repo.path, store, embedder=hash_embedder)
+    repo.write("p1.md", _page(101))
+    repo.commit()
+    inc = build_bundle(repo.path, store, embedder=hash_embedder)
+    reuse = inc.manifest.model_extra["index_reuse"]["vectors"]
+    assert reuse["written"] == 1 and reuse["kept"] == 13  # only the edited page is re-inserted
