@@ -40,8 +40,8 @@ from .gitsource import CommitInfo, SourceFile, iter_markdown, open_repo, resolve
 from .graph import choose_graph_mapping, load_author_names, write_graph
 from .incremental import BaseBundle, embedding_key, find_base_bundle, load_base_bundle
 from .markdown import parse_markdown, resolve_links
-from .textindex import scored_fields, write_bm25_matrix, write_text_index
-from .vectors import write_vectors
+from .textindex import scored_fields, update_text_index, write_bm25_matrix, write_text_index
+from .vectors import plan_labels, update_vectors, write_vectors
 
 Progress = Callable[[str, int, int], None]
 """Progress callback: (stage name, items done, items total)."""
@@ -85,6 +85,8 @@ class BuildResult:
             "graph_mapping_choice": (m.model_extra or {}).get("graph_mapping_choice"),
             "timings": m.stats.timings,
             "peak_rss_mb": m.stats.peak_rss_mb,
+            "peak_rss_mb_by_stage": (m.model_extra or {}).get("peak_rss_mb_by_stage"),
+            "index_reuse": (m.model_extra or {}).get("index_reuse"),
             "content_digest": m.content_digest,
             "reused": self.reused,
             "current": self.current,
@@ -216,10 +218,13 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
     timings: dict[str, float] = {}
     clock = time.perf_counter()
 
+    rss_by_stage: dict[str, float] = {}
+
     def lap(stage: str) -> None:
         nonlocal clock
         now = time.perf_counter()
         timings[stage] = round(timings.get(stage, 0.0) + now - clock, 3)
+        rss_by_stage[stage] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         clock = now
         crash_point(stage)
 
@@ -234,7 +239,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         # Vectors depend only on the embedder and the embedding input, so any bundle embedded
         # the same way can donate them (e.g. after an analyzer or chunking change); keyed by
         # content hash, so which donor is chosen never changes the result.
-        donor = _vector_donor(store, config, info.commit, base)
+        donor = None if scratch else _vector_donor(store, config, info.commit, base)
         report("find_base", 1, 1)
         lap("find_base")
         files = [f for f in iter_markdown(repo, info.tree) if config.includes(f.path)]
@@ -251,24 +256,37 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         timings["chunk"] = round(chunk_seconds, 3)
         lap("chunk")
         docs_by_path = {d.path: d for d in docs}
-        vectors, row_ids, computed = _embed(model, chunks, docs_by_path, [b for b in (base, donor) if b], report)
+        blocks, origin, computed = _embed(model, chunks, docs_by_path, base, donor, report)
         lap("embed")
         _write_records(staging, docs, chunks)
         changed = _changed_paths(base, docs_by_path, parsed_paths)
-        # The Whoosh index is always rebuilt: an updated copy (delete + add + optimise) scores
-        # differently, because merging re-uses Whoosh's byte-quantised per-document field lengths
-        # while a fresh index sums exact lengths; BM25 must not depend on how a bundle was built.
+        # The Whoosh index of a base bundle with a BM25 matrix is updated (its segments copied, the
+        # changed chunks deleted, one new segment, no merge); BM25 is scored from the matrix, whose
+        # rows and statistics equal a scratch build's (see indexer.textindex.update_text_index).
         report("text_index", 0, len(chunks))
-        recorder = PostingRecorder(scored_fields())
-        write_text_index(chunks, docs_by_path, staging / TEXT_DIR, recorder)
+        text_reuse = None
+        if base is not None:
+            removed = [c.chunk_id for path in sorted(changed) for c in base.chunks_by_path.get(path, [])]
+            text_reuse = update_text_index(base.path, chunks, docs_by_path, changed, removed,
+                                           staging / TEXT_DIR, staging / BM25_DIR)
+            if text_reuse is not None:
+                lap("text_index")
+        if text_reuse is None:
+            shutil.rmtree(staging / TEXT_DIR, ignore_errors=True)
+            shutil.rmtree(staging / BM25_DIR, ignore_errors=True)
+            recorder = PostingRecorder(scored_fields())
+            write_text_index(chunks, docs_by_path, staging / TEXT_DIR, recorder)
+            lap("text_index")
+            write_bm25_matrix(recorder, chunks, staging / TEXT_DIR, staging / BM25_DIR)
+            del recorder
+            text_reuse = {"from": None, "segments": 1, "deleted": 0, "added": len(chunks)}
         report("text_index", len(chunks), len(chunks))
-        lap("text_index")
-        write_bm25_matrix(recorder, chunks, staging / TEXT_DIR, staging / BM25_DIR)
-        del recorder
         lap("bm25_matrix")
-        report("vector_index", 0, len(row_ids))
-        write_vectors(vectors, row_ids, staging / VECTORS_DIR)
-        report("vector_index", len(row_ids), len(row_ids))
+        n_rows = sum(len(b) for b in blocks)
+        report("vector_index", 0, n_rows)
+        vector_reuse = _write_vector_part(staging / VECTORS_DIR, chunks, blocks, origin, base, model.spec.dim)
+        del blocks, origin
+        report("vector_index", n_rows, n_rows)
         lap("vector_index")
         chunk_ids: dict[str, list[str]] = {}
         for chunk in chunks:
@@ -276,6 +294,8 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         work = staging / "_work"
         work.mkdir()
         report("graph", 0, len(docs))
+        # Headings and URL links come from each document's recorded outline (Document.outline,
+        # written at parse time and kept in docs.jsonl): the graph never parses a body again.
         graph = write_graph(docs, chunk_ids, staging / GRAPH_DIR, work_dir=work,
                             mapping=config.graph_mapping, chunks=chunks,
                             author_names=load_author_names(repo, info.tree, config.graph_mapping))
@@ -301,7 +321,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
             config_fingerprint=fingerprint,
             built_from=base.bundle_id if base else None,
             counts=Counts(
-                documents=len(docs), chunks=len(chunks), vectors=int(vectors.shape[0]),
+                documents=len(docs), chunks=len(chunks), vectors=n_rows,
                 nodes=graph.nodes, relationships=graph.relationships, skipped=len(skipped),
             ),
             skipped=skipped,
@@ -313,11 +333,14 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
             stats=BuildStats(embeddings_computed=computed, embeddings_reused=len(chunks) - computed),
             changes=_change_summary(base, docs_by_path, changed),
             vectors_donor=donor.bundle_id if donor is not None else None,
+            index_reuse={"text": text_reuse, "vectors": vector_reuse},
             graph_mapping_choice=mapping_choice,
         )
         lap("digest")
         manifest.stats.timings = timings
         manifest.stats.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        # The process's peak RSS (MB) as it stood after each stage: where the peak was reached.
+        manifest.peak_rss_mb_by_stage = rss_by_stage  # type: ignore[attr-defined]
         report("publish", 0, 1)
         final = store.publish(staging, manifest, before_rename=lambda: crash_point("before_rename"))
         report("publish", 1, 1)
@@ -390,7 +413,7 @@ def _parse_tree(files: list[SourceFile], base: BaseBundle | None, max_bytes: int
     for i, source in enumerate(files):
         old = base.docs.get(source.path) if base else None
         if old is not None and old.blob_id == source.blob_id:
-            docs.append(old.model_copy(deep=True))
+            docs.append(old)  # the base's record itself: only its links' ``resolved`` change, below
             report("parse", i + 1, len(files))
             continue
         parsed.add(source.path)
@@ -469,23 +492,28 @@ def _vector_donor(store: Store, config: BuildConfig, commit: str, base: BaseBund
         return None
 
 
-def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], sources: list[BaseBundle],
-           report: Progress, batch: int = 16) -> tuple[np.ndarray, list[str], int]:
-    """Embed every chunk's :func:`embedding_text`, reusing rows of ``sources`` (base, donor) for known inputs.
+def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base: BaseBundle | None,
+           donor: BaseBundle | None, report: Progress,
+           batch: int = 16) -> tuple[list[np.ndarray], list[np.ndarray | None], int]:
+    """Embed every chunk's :func:`embedding_text`, reusing rows of ``base`` or ``donor`` for known inputs.
 
-    Returns ``(vectors, row_ids, computed)``: float32 (m, dim) L2-normalised, m >= len(chunks),
-    rows in chunk order with the segments of one chunk consecutive (an input past the model's
-    limit has several rows, see :func:`~artifacts.embedding.embed_passages_segmented`);
-    ``row_ids[j]`` the chunk id of row j; ``computed`` the number of chunks embedded here.
+    Returns ``(blocks, origin, computed)``: ``blocks[i]`` chunk ``i``'s float32 (segments, dim)
+    L2-normalised rows (an input past the model's limit has several, see
+    :func:`~artifacts.embedding.embed_passages_segmented`); ``origin[i]`` the base bundle's row
+    numbers those rows were copied from, else ``None``; ``computed`` the number of chunks embedded here.
     """
-    rows: list[np.ndarray | None] = [None] * len(chunks)
+    blocks: list[np.ndarray | None] = [None] * len(chunks)
+    origin: list[np.ndarray | None] = [None] * len(chunks)
     todo: dict[tuple[str, str], list[int]] = {}
     for i, chunk in enumerate(chunks):
         head, body = embedding_parts(chunk, docs.get(chunk.path))
         key = embedding_key(f"{head}\n\n{body}")
-        reused = next((v for v in (src.vectors_for(key) for src in sources) if v is not None), None)
-        if reused is not None:
-            rows[i] = reused
+        rows = base.rows_of_chunk(chunk.chunk_id, key) if base is not None else None
+        if rows is not None:
+            blocks[i] = np.asarray(base.vectors[rows], dtype=np.float32)  # type: ignore[union-attr]
+            origin[i] = rows
+        elif donor is not None and (reused := donor.vectors_for(key)) is not None:
+            blocks[i] = reused
         else:
             todo.setdefault((head, body), []).append(i)
     inputs = list(todo)
@@ -497,12 +525,29 @@ def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], sour
         for j, item in enumerate(part):
             block = np.ascontiguousarray(embedded[owners_arr == j], dtype=np.float32)
             for i in todo[item]:
-                rows[i] = block
+                blocks[i] = block
         report("embed", min(start + batch, len(inputs)), len(inputs))
-    row_ids = [chunk.chunk_id for chunk, block in zip(chunks, rows, strict=True) for _ in range(len(block))]  # type: ignore[arg-type]
-    dim = model.spec.dim
-    vectors = np.concatenate(rows, axis=0) if rows else np.zeros((0, dim), dtype=np.float32)  # type: ignore[arg-type]
-    return np.ascontiguousarray(vectors, dtype=np.float32), row_ids, sum(len(r) for r in todo.values())
+    return blocks, origin, sum(len(r) for r in todo.values())  # type: ignore[return-value]
+
+
+def _write_vector_part(vectors_dir: Path, chunks: list[Chunk], blocks: list[np.ndarray],
+                       origin: list[np.ndarray | None], base: BaseBundle | None, dim: int) -> dict[str, object]:
+    """Write ``vectors/``: the base bundle's hnswlib index updated with the diff, else a new one.
+
+    Returns what was reused (recorded in the manifest as ``index_reuse.vectors``): ``from`` (the
+    base bundle id or ``None``), ``kept`` (rows whose label and links are the base's), ``written``
+    (labels given a new vector), ``deleted`` (labels marked deleted, past the last row).
+    """
+    if base is not None:
+        plan = plan_labels(base.rows, [c.chunk_id for c in chunks], [len(b) for b in blocks], origin)
+        if update_vectors(base.path / VECTORS_DIR, plan, blocks, vectors_dir):
+            return {"from": base.bundle_id, "kept": plan.kept, "written": len(plan.put) + plan.moved,
+                    "deleted": len(plan.delete)}
+        shutil.rmtree(vectors_dir, ignore_errors=True)
+    row_ids = [chunk.chunk_id for chunk, block in zip(chunks, blocks, strict=True) for _ in range(len(block))]
+    vectors = np.concatenate(blocks, axis=0) if blocks else np.zeros((0, dim), dtype=np.float32)
+    write_vectors(vectors, row_ids, vectors_dir)
+    return {"from": None, "kept": 0, "written": len(row_ids), "deleted": 0}
 
 
 def _changed_paths(base: BaseBundle | None, docs: dict[str, Document], parsed: set[str]) -> set[str]:

@@ -41,7 +41,7 @@ def _progress_printer(quiet: bool):  # type: ignore[no-untyped-def]
 @click.option("--max-file-bytes", default=None, type=click.IntRange(min=1),
               help="Skip Markdown files larger than this (bytes). Default: the store's, else 2 MiB.")
 @click.option("--wait", is_flag=True, help="Wait for another build holding the store lock instead of exiting.")
-@click.option("--scratch", is_flag=True, help="Build from scratch instead of from the nearest ancestor bundle.")
+@click.option("--scratch", is_flag=True, help="Build from scratch: no ancestor bundle, no vectors from another bundle.")
 @click.option("--range", "rev_range", default=None, metavar="A..B",
               help="Backfill: build every commit of A..B, oldest first, each from its parent's bundle.")
 @click.option("--all", "all_history", is_flag=True, help="Backfill every commit of the history of --rev.")

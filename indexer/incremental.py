@@ -81,19 +81,39 @@ class BaseBundle:
     docs: dict[str, Document]
     chunks_by_path: dict[str, list[Chunk]]
     vectors: np.ndarray
-    rows_by_key: dict[str, tuple[int, int]] = field(default_factory=dict)
+    rows_by_key: dict[str, np.ndarray] = field(default_factory=dict)
+    rows_by_chunk: dict[str, tuple[str, np.ndarray]] = field(default_factory=dict)
+    """Chunk id -> (embedding-input hash, its row numbers)."""
+
+    @property
+    def rows(self) -> int:
+        """Number of vector rows (= hnswlib labels in use) of the ancestor bundle."""
+        return int(self.vectors.shape[0])
+
+    def rows_for(self, key: str) -> np.ndarray | None:
+        """Return the ancestor's row numbers (int64, segment order) for an embedding-input hash, or ``None``."""
+        return self.rows_by_key.get(key)
+
+    def rows_of_chunk(self, chunk_id: str, key: str) -> np.ndarray | None:
+        """Return the rows of chunk ``chunk_id`` when its embedding-input hash was ``key``, else :meth:`rows_for`.
+
+        Two chunks with the same input then each keep their own rows (and hnswlib labels).
+        """
+        own = self.rows_by_chunk.get(chunk_id)
+        return own[1] if own is not None and own[0] == key else self.rows_by_key.get(key)
 
     def vectors_for(self, key: str) -> np.ndarray | None:
         """Return the ancestor's rows (float32 (segments, dim)) for an embedding-input hash, or ``None``."""
-        span = self.rows_by_key.get(key)
-        return None if span is None else np.asarray(self.vectors[span[0] : span[1]], dtype=np.float32)
+        rows = self.rows_by_key.get(key)
+        return None if rows is None else np.asarray(self.vectors[rows], dtype=np.float32)
 
 
 def load_base_bundle(store: Store, bundle_id: str, embedding_text) -> BaseBundle:  # type: ignore[no-untyped-def]
     """Read an ancestor bundle's documents, chunks and vectors for reuse.
 
     ``embedding_text(chunk, doc)`` maps a chunk to its embedding input; a chunk's vector rows (one
-    per segment, consecutive in ``ids.json``) are keyed by :func:`embedding_key` of that text.
+    per segment, in segment order in ``ids.json``, consecutive only in a scratch build) are keyed by
+    :func:`embedding_key` of that text.
     Raises :class:`~artifacts.errors.ArtifactError` subclasses when the bundle cannot be read.
     """
     path = store.bundle_path(bundle_id)
@@ -106,12 +126,15 @@ def load_base_bundle(store: Store, bundle_id: str, embedding_text) -> BaseBundle
     vectors = np.load(path / VECTORS_FILE, mmap_mode="r")
     ids = json.loads((path / IDS_FILE).read_text(encoding="utf-8"))
     by_id = {c.chunk_id: c for c in chunks}
-    spans: dict[str, tuple[int, int]] = {}
+    rows_of: dict[str, list[int]] = {}
     for row, chunk_id in enumerate(ids):
-        start, _ = spans.get(chunk_id, (row, row))
-        spans[chunk_id] = (start, row + 1)
-    rows_by_key: dict[str, tuple[int, int]] = {}
-    for chunk_id, span in spans.items():
+        rows_of.setdefault(chunk_id, []).append(row)
+    rows_by_key: dict[str, np.ndarray] = {}
+    rows_by_chunk: dict[str, tuple[str, np.ndarray]] = {}
+    for chunk_id, rows in rows_of.items():
         chunk = by_id[chunk_id]
-        rows_by_key.setdefault(embedding_key(embedding_text(chunk, docs.get(chunk.path))), span)
-    return BaseBundle(bundle_id, path, manifest, docs, by_path, vectors, rows_by_key)
+        key = embedding_key(embedding_text(chunk, docs.get(chunk.path)))
+        array = np.asarray(rows, dtype=np.int64)
+        rows_by_key.setdefault(key, array)
+        rows_by_chunk[chunk_id] = (key, array)
+    return BaseBundle(bundle_id, path, manifest, docs, by_path, vectors, rows_by_key, rows_by_chunk)

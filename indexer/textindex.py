@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import numpy as np
 from whoosh import index as whoosh_index
 
 from artifacts.analysis import text_schema
-from artifacts.bm25matrix import PostingRecorder, check_against_index
+from artifacts.bm25matrix import BM25Matrix, MatrixFormatError, PostingRecorder, check_against_index
+from artifacts.layout import BM25_DIR, TEXT_DIR
 from artifacts.records import Chunk, Document
 
 
@@ -77,3 +80,127 @@ def write_bm25_matrix(recorder: PostingRecorder, chunks: list[Chunk], text_dir: 
     finally:
         ix.close()
     matrix.save(bm25_dir)
+
+
+# -- incremental update ----------------------------------------------------------------------------
+
+MAX_SEGMENTS = 8
+"""An updated Whoosh index with more segments than this (one is added per incremental build) is rebuilt."""
+MAX_DELETED_FRACTION = 0.2
+"""An updated Whoosh index whose deleted documents would exceed this fraction of its live ones is rebuilt."""
+
+
+def update_text_index(base_bundle: Path, chunks: list[Chunk], docs: dict[str, Document], changed: set[str],
+                      removed: list[str], text_dir: Path, bm25_dir: Path) -> dict[str, object] | None:
+    """Write ``text_dir`` and ``bm25_dir`` from the base bundle's, changed only for the documents in ``changed``.
+
+    ``changed``: paths whose chunks differ from the base's (parsed in this build, or gone);
+    ``removed``: the base's chunk ids of those paths.
+    The base's Whoosh segment files are copied (the base bundle is never opened for writing), the
+    ``removed`` chunks are deleted by chunk id, the new chunks of ``changed`` paths are added as
+    one new segment, and the commit merges nothing, so no existing segment file is rewritten.  Whoosh's
+    own statistics then count deleted documents, which is why BM25 is scored from the matrix only:
+    its rows are the base's rows of unchanged chunks plus the rows recorded from the new segment,
+    in ``chunks`` order, so the matrix (and every BM25 score) equals a scratch build's.
+    Returns ``{"from": base id, "segments", "deleted", "added"}``, or ``None`` without writing
+    (then rebuild) when the base has no BM25 matrix, or the result would exceed
+    :data:`MAX_SEGMENTS` / :data:`MAX_DELETED_FRACTION`.
+    Raises :class:`artifacts.bm25matrix.MatrixFormatError` when the result disagrees with itself.
+    """
+    base_text, base_bm25 = base_bundle / TEXT_DIR, base_bundle / BM25_DIR
+    try:
+        parent = BM25Matrix.load(base_bm25)
+    except MatrixFormatError:
+        return None
+    base_ix = whoosh_index.open_dir(str(base_text), readonly=True)
+    try:
+        with base_ix.reader() as reader:
+            segments = len(base_ix._segments())  # noqa: SLF001 - Whoosh has no public segment count
+            deleted_before = reader.doc_count_all() - reader.doc_count()
+    finally:
+        base_ix.close()
+    fresh = [c for c in chunks if c.path in changed]
+    deleted_after = deleted_before + len(removed)
+    if segments + 1 > MAX_SEGMENTS or deleted_after > MAX_DELETED_FRACTION * max(len(chunks), 1):
+        return None
+    text_dir.mkdir(parents=True, exist_ok=True)
+    for item in base_text.iterdir():
+        if item.is_file() and not item.name.endswith("WRITELOCK"):
+            shutil.copyfile(item, text_dir / item.name)  # a copy: the base's files stay untouched
+    recorder = PostingRecorder(parent.fields)
+    ix = whoosh_index.open_dir(str(text_dir))
+    writer = ix.writer(limitmb=64)
+    recorder.attach(writer)
+    try:
+        for cid in removed:
+            writer.delete_by_term("chunk_id", cid)
+        for chunk in fresh:
+            writer.add_document(**_fields(chunk, docs[chunk.path]))
+    except BaseException:
+        writer.cancel()
+        raise
+    writer.commit(merge=False)
+    try:
+        with ix.reader() as reader:
+            if reader.doc_count() != len(chunks):
+                raise MatrixFormatError("the updated index holds another number of live documents than chunks")
+    finally:
+        ix.close()
+    matrix = combine_matrices(parent, recorder.matrix([c.chunk_id for c in fresh]), [c.chunk_id for c in chunks])
+    matrix.save(bm25_dir)
+    return {"from": base_bundle.name, "segments": segments + 1, "deleted": deleted_after, "added": len(fresh)}
+
+
+def combine_matrices(parent: BM25Matrix, fresh: BM25Matrix, chunk_ids: list[str]) -> BM25Matrix:
+    """Return the matrix of ``chunk_ids`` (row i = ``chunk_ids[i]``) from two matrices' rows.
+
+    A chunk's row comes from ``fresh`` when it has one, else from ``parent``; terms without a
+    posting in the result are dropped and the rest sorted by code point, so the result is the
+    matrix a scratch build of those chunks records.  Raises ``KeyError`` for a chunk in neither.
+    """
+    n = len(chunk_ids)
+    fresh_row = {cid: r for r, cid in enumerate(fresh.chunk_ids)}
+    parent_row = {cid: r for r, cid in enumerate(parent.chunk_ids)}
+    p_map = np.full(parent.n_rows, -1, dtype=np.int64)
+    f_map = np.full(fresh.n_rows, -1, dtype=np.int64)
+    for i, cid in enumerate(chunk_ids):
+        if cid in fresh_row:
+            f_map[fresh_row[cid]] = i
+        else:
+            p_map[parent_row[cid]] = i
+    fields = parent.fields
+    lengths = np.zeros((len(fields), n), dtype=np.uint32)
+    for src, mapping in ((parent, p_map), (fresh, f_map)):
+        keep = mapping >= 0
+        for k, name in enumerate(fields):
+            lengths[k, mapping[keep]] = src.lengths[src.fields.index(name)][keep]
+    terms: dict[str, list[str]] = {}
+    columns: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for name in fields:
+        parts = []
+        for src, mapping in ((parent, p_map), (fresh, f_map)):
+            indptr, rows, tf = src.columns[name]
+            tids = np.repeat(np.arange(len(src.terms[name]), dtype=np.int64), np.diff(indptr))
+            new_rows = mapping[np.asarray(rows, dtype=np.int64)]
+            keep = new_rows >= 0
+            tids, new_rows, weights = tids[keep], new_rows[keep], np.asarray(tf, dtype=np.float32)[keep]
+            used = np.unique(tids)
+            parts.append(([src.terms[name][t] for t in used], used, tids, new_rows, weights))
+        vocabulary = sorted(set(parts[0][0]).union(parts[1][0]))
+        column = {term: j for j, term in enumerate(vocabulary)}
+        all_cols, all_rows, all_tf = [], [], []
+        for words, used, tids, new_rows, weights in parts:
+            lookup = np.zeros(int(used.max()) + 1 if used.size else 0, dtype=np.int64)
+            lookup[used] = [column[w] for w in words]
+            all_cols.append(lookup[tids])
+            all_rows.append(new_rows)
+            all_tf.append(weights)
+        cols = np.concatenate(all_cols)
+        rows_ = np.concatenate(all_rows)
+        tf_ = np.concatenate(all_tf)
+        order = np.lexsort((rows_, cols))
+        indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(cols, minlength=len(vocabulary)), out=indptr[1:])
+        columns[name] = (indptr, rows_[order].astype(np.int32), tf_[order].astype(np.float32))
+        terms[name] = vocabulary
+    return BM25Matrix(list(chunk_ids), fields, terms, columns, lengths)

@@ -616,7 +616,7 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
     unpublished chunks.  A chunk stored as several vectors (segments) is returned once, with the
     similarity of its best segment.
     """
-    n = bundle.hnsw.get_current_count()
+    n = len(bundle.chunks)  # rows; an updated index may hold deleted labels past them (indexer.vectors)
     if n == 0 or bundle.embedder is None:
         return []
     if paths is not None and not paths:

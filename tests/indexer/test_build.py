@@ -137,6 +137,7 @@ def test_failed_build_leaves_previous_bundle_current(repo: RepoBuilder, tmp_path
         raise OSError("disk full")
 
     monkeypatch.setattr(build_module, "write_vectors", broken)
+    monkeypatch.setattr(build_module, "update_vectors", broken)  # the incremental path
     with pytest.raises(BuildError):
         build_bundle(repo.path, tmp_path / "store", embedder=hash_embedder)
     store = Store(tmp_path / "store")

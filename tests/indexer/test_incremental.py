@@ -47,6 +47,31 @@ def _paths_everywhere(bundle_path: Path) -> dict[str, set[str]]:
     return {"docs": docs, "chunks": chunks, "vectors": vectors, "bm25": bm25, "graph": graph}
 
 
+def _vectors_by_chunk(bundle_path: Path) -> dict[str, np.ndarray]:
+    """Chunk id -> its vector rows (segment order) of a bundle."""
+    ids = json.loads((bundle_path / "vectors/ids.json").read_text())
+    vectors = np.load(bundle_path / "vectors/vectors.npy")
+    rows: dict[str, list[int]] = {}
+    for row, cid in enumerate(ids):
+        rows.setdefault(cid, []).append(row)
+    return {cid: vectors[r] for cid, r in rows.items()}
+
+
+def _assert_index_finds_every_row(bundle_path: Path) -> None:
+    """Each row's own vector finds that row (label = row) as its nearest neighbour, deleted labels never."""
+    import hnswlib
+
+    vectors = np.load(bundle_path / "vectors/vectors.npy")
+    index = hnswlib.Index(space="ip", dim=vectors.shape[1])
+    index.load_index(str(bundle_path / "vectors/index.hnsw"))
+    index.set_ef(max(50, len(vectors)))
+    labels, distances = index.knn_query(vectors, k=1)
+    assert np.all(distances[:, 0] < 1e-4)  # the nearest is a row with this very vector
+    same = np.all(np.isclose(vectors[labels[:, 0]], vectors, atol=1e-6), axis=1)
+    assert same.all()
+    assert labels.max() < len(vectors)
+
+
 def _md_paths(repo: RepoBuilder) -> set[str]:
     return {p for p in git(repo.path, "ls-tree", "-r", "--name-only", "HEAD").split("\n") if p.endswith(".md")}
 
@@ -80,8 +105,14 @@ def test_incremental_build_reuses_and_matches_scratch(repo: RepoBuilder, tmp_pat
     assert scratch.manifest.built_from is None
     assert scratch.manifest.content_digest == m.content_digest
     assert scratch.manifest.digests == m.digests
-    assert np.array_equal(np.load(inc.bundle_path / "vectors/vectors.npy"),
-                          np.load(scratch.bundle_path / "vectors/vectors.npy"))
+    # The updated vector index keeps the parent's labels (rows in label order, not chunk order):
+    # the same vectors per chunk, and every row is found by its own vector.
+    inc_rows, scratch_rows = _vectors_by_chunk(inc.bundle_path), _vectors_by_chunk(scratch.bundle_path)
+    assert inc_rows.keys() == scratch_rows.keys()
+    assert all(np.array_equal(inc_rows[cid], scratch_rows[cid]) for cid in inc_rows)
+    assert m.model_extra["index_reuse"]["vectors"]["from"] == first.bundle_id
+    assert m.model_extra["index_reuse"]["vectors"]["kept"] > 0
+    _assert_index_finds_every_row(inc.bundle_path)
     assert (inc.bundle_path / "chunks.jsonl").read_bytes() == (scratch.bundle_path / "chunks.jsonl").read_bytes()
     assert (inc.bundle_path / "docs.jsonl").read_bytes() == (scratch.bundle_path / "docs.jsonl").read_bytes()
     expected = _md_paths(repo) - {"docs/broken.md"}
