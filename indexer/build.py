@@ -26,6 +26,7 @@ import numpy as np
 from artifacts import __version__
 from artifacts.bm25matrix import PostingRecorder
 from artifacts.config import BuildConfig, ChunkConfig
+from artifacts.embedcache import EmbeddingCheckpoint
 from artifacts.embedding import Embedder, embed_passages_segmented, load_embedder, resolve_embedder_name
 from artifacts.hashing import combine_digests, digest_lines
 from artifacts.layout import BM25_DIR, CHUNKS_FILE, DOCS_FILE, GRAPH_DIR, TEXT_DIR, VECTORS_DIR
@@ -81,6 +82,7 @@ class BuildResult:
             "changes": m.model_extra.get("changes") if m.model_extra else None,
             "embeddings_computed": m.stats.embeddings_computed,
             "embeddings_reused": m.stats.embeddings_reused,
+            "embeddings_resumed": (m.model_extra or {}).get("embeddings_resumed", 0),
             "vectors_donor": (m.model_extra or {}).get("vectors_donor"),
             "graph_mapping_choice": (m.model_extra or {}).get("graph_mapping_choice"),
             "timings": m.stats.timings,
@@ -256,7 +258,14 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         timings["chunk"] = round(chunk_seconds, 3)
         lap("chunk")
         docs_by_path = {d.path: d for d in docs}
-        blocks, origin, computed = _embed(model, chunks, docs_by_path, base, donor, report)
+        # Every embedded batch is committed to the store's checkpoint, so a build that is killed or
+        # fails does not lose its embedding work; --scratch reads nothing from it (no reuse of any kind).
+        checkpoint = EmbeddingCheckpoint(store.root, model.spec)
+        try:
+            blocks, origin, computed, resumed = _embed(model, chunks, docs_by_path, base, donor, report,
+                                                       checkpoint=checkpoint, resume=not scratch)
+        finally:
+            checkpoint.close()
         lap("embed")
         _write_records(staging, docs, chunks)
         changed = _changed_paths(base, docs_by_path, parsed_paths)
@@ -341,10 +350,12 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         manifest.stats.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         # The process's peak RSS (MB) as it stood after each stage: where the peak was reached.
         manifest.peak_rss_mb_by_stage = rss_by_stage  # type: ignore[attr-defined]
+        manifest.embeddings_resumed = resumed  # type: ignore[attr-defined]  # from an interrupted build's checkpoint
         report("publish", 0, 1)
         final = store.publish(staging, manifest, before_rename=lambda: crash_point("before_rename"))
         report("publish", 1, 1)
         lap("publish")
+        EmbeddingCheckpoint(store.root, model.spec).discard()  # the bundle holds these vectors now
     except BaseException as exc:
         full = out_of_space(exc, staging)  # before the cleanup frees the space again
         shutil.rmtree(staging, ignore_errors=True)
@@ -493,14 +504,17 @@ def _vector_donor(store: Store, config: BuildConfig, commit: str, base: BaseBund
 
 
 def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base: BaseBundle | None,
-           donor: BaseBundle | None, report: Progress,
-           batch: int = 16) -> tuple[list[np.ndarray], list[np.ndarray | None], int]:
+           donor: BaseBundle | None, report: Progress, batch: int = 16, *,
+           checkpoint: EmbeddingCheckpoint | None = None,
+           resume: bool = True) -> tuple[list[np.ndarray], list[np.ndarray | None], int, int]:
     """Embed every chunk's :func:`embedding_text`, reusing rows of ``base`` or ``donor`` for known inputs.
 
-    Returns ``(blocks, origin, computed)``: ``blocks[i]`` chunk ``i``'s float32 (segments, dim)
-    L2-normalised rows (an input past the model's limit has several, see
+    Returns ``(blocks, origin, computed, resumed)``: ``blocks[i]`` chunk ``i``'s float32 (segments,
+    dim) L2-normalised rows (an input past the model's limit has several, see
     :func:`~artifacts.embedding.embed_passages_segmented`); ``origin[i]`` the base bundle's row
-    numbers those rows were copied from, else ``None``; ``computed`` the number of chunks embedded here.
+    numbers those rows were copied from, else ``None``; ``computed`` the number of chunks embedded
+    here (``resumed`` of them taken from ``checkpoint``, an interrupted build's work, when
+    ``resume``).  Each embedded batch is committed to ``checkpoint``.
     """
     blocks: list[np.ndarray | None] = [None] * len(chunks)
     origin: list[np.ndarray | None] = [None] * len(chunks)
@@ -516,18 +530,30 @@ def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base
             blocks[i] = reused
         else:
             todo.setdefault((head, body), []).append(i)
+    resumed = 0
+    if checkpoint is not None and resume:
+        for item in list(todo):
+            saved = checkpoint.get(embedding_key(f"{item[0]}\n\n{item[1]}"))
+            if saved is not None:
+                for i in todo.pop(item):
+                    blocks[i] = saved
+                    resumed += 1
     inputs = list(todo)
     report("embed", 0, len(inputs))  # batches of 16: the bar moves every few seconds even on a busy machine
     for start in range(0, len(inputs), batch):
         part = inputs[start : start + batch]
         embedded, owners = embed_passages_segmented(model, [b for _, b in part], [h for h, _ in part])
         owners_arr = np.asarray(owners)
+        done: list[tuple[str, np.ndarray]] = []
         for j, item in enumerate(part):
             block = np.ascontiguousarray(embedded[owners_arr == j], dtype=np.float32)
+            done.append((embedding_key(f"{item[0]}\n\n{item[1]}"), block))
             for i in todo[item]:
                 blocks[i] = block
+        if checkpoint is not None:
+            checkpoint.put_many(done)
         report("embed", min(start + batch, len(inputs)), len(inputs))
-    return blocks, origin, sum(len(r) for r in todo.values())  # type: ignore[return-value]
+    return blocks, origin, sum(len(r) for r in todo.values()) + resumed, resumed  # type: ignore[return-value]
 
 
 def _write_vector_part(vectors_dir: Path, chunks: list[Chunk], blocks: list[np.ndarray],

@@ -153,3 +153,48 @@ def test_symlinked_markdown_is_skipped_with_a_reason(repo: RepoBuilder, tmp_path
     result = build_bundle(repo.path, tmp_path / "store", embedder=hash_embedder)
     assert [(s.path, s.reason) for s in result.manifest.skipped] == [("link.md", "symlink")]
     assert result.manifest.counts.documents == 1
+
+
+def test_a_killed_build_resumes_its_embeddings(repo: RepoBuilder, tmp_path: Path, hash_embedder,  # type: ignore[no-untyped-def]
+                                               monkeypatch) -> None:
+    """A first build killed while embedding used to lose everything (a new user lost 70 minutes):
+    every embedded batch is committed to the store's checkpoint, the rerun embeds only the rest,
+    and the published bundle equals an uninterrupted build's."""
+    import indexer.build as build_module
+    from artifacts.embedcache import checkpoint_path
+    from artifacts.errors import ArtifactError
+
+    for i in range(40):
+        repo.write(f"p{i:02d}.md", f"# Strana {i}\n\nText číslo {i} o téme {i * 7}.\n")
+    repo.commit()
+    store = tmp_path / "store"
+    real = build_module.embed_passages_segmented
+    calls = {"n": 0}
+
+    def dies_after_two_batches(model, bodies, heads):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise KeyboardInterrupt  # like Ctrl-C or a kill between batches
+        return real(model, bodies, heads)
+
+    monkeypatch.setattr(build_module, "embed_passages_segmented", dies_after_two_batches)
+    with pytest.raises((KeyboardInterrupt, ArtifactError)):
+        build_bundle(repo.path, store, embedder=hash_embedder)
+    assert Store(store).current_id() is None
+    saved = checkpoint_path(store, hash_embedder.spec)
+    assert saved.is_file()
+    monkeypatch.setattr(build_module, "embed_passages_segmented", real)
+    resumed = build_bundle(repo.path, store, embedder=hash_embedder)
+    assert resumed.manifest.model_extra["embeddings_resumed"] == 32  # two batches of 16
+    assert not saved.exists()  # published: the bundle holds the vectors, the checkpoint is gone
+    clean = build_bundle(repo.path, tmp_path / "clean", embedder=hash_embedder)
+    assert resumed.manifest.content_digest == clean.manifest.content_digest
+    from indexer.build import embedding_text
+    from indexer.incremental import load_base_bundle
+
+    a = load_base_bundle(Store(store), resumed.bundle_id, embedding_text)
+    b = load_base_bundle(Store(tmp_path / "clean"), clean.bundle_id, embedding_text)
+    assert set(a.rows_by_chunk) == set(b.rows_by_chunk) and len(a.rows_by_chunk) == 40
+    for chunk_id, (key, rows) in a.rows_by_chunk.items():  # resumed and embedded vectors alike
+        assert key == b.rows_by_chunk[chunk_id][0]
+        assert np.array_equal(a.vectors[rows], b.vectors[b.rows_by_chunk[chunk_id][1]]), chunk_id
