@@ -12,16 +12,20 @@ Two producers, one shape (:class:`Context`):
   each fact rendered as one line (:func:`render_fact`).
 
 Relevance gate: every chunk gets a *support* score in 0..1, the idf-weighted share of the question's
-words found in the chunk (an inflected form counts through its stem prefix, as BM25's
-``prefix_terms`` does).  Only chunks scoring at least ``min_support`` are evidence; when none does,
-the context is empty and the caller refuses with ``insufficient_evidence`` without calling a
-generator.  The thresholds were calibrated with ``bench/answer_calibration.py`` on the thesis-wiki gold
-dev split: for text retrieval over the whole bundle (:data:`MIN_SUPPORT` = 0.5) no threshold
-separates answerable from off-topic questions perfectly, and 0.5 refuses 92 % of off-topic and gold
-no-answer questions (while gold graph questions asked as plain text pass at 44 %: refusal wins when
-in doubt); restricted to the pages of persons the graph resolved (:data:`MIN_SUPPORT_RESTRICTED` =
-0.3) every threshold from 0.05 to 0.5 passes all assignment questions and refuses all off-topic
-questions about those persons, and 0.3 sits in the middle.
+words found in the chunk (inflected and derived forms and Slovak/Czech cognates count,
+:func:`query.sentences.words_match`; interrogatives and the nouns that only name the kind of value
+asked do not count as question words). A question in another language than the candidate chunks
+(English over Slovak or Czech pages, or the reverse) leaves out the words the index does not know at
+all, when they are at most half of its words (:func:`cross_language_weights`). Only chunks scoring
+at least ``min_support`` are evidence; when none does, the context is empty and the caller refuses
+with ``insufficient_evidence`` without calling a generator. The thresholds were calibrated with
+``bench/answer_calibration.py`` on the thesis-wiki gold dev split: for text retrieval over the whole
+bundle (:data:`MIN_SUPPORT` = 0.5) no threshold separates answerable from off-topic questions
+perfectly, and 0.5 refuses 92 % of off-topic and gold no-answer questions (while gold graph
+questions asked as plain text pass at 44 %: refusal wins when in doubt); restricted to the pages of
+persons the graph resolved (:data:`MIN_SUPPORT_RESTRICTED` = 0.3) every threshold from 0.05 to 0.5
+passes all assignment questions and refuses all off-topic questions about those persons, and 0.3
+sits in the middle.
 
 ``truncation_reasons``: ``evidence_limit`` when more supported chunks than ``max_items`` (or than
 ``max_per_document`` for one document) were found, ``llm_context_budget`` when a supported chunk
@@ -45,7 +49,7 @@ from .bundle import OpenedBundle
 from .contract import Source
 from .evidence import EvidenceItem
 from .hybrid import LONG_WORD, SearchFilter, SearchOptions, rank_chunks, ranking_searcher, source_url
-from .sentences import content_words
+from .sentences import question_focus, text_language, word_set
 
 MIN_SUPPORT = 0.5
 """Default relevance gate (support score, 0..1) for a chunk to count as evidence."""
@@ -114,13 +118,6 @@ class _Sources:
 # -- support score ---------------------------------------------------------------------------------
 
 
-def _stem(word: str) -> str:
-    # the same prefix rule as BM25's prefix_terms strategy (query.hybrid._stem_prefix)
-    if len(word) < 5 or word.isdigit():
-        return word
-    return word[: max(4, (len(word) * 3 + 3) // 4)]
-
-
 _DF_FIELDS = ("body", "title", "headings")
 
 
@@ -128,14 +125,20 @@ def question_weights(bundle: OpenedBundle, question: str, ignore: Iterable[str] 
                      drop_unknown: bool = False) -> dict[str, float]:
     """Return ``{folded question word: idf}`` (Robertson-Sparck Jones idf over chunk bodies).
 
-    Words in more than half of the chunks weigh (almost) nothing; a word absent from the index is
-    replaced by the closest indexed word within edit distance 1 (2 for 8+ letters), else keeps the
-    highest idf, so a question about something the pages never mention scores low.  Words of one
-    or two letters (function words: ``je``, ``v``, ``of``) and the folded words in ``ignore`` (names the
-    graph already resolved) are left out.
+    Question words: :func:`query.sentences.question_focus` (content words without interrogatives
+    and the nouns that only name the kind of value asked, ``time`` in "what time").  Words in more
+    than half of the chunks weigh (almost) nothing; a word absent from the index is replaced by the
+    closest indexed word within edit distance 1 (2 for 8+ letters), else keeps the highest idf, so
+    a question about something the pages never mention scores low (``drop_unknown``: it is left
+    out instead).  Words of one or two letters (function words: ``je``, ``v``, ``of``) and the
+    folded words in ``ignore`` (names the graph already resolved) are left out.
     """
     skip = {fold(w) for w in ignore}
-    words = [w for w in content_words(question) if w not in skip]
+    words = [w for w in question_focus(question).words if w not in skip]
+    return _weights(bundle, words, drop_unknown)
+
+
+def _weights(bundle: OpenedBundle, words: list[str], drop_unknown: bool) -> dict[str, float]:
     searcher = ranking_searcher(bundle)
     total = max(searcher.doc_count_all(), 1)
     weights = {}
@@ -156,16 +159,42 @@ def question_weights(bundle: OpenedBundle, question: str, ignore: Iterable[str] 
     return weights
 
 
+def cross_language_weights(bundle: OpenedBundle, question: str, texts: Iterable[str],
+                           ignore: Iterable[str] = ()) -> dict[str, float] | None:
+    """Weights for a question asked in another language than the pages, or ``None``.
+
+    When :func:`query.sentences.text_language` tells the question (``en``) from the candidate
+    ``texts`` (``sk``, Slovak or Czech), or the other way round, the question words the index does
+    not know at all (no indexed word within the typo distance either) are translations the lexical
+    gate cannot see, and are left out, as long as they are at most half of the question words;
+    with more of them nothing checkable is left of the question, and the monolingual weights apply.
+    """
+    asked = text_language(question)
+    found = text_language("\n".join(texts))
+    if not asked or not found or asked == found:
+        return None
+    skip = {fold(w) for w in ignore}
+    words = [w for w in question_focus(question).words if w not in skip]
+    known = _weights(bundle, words, drop_unknown=True)
+    if not known or 2 * len(known) < len(words):
+        return None
+    return known
+
+
 def support(weights: dict[str, float], text: str) -> float:
-    """Return the idf-weighted share (0..1) of question words found in ``text`` (stem-prefix match)."""
+    """Return the idf-weighted share (0..1) of question words found in ``text``.
+
+    A word is found when a word of ``text`` matches it by :func:`query.sentences.words_match`
+    (inflection or derivation by a shared prefix in either direction, ``backups``/``backup``,
+    ``nightly``/``night``; Slovak/Czech cognates, ``cile``/``ciele``).
+    """
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    tokens = set(fold(text).split())
+    tokens = word_set(text)
     found = 0.0
     for word, weight in weights.items():
-        stem = _stem(word)
-        if word in tokens or (stem != word and any(t.startswith(stem) for t in tokens)):
+        if tokens.has(word):
             found += weight
     return found / total
 
@@ -202,6 +231,10 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
         ordered = ranking.fused
     weights = question_weights(bundle, question, resolved_words, drop_unknown=paths is not None)
     ordered = list(dict.fromkeys(ordered))  # a chunk embedded as segments has several vector labels
+    if paths is None:
+        other = cross_language_weights(bundle, question, (_chunk_text(bundle, c) for c in ordered[:4]),
+                                       resolved_words)
+        weights = other if other is not None else weights
     scored = [(cid, support(weights, _chunk_text(bundle, cid))) for cid in ordered[:candidates]]
     if paths is not None:
         # restricted to a few documents: order by support, then by fused rank
