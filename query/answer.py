@@ -500,7 +500,8 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
             raise ValueError("mode=answer needs a generator")
         outcome = await run_generation(request.query, context.items, _Observed(generator, emit),  # type: ignore[arg-type]
                                        coverage_threshold=coverage_threshold, graph=None,
-                                       ignore=routed.resolved_words)
+                                       ignore=routed.resolved_words, weights=context.word_weights or None,
+                                       unknown=context.unknown_words)
     timings["generation"] = _ms(generation_started)
 
     if outcome.status != "ok" or not outcome.claims:

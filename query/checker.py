@@ -461,12 +461,14 @@ def coverage(question: str, claims: Iterable[Claim], evidence: Sequence[Evidence
 # --------------------------------------------------------------------------- relevance
 
 RELEVANCE_SHARE = 0.4
-"""Least share (0..1) of the question's topic words a claim must address (its quote and list
-introduction count 1, the headings, title and heading path above it 0.5)."""
+"""Least share (0..1, idf-weighted when the bundle's weights are given) of the question's topic words
+a claim must address (its quote and list introduction count 1, the headings, title and heading path
+above it 0.5)."""
 VALUE_SHARE = 0.5
-"""For a question asking for a value (count, time, grade): least share of its topic words in the
-claim's own quote and list introduction (headings do not count: a chapter's page count under the
-thesis heading is not the thesis's page count)."""
+"""For a question asking for a value (count, time, grade): least share of its topic words (counted,
+not weighted: each names what the value is of) in the claim's own quote and list introduction
+(headings do not count: a chapter's page count under the thesis heading is not the thesis's page
+count)."""
 _CONTEXT_WEIGHT = 0.5
 _KIND_LABEL = {"count": "a number", "time": "a date or time", "grade": "a grade"}
 
@@ -501,23 +503,51 @@ class RelevanceGate:
     to check (names and ``ignore`` words removed; in a question in another language than the
     evidence, words that occur in no evidence item are waived: they cannot be checked lexically);
     ``waived``: those waived words; ``unverifiable``: the question has topic words but none can be
-    checked (every one waived), so no claim can be shown to answer it.
+    checked (every one waived), so no claim can be shown to answer it; ``weights``: per word of
+    :attr:`words` (a word the index does not know weighs at most as much as the heaviest known
+    one); ``unknown``: the question's first topic word when the bundle's index does not know it at
+    all (what the question asks about is likely absent from the pages: a claim must address it).
     """
 
     focus: QuestionFocus
     words: tuple[str, ...]
     waived: tuple[str, ...] = ()
     unverifiable: bool = False
+    weights: tuple[float, ...] = ()
+    unknown: frozenset[str] = frozenset()
+
+    def weight(self, word: str) -> float:
+        """The weight of one of :attr:`words` (1.0 without weights)."""
+        return self.weights[self.words.index(word)] if self.weights else 1.0
 
 
-def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iterable[str] = ()) -> RelevanceGate:
+def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iterable[str] = (),
+                   weights: dict[str, float] | None = None, unknown: Iterable[str] = ()) -> RelevanceGate:
     """Return the :class:`RelevanceGate` of ``question`` over ``evidence``.
 
     ``ignore``: words already resolved elsewhere (person names the graph recognised), folded or not.
+    ``weights``: ``{folded question word: idf}`` over the bundle (:attr:`query.rag.Context.word_weights`,
+    typos already mapped to indexed words); a rare word, or one the pages never use, then weighs
+    more than a word found on every page ("heslo" against "server").  Without it every word weighs 1.
+    ``unknown``: question words the index does not know (:attr:`query.rag.Context.unknown_words`).
+    A word of 5+ letters that no evidence word matches but one is a single edit away from
+    (``dilpomovej``) is taken as that word, as in name matching.
     """
     focus = question_focus(question)
     names = {fold_word(w) for name in question_names(question) for w in name} | {fold_word(w) for w in ignore}
-    words = [w for w in focus.words if w not in names]
+    weights = dict(weights or {})
+    unknown_set = set(unknown)
+    words = [w for w in (list(weights) if weights else focus.words) if w not in names]
+    if words and evidence:
+        vocabulary = word_set("\n".join(support_text(item) for item in evidence))
+        for i, w in enumerate(words):
+            if len(w) >= 5 and w.isalpha() and not vocabulary.has(w):
+                close = sorted(v for v in vocabulary.words if abs(len(v) - len(w)) <= 1 and damerau1(v, w))
+                if close:
+                    words[i] = close[0]
+                    if w in weights:
+                        weights[close[0]] = weights.pop(w)
+                    unknown_set.discard(w)
     waived: list[str] = []
     if words and evidence:
         asked = text_language(question)
@@ -525,8 +555,20 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
         if asked and found and asked != found:
             everything = word_set("\n".join(support_text(item) for item in evidence))
             waived = [w for w in words if not everything.has(w)]
-    checked = tuple(w for w in words if w not in waived)
-    return RelevanceGate(focus, checked, tuple(waived), unverifiable=bool(words) and not checked)
+            unknown_set = set()  # another language: words the index does not know are expected
+    checked = tuple(dict.fromkeys(w for w in words if w not in waived))
+    if weights:
+        # a word the index does not know has the highest idf, which would let a paraphrasing verb
+        # ("preštudoval" for "Vypracovaný prehľad") outweigh every word the pages do use
+        known = [weights[w] for w in checked if w not in unknown_set]
+        cap = max(known, default=1.0)
+        weights = {w: min(v, cap) if w in unknown_set else v for w, v in weights.items()}
+    # the question's first topic word is what it asks about ("heslo" in "Aké je heslo na školský
+    # server?"); when the index does not know it, a claim must address it
+    head = frozenset(checked[:1]) & unknown_set
+    return RelevanceGate(focus, checked, tuple(waived), unverifiable=bool(words) and not checked,
+                         weights=tuple(max(weights[w], 1e-6) for w in checked) if weights else (),
+                         unknown=head)
 
 
 def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[EvidenceItem]) -> list[str]:
@@ -535,7 +577,9 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
     The claim's *quote* is judged (the verbatim, checked part), with its list introduction and the
     headings above it (:func:`_claim_words`); the claim text is not, as the checker cannot tell
     whether it says what its quote says.  Fails when the question's topic words cannot be checked
-    at all; when the quote and its list introduction share none of them; when they address less
+    at all; when the quote and its list introduction share none of them; when the question's first
+    topic word, unknown to the index, is not addressed either (it names something the pages never
+    mention, "heslo" in "Aké je heslo na školský server?"); when they address less
     than :data:`RELEVANCE_SHARE` of them (context words at half weight) or, for a value question,
     less than :data:`VALUE_SHARE` in the quote itself; or when a value question (count, time,
     grade) gets a quote that states no such value.
@@ -549,16 +593,21 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
     details: list[str] = []
     if gate.words:
         pairs = [_claim_words(claim.quote, item) for item in items]
-        own = sum(1 for w in gate.words if any(o.has(w) for o, _ in pairs))
-        context = sum(1 for w in gate.words if not any(o.has(w) for o, _ in pairs) and any(c.has(w) for _, c in pairs))
-        share = (own + _CONTEXT_WEIGHT * context) / len(gate.words)
-        if own == 0:
+        own_words = [w for w in gate.words if any(o.has(w) for o, _ in pairs)]
+        context_words = [w for w in gate.words if w not in own_words and any(c.has(w) for _, c in pairs)]
+        total = sum(gate.weight(w) for w in gate.words)
+        own = sum(gate.weight(w) for w in own_words) / total
+        share = own + _CONTEXT_WEIGHT * sum(gate.weight(w) for w in context_words) / total
+        missing = sorted(w for w in gate.unknown if w not in own_words and w not in context_words)
+        if not own_words:
             details.append("the quote shares no word with what the question asks")
+        elif missing:
+            details.append("what the question asks about occurs nowhere in the pages, nor in the quote")
         elif share < RELEVANCE_SHARE:
             details.append(f"the quote addresses too little of the question ({share:.2f} < {RELEVANCE_SHARE})")
-        elif gate.focus.kind and own / len(gate.words) < VALUE_SHARE:
+        elif gate.focus.kind and len(own_words) / len(gate.words) < VALUE_SHARE:
             details.append(f"the quote itself names too little of what the question asks a value of "
-                           f"({own / len(gate.words):.2f} < {VALUE_SHARE})")
+                           f"({len(own_words) / len(gate.words):.2f} < {VALUE_SHARE})")
     if not carries_value(gate.focus.kind, claim.quote):
         details.append(f"the question asks for {_KIND_LABEL[str(gate.focus.kind)]}; the quote states none")
     return details
@@ -653,7 +702,8 @@ def _judge(question: str, reply: GeneratorReply, items: list[EvidenceItem], grap
 async def run_generation(question: str, evidence: Sequence[EvidenceItem], generator: Generator, *,
                          coverage_threshold: float = 0.20,
                          graph: dict[str, Any] | None = None, relevance: bool = True,
-                         ignore: Iterable[str] = ()) -> GenerationOutcome:
+                         ignore: Iterable[str] = (), weights: dict[str, float] | None = None,
+                         unknown: Iterable[str] = ()) -> GenerationOutcome:
     """Generate claims, check them, repair once, and deliver only what passed.
 
     Steps: ``generator.generate`` -> :func:`check_reply` and, with ``relevance`` (the text route),
@@ -661,7 +711,9 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
     ``off_question``) -> when a claim failed, one repair call (``repair=`` the failed verdicts; its
     reply may repeat or replace claims) -> re-check; claims that passed either attempt are
     delivered (duplicates dropped), the rest is dropped.  ``ignore``: question words already
-    resolved (person names the graph recognised), not asked of claims.  Outcomes: ``ok``;
+    resolved (person names the graph recognised), not asked of claims; ``weights``: the question
+    words' idf over the bundle and ``unknown`` the words it does not know (see :func:`relevance_gate`).
+    Outcomes: ``ok``;
     ``no_answer``/``insufficient_evidence`` (the generator said so without claims, gave no claims,
     every supported claim was off the question, or the delivered claims address less than
     ``coverage_threshold`` (0..1) of the question's content words, see :func:`coverage`);
@@ -672,7 +724,7 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
     fails and no claim of the first attempt passed.
     """
     items = list(evidence)
-    gate = relevance_gate(question, items, ignore) if relevance else None
+    gate = relevance_gate(question, items, ignore, weights, unknown) if relevance else None
     reply = await generator.generate(question, items)
     verdicts = _judge(question, reply, items, graph, gate)
     attempts = [_attempt_record(1, reply, verdicts)]

@@ -81,7 +81,10 @@ class Context:
     ``items``: ``E1..En`` in the order given to the generator; ``sources``: ``S1..`` (one per
     document, in order of first use); ``truncation_reasons``: see the module docstring;
     ``best_support``: the highest support score among candidates (0..1, ``None`` for graph
-    evidence); ``tokens``: sum of the items' tokens.
+    evidence); ``tokens``: sum of the items' tokens; ``word_weights``: the question's words with
+    their idf over the bundle (text evidence only; a word the index does not know keeps the highest
+    idf), for the claim-level relevance gate (:func:`query.checker.relevance_gate`);
+    ``unknown_words``: those of them the index does not know at all (not even within the typo distance).
     """
 
     items: list[EvidenceItem] = field(default_factory=list)
@@ -89,6 +92,8 @@ class Context:
     truncation_reasons: list[str] = field(default_factory=list)
     best_support: float | None = None
     tokens: int = 0
+    word_weights: dict[str, float] = field(default_factory=dict)
+    unknown_words: frozenset[str] = frozenset()
 
     def public_items(self) -> list[dict[str, Any]]:
         """Return the items as JSON objects (``mode=retrieve``'s ``evidence``)."""
@@ -138,7 +143,10 @@ def question_weights(bundle: OpenedBundle, question: str, ignore: Iterable[str] 
     return _weights(bundle, words, drop_unknown)
 
 
-def _weights(bundle: OpenedBundle, words: list[str], drop_unknown: bool) -> dict[str, float]:
+def _weights(bundle: OpenedBundle, words: list[str], drop_unknown: bool,
+             unknown: set[str] | None = None) -> dict[str, float]:
+    """idf per word (typos mapped to the closest indexed word); ``unknown`` collects the words the
+    index does not know."""
     searcher = ranking_searcher(bundle)
     total = max(searcher.doc_count_all(), 1)
     weights = {}
@@ -152,6 +160,8 @@ def _weights(bundle: OpenedBundle, words: list[str], drop_unknown: bool) -> dict
                     w = close[0]
                     n = sum(searcher.doc_frequency(g, w) for g in _DF_FIELDS)
                     break
+        if n == 0 and unknown is not None:
+            unknown.add(w)
         if n == 0 and drop_unknown:
             continue
         n = min(n, total)
@@ -242,8 +252,14 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
         scored.sort(key=lambda item: (-item[1], rank[item[0]]))
     best = max((s for _, s in scored), default=0.0)
     relevant = [cid for cid, s in scored if s >= min_support]
-    return pack_chunks(bundle, relevant, max_tokens=max_tokens, base_url=opts.base_url, max_items=max_items,
-                       max_per_document=max_per_document, best_support=best)
+    context = pack_chunks(bundle, relevant, max_tokens=max_tokens, base_url=opts.base_url, max_items=max_items,
+                          max_per_document=max_per_document, best_support=best)
+    if context.items:
+        unknown: set[str] = set()
+        context.word_weights = _weights(bundle, list(question_focus(question).words), drop_unknown=False,
+                                        unknown=unknown)
+        context.unknown_words = frozenset(unknown)
+    return context
 
 
 def _chunk_text(bundle: OpenedBundle, chunk_id: str) -> str:

@@ -261,7 +261,7 @@ def cognate_key(word: str) -> str:
 
 def _prefix_match(a: str, b: str) -> bool:
     shorter = min(len(a), len(b))
-    if shorter < 4:
+    if shorter < 4 or (shorter <= 5 and max(len(a), len(b)) - shorter > 2):
         return False
     need = shorter - 1 if shorter <= 5 else max(4, shorter - 2)
     return a[:need] == b[:need]
@@ -271,10 +271,11 @@ def words_match(a: str, b: str) -> bool:
     """True when folded words ``a`` and ``b`` are the same word up to inflection (or a Slovak/Czech cognate).
 
     Equal, or (both alphabetic, the shorter one at least 4 letters) sharing a prefix of the
-    shorter length minus 1 for words of 4-5 letters (``jany``/``jana``, ``prace``/``praca``, not
-    ``prace``/``prach``) and of ``max(4, shorter length - 2)`` for longer ones (``zadania``/
-    ``zadanie``, ``strakovej``/``strakova``), directly or after :func:`cognate_key` (``cile``/
-    ``ciele``).  Numbers match only exactly.
+    shorter length minus 1 for words of 4-5 letters when the other is at most 2 letters longer
+    (``jany``/``jana``, ``prace``/``praca``, ``night``/``nightly``, not ``stav``/``standard``)
+    and of ``max(4, shorter length - 2)`` for longer ones (``zadania``/``zadanie``,
+    ``strakovej``/``strakova``), directly or after :func:`cognate_key` (``cile``/``ciele``).
+    Numbers match only exactly.
     """
     if a == b:
         return True
