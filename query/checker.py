@@ -563,9 +563,15 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
         known = [weights[w] for w in checked if w not in unknown_set]
         cap = max(known, default=1.0)
         weights = {w: min(v, cap) if w in unknown_set else v for w, v in weights.items()}
-    # the question's first topic word is what it asks about ("heslo" in "Aké je heslo na školský
-    # server?"); when the index does not know it, a claim must address it
-    head = frozenset(checked[:1]) & unknown_set
+    # the word after "aký / which" is what the question asks about ("heslo" in "Aké je heslo na
+    # školský server?"); when the index does not know it, a claim must address it.  Other words the
+    # index does not know (a paraphrasing verb: "chcel", "zostaviť") cannot be matched by any
+    # claim, so they are left out of the share rather than weighing against every claim alike.
+    head = frozenset({focus.head} if focus.head else ()) & unknown_set & set(checked)
+    if len(checked) > len(unknown_set & set(checked) - head):
+        dropped = (unknown_set & set(checked)) - head
+        waived += sorted(dropped)
+        checked = tuple(w for w in checked if w not in dropped)
     return RelevanceGate(focus, checked, tuple(waived), unverifiable=bool(words) and not checked,
                          weights=tuple(max(weights[w], 1e-6) for w in checked) if weights else (),
                          unknown=head)

@@ -328,9 +328,9 @@ def addresses_model(text: str) -> bool:
 
 _INTERROGATIVES = frozenset("""
 ako aky aka ake aku akeho akej akom akym akych akymi akou co coho comu com cim kto koho komu kom kym kde kam
-odkial kadial kedy preco naco kolko kolkych kolkym kolkej kolkeho kolkokrat ktory ktora ktore ktoru ktoreho
-ktorej ktorom ktorym ktorych ktorymi jak jaky jaka jake jakou jakeho jakem jakym jakych jakymi kdo cem kdy proc
-kolik kolika kolikrat ktery ktera ktere kterou ktereho kterem kterym kterych kterymi odkud
+odkial kadial kedy odkedy dokedy preco naco kolko kolkych kolkym kolkej kolkeho kolkokrat ktory ktora ktore
+ktoru ktoreho ktorej ktorom ktorym ktorych ktorymi jak jaky jaka jake jakou jakeho jakem jakym jakych jakymi kdo
+cem kdy proc kolik kolika kolikrat odkdy dokdy ktery ktera ktere kterou ktereho kterem kterym kterych kterymi odkud
 what which who whom whose when where why how
 vypis vypiste uved uvedte napis napiste popis popiste povedz povedzte vymenuj vymenujte zhrn zhrnte ukaz
 ukazte zisti najdi rekni reknete vyjmenuj vyjmenujte shrn list name give tell describe show summarize
@@ -342,7 +342,8 @@ studentka osoba osoby osobe osobu person
 ("vypíš", "list", "povedz"), the list words of "the points of" and the role nouns of "of the student
 X" (sk, cs, en)."""
 
-_TIME_CUES = ("kedy", "kdy", "when", "datum", "date", "dna", "dni", "den", "kolkej", "kolik hodin")
+_TIME_CUES = ("kedy", "kdy", "when", "odkedy", "dokedy", "odkdy", "dokdy", "since when",
+               "datum", "date", "dna", "dni", "den", "kolkej", "kolik hodin")
 _COUNT_CUES = ("kolko", "kolik", "kolkych", "kolkym", "kolkeho", "pocet", "poctu", "how many", "how much",
                "number of", "ako vela", "kolkokrat", "kolikrat", "how often")
 _GRADE_WORDS = ("znamk", "hodnoten", "klasifikac", "grade", "graded", "grading")
@@ -375,6 +376,12 @@ _DATE_OR_TIME = re.compile(r"(?<!\d)(?:\d{1,2}\.\s?\d{1,2}\.(?:\s?\d{4})?|\d{4}-
                            re.IGNORECASE)
 
 
+_DETERMINERS = frozenset("aky aka ake aku akeho akej akom akych jaky jaka jake jakou jakeho jakem jakych "
+                         "ktory ktora ktore ktoru ktoreho ktorej ktery ktera ktere kterou ktereho kterem "
+                         "what which".split())
+_COPULAS = frozenset("je su bol bola bolo boli bude budu jsou byl byla bylo byli is are was were".split())
+
+
 @dataclass(frozen=True)
 class QuestionFocus:
     """What kind of value a question asks for and which of its words carry the topic.
@@ -383,11 +390,15 @@ class QuestionFocus:
     when / what time / v ktorom roku: a date, year, time of day, weekday, month or period),
     ``grade`` (známka / hodnotenie / grade: a grade value) or ``None`` (no particular value);
     ``words``: the question's folded content words without interrogatives and the nouns that
-    only name the kind of value (``time`` of "what time"), in order.
+    only name the kind of value (``time`` of "what time"), in order; ``head``: the word right
+    after a determiner interrogative (and a copula): ``heslo`` in "Aké je heslo ...?", ``known``
+    of "which tool", else ``None`` (what the question asks about, when it can be told without a
+    part-of-speech tagger).
     """
 
     kind: str | None
     words: tuple[str, ...]
+    head: str | None = None
 
 
 def question_focus(question: str) -> QuestionFocus:
@@ -406,7 +417,13 @@ def question_focus(question: str) -> QuestionFocus:
         words = [w for w in words if w not in _TIME_NOUNS and w not in _TIME_CUES]
     if kind == "count":
         words = [w for w in words if w not in ("pocet", "poctu", "number")]
-    return QuestionFocus(kind, tuple(words))
+    head = None
+    for i, token in enumerate(tokens):
+        if token in _DETERMINERS:
+            rest = [t for t in tokens[i + 1:] if t not in _COPULAS]
+            head = rest[0] if rest and rest[0] in words else None
+            break
+    return QuestionFocus(kind, tuple(words), head)
 
 
 def carries_value(kind: str | None, text: str) -> bool:
@@ -441,15 +458,25 @@ def _language_stops() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(english - slavic), frozenset(slavic - english)
 
 
+_CZECH_LETTERS = set("ěřůĚŘŮ")
+_SLOVAK_LETTERS = set("äľĺŕôÄĽĹŔÔ")
+
+
 def text_language(text: str) -> str | None:
-    """Guess ``en`` or ``sk`` (Slovak or Czech) from the stop words only one side uses and from
-    lower-case words with Slovak/Czech letters; ``None`` when the votes tie (too short to tell).
+    """Guess ``en``, ``sk`` or ``cs`` from the stop words only one side uses and from lower-case
+    words with Slovak/Czech letters; ``None`` when the votes tie (too short to tell).  Slovak is
+    told from Czech by the letters only one of them has (``ä ľ ĺ ŕ ô`` / ``ě ř ů``), else ``sk``.
     Capitalised words (names, terms) carry no letter vote, so "What did Denis Bača write?" is English."""
     english, slavic = _language_stops()
     words = analyze(text)
+    lower = [w for w in re.findall(r"\w+", text) if w[:1].islower()]
     e = sum(1 for w in words if w in english)
     s = sum(1 for w in words if w in slavic)
-    s += sum(1 for w in re.findall(r"\w+", text) if w[:1].islower() and any(ch in _SLAVIC_LETTERS for ch in w))
+    s += sum(1 for w in lower if any(ch in _SLAVIC_LETTERS for ch in w))
     if e == s:
         return None
-    return "en" if e > s else "sk"
+    if e > s:
+        return "en"
+    czech = sum(1 for w in lower if any(ch in _CZECH_LETTERS for ch in w))
+    slovak = sum(1 for w in lower if any(ch in _SLOVAK_LETTERS for ch in w))
+    return "cs" if czech > slovak else "sk"
