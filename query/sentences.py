@@ -376,9 +376,10 @@ _DATE_OR_TIME = re.compile(r"(?<!\d)(?:\d{1,2}\.\s?\d{1,2}\.(?:\s?\d{4})?|\d{4}-
                            re.IGNORECASE)
 
 
-_DETERMINERS = frozenset("aky aka ake aku akeho akej akom akych jaky jaka jake jakou jakeho jakem jakych "
-                         "ktory ktora ktore ktoru ktoreho ktorej ktery ktera ktere kterou ktereho kterem "
-                         "what which".split())
+_DETERMINERS = frozenset("aky aka ake aku akeho akej akom akym akych akymi jaky jaka jake jakou jakeho jakem "
+                         "jakym jakych ktory ktora ktore ktoru ktoreho ktorej ktorom ktorym ktery ktera ktere "
+                         "kterou ktereho kterem kterym kolko kolkych kolkym kolik kolika what which many".split())
+_PRONOUNS = frozenset("kto kdo who co what".split())
 _COPULAS = frozenset("je su bol bola bolo boli bude budu jsou byl byla bylo byli is are was were".split())
 
 
@@ -391,9 +392,10 @@ class QuestionFocus:
     ``grade`` (známka / hodnotenie / grade: a grade value) or ``None`` (no particular value);
     ``words``: the question's folded content words without interrogatives and the nouns that
     only name the kind of value (``time`` of "what time"), in order; ``head``: the word right
-    after a determiner interrogative (and a copula): ``heslo`` in "Aké je heslo ...?", ``known``
-    of "which tool", else ``None`` (what the question asks about, when it can be told without a
-    part-of-speech tagger).
+    after a determiner or count interrogative (and a copula), or after a pronoun and a copula:
+    ``heslo`` in "Aké je heslo ...?", ``grafickych`` in "Koľko grafických kariet ...?",
+    ``oponentom`` in "Kto bol oponentom ...?", else ``None`` (what the question asks about, when
+    it can be told without a part-of-speech tagger).
     """
 
     kind: str | None
@@ -419,9 +421,12 @@ def question_focus(question: str) -> QuestionFocus:
         words = [w for w in words if w not in ("pocet", "poctu", "number")]
     head = None
     for i, token in enumerate(tokens):
-        if token in _DETERMINERS:
+        if token in _DETERMINERS:  # "aké je heslo", "koľko grafických kariet", "which dataset"
             rest = [t for t in tokens[i + 1:] if t not in _COPULAS]
             head = rest[0] if rest and rest[0] in words else None
+            break
+        if token in _PRONOUNS and i + 2 < len(tokens) and tokens[i + 1] in _COPULAS:  # "kto bol oponentom"
+            head = tokens[i + 2] if tokens[i + 2] in words else None
             break
     return QuestionFocus(kind, tuple(words), head)
 
