@@ -80,6 +80,21 @@ def test_question_about_something_the_page_never_mentions_is_refused(bundle: Any
     assert (body["status"], body["reason"], body["claims"]) == ("no_answer", "insufficient_evidence", [])
 
 
+@pytest.mark.parametrize("question", [
+    "Kto bol oponentom diplomovej práce Denisa Baču?",       # the role noun is the head
+    "Koľko grafických kariet mal Denis Bača na trénovanie?",  # the counted thing is the head
+])
+def test_absent_head_word_is_refused_even_when_the_rest_matches(bundle: Any, question: str) -> None:
+    body = ask(bundle, question)
+    assert (body["status"], body["reason"], body["claims"]) == ("no_answer", "insufficient_evidence", [])
+
+
+def test_paraphrasing_verbs_the_pages_never_use_do_not_refuse(bundle: Any) -> None:
+    body = ask(bundle, "Čo chcel Denis Bača dosiahnuť, aké si stanovil ciele v diplomovej práci?")
+    assert body["status"] == "ok"
+    assert "Overiť použiteľnosť riešenia v praxi." in [c["text"] for c in body["claims"]]
+
+
 def test_english_question_over_the_slovak_page_is_answered_through_shared_terms(bundle: Any) -> None:
     body = ask(bundle, "What F1 did Denis Bača's diploma thesis reach?")
     assert (body["status"], body["engine"]) == ("ok", "graph+text")
@@ -128,3 +143,7 @@ def test_focus_cognates_and_language() -> None:
     assert carries_value("grade", "Hodnotenie: B") and not carries_value("grade", "Názov: Mistral 7B")
     assert text_language("What did Denis Bača write?") == "en"
     assert text_language("Čo napísal Denis Bača a kedy?") == "sk"
+    assert text_language("Podle jaké normy se v závěrečné práci citují zdroje?") == "cs"
+    assert question_focus("Kto bol oponentom práce?").head == "oponentom"
+    assert question_focus("Aké je heslo na server?").head == "heslo"
+    assert question_focus("Čo chcel dosiahnuť?").head is None
