@@ -18,8 +18,9 @@ anything else                                  text retrieval over the whole bun
 
 Then (``mode=answer``): no evidence above the relevance gate (:data:`query.rag.MIN_SUPPORT`) ->
 ``no_answer`` / ``insufficient_evidence`` without calling a generator; otherwise
-:func:`query.checker.run_generation` (generate -> check -> one repair -> drop what still fails ->
-coverage gate).  ``mode=retrieve`` stops after the evidence and never calls a generator.
+:func:`query.checker.run_generation` (generate -> check, incl. the claim-level relevance gate
+:func:`query.checker.claim_relevance` -> one repair -> drop what still fails -> coverage gate over
+the delivered claims).  ``mode=retrieve`` stops after the evidence and never calls a generator.
 
 Answers are cached (:class:`AnswerCache`) by bundle ``content_digest``, generator fingerprint,
 normalised question, filter, mode and budget, so a swap to another bundle never serves a stale
@@ -129,6 +130,7 @@ class Routed:
     candidates: list[dict[str, Any]] | None = None
     complete: bool | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    resolved_words: tuple[str, ...] = ()
 
 
 def _ms(start: float) -> float:
@@ -188,7 +190,7 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
                            published_only=request.published_only, paths=paths or None, min_support=min_support,
                            resolved_words=names)
     timings["retrieval"] = _ms(started)
-    return Routed(engine, context, graph_body=body, timings=timings)
+    return Routed(engine, context, graph_body=body, timings=timings, resolved_words=tuple(names))
 
 
 # -- graph phrasing --------------------------------------------------------------------------------
@@ -497,7 +499,9 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
         if generator is None:
             raise ValueError("mode=answer needs a generator")
         outcome = await run_generation(request.query, context.items, _Observed(generator, emit),  # type: ignore[arg-type]
-                                       coverage_threshold=coverage_threshold, graph=None)
+                                       coverage_threshold=coverage_threshold, graph=None,
+                                       ignore=routed.resolved_words, weights=context.word_weights or None,
+                                       unknown=context.unknown_words)
     timings["generation"] = _ms(generation_started)
 
     if outcome.status != "ok" or not outcome.claims:

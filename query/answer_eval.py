@@ -4,7 +4,8 @@ score what a user would get.
 Question files: the thesis-wiki gold JSON (``kind``, ``expected``, ``expected_sources``,
 ``should_answer``, ``commit``) or JSONL (``id``, ``question``, ``relevant``, optional ``answers`` /
 ``expected`` (expected strings), ``should_answer`` (default: has relevant documents), ``split``,
-``filter``, ``commit``), validated by :func:`query.eval.load_questions`.
+``filter``, ``commit``, ``kind`` (a label the totals are broken down by; default ``jsonl``)),
+validated by :func:`query.eval.load_questions`.
 
 Per question: ``should_answer`` vs ``answered`` (status ok), the expected strings found in the
 answer text (NFC, case and diacritics folded, whitespace collapsed), cited documents vs relevant
@@ -128,7 +129,8 @@ def load_answer_questions(path: Path | str) -> tuple[list[AnswerQuestion], str, 
             if not isinstance(should, bool):
                 problems.append(f"question {base.id!r}: 'should_answer' must be true or false")
                 continue
-            questions.append(AnswerQuestion(base.id, base.question, "jsonl", should, tuple(strings), base.relevant,
+            kind = obj.get("kind") if isinstance(obj.get("kind"), str) and obj.get("kind") else "jsonl"
+            questions.append(AnswerQuestion(base.id, base.question, kind, should, tuple(strings), base.relevant,
                                             base.split, base.commit,
                                             filter=obj.get("filter")))
         else:

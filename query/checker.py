@@ -50,7 +50,19 @@ from .evidence import (
     GeneratorUnavailableError,
 )
 from .graph_names import capital_runs, damerau1, name_forms, tokenize
-from .sentences import WordSet, addresses_model, analyze, content_words, fold_word, stop_words, text_units
+from .sentences import (
+    QuestionFocus,
+    WordSet,
+    addresses_model,
+    carries_value,
+    content_words,
+    fold_word,
+    question_focus,
+    stop_words,
+    text_language,
+    text_units,
+    word_set,
+)
 
 _SPACE = re.compile(r"\s+")
 _OUTER = "\"'„“”‚‘’«»`"
@@ -62,6 +74,7 @@ _DATE_SPACED = re.compile(r"(?<!\d)(\d{1,2})\.\s+(\d{1,2})\.\s*(\d{4})(?!\d)")
 _NUMBER = re.compile(r"(?<![\w])\d+(?:[.,:/]\d+)*")
 _DATE = re.compile(r"\d{1,2}[./]\d{1,2}[./](\d{4})")
 _YEAR = re.compile(r"(?:1[5-9]|20)\d{2}")
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
 _SENTENCE_END = re.compile(r"[.!?:;]\s*[\"'„“”»)*_]*\s*$")
 _MIN_PIECE_WORDS = 3
 _MAX_PIECE_SEARCH_WORDS = 150  # longer non-verbatim quotes are simply "fabricated" (bounds the search)
@@ -415,35 +428,208 @@ def _is_frankenquote(quote: str, hays: list[_Hay]) -> bool:
 # --------------------------------------------------------------------------- coverage
 
 def coverage(question: str, claims: Iterable[Claim], evidence: Sequence[EvidenceItem]) -> float:
-    """Return the share (0..1) of the question's content words found in the claims' cited evidence.
+    """Return the share (0..1) of the question's content words that the delivered claims address.
 
     Content words: :func:`query.sentences.content_words` (BM25 folding analyzer, stop words of
-    sk/cs/en/de/pl dropped); a word counts as covered when some word of a cited item's text, title
-    or heading path matches it (:func:`query.sentences.words_match`, inflection by shared prefix).
-    A question without content words, or one that names someone (:func:`question_names`) whom the
-    cited evidence never names, has coverage 0.0.
+    sk/cs/en/de/pl dropped) without the words that only frame the question
+    (:func:`query.sentences.question_focus`: interrogatives, "vypíš", the ``time`` of "what time");
+    a word counts as covered when it matches (:func:`query.sentences.words_match`:
+    inflection by shared prefix, Slovak/Czech cognates) a word of some claim's *quote*, of the
+    sentence introducing the quote's list (``Ciele:`` above ``- Overiť ...``), of the headings above
+    the quote, or of the cited item's title or heading path.  So the figure describes what is
+    delivered, not the whole cited chunk.  A question without content words, or one that names
+    someone (:func:`question_names`) whom the cited evidence never names, has coverage 0.0.
     """
-    wanted = content_words(question)
+    wanted = list(question_focus(question).words) or content_words(question)
     if not wanted:
         return 0.0
     by_id = {item.evidence_id: item for item in evidence}
+    claims = list(claims)
     cited = [by_id[e] for e in dict.fromkeys(e for claim in claims for e in claim.evidence) if e in by_id]
     support = "\n".join(support_text(item) for item in cited)
     if not all(name_occurs(name, support) for name in question_names(question)):
         return 0.0
-    words = WordSet(analyze(support))
-    return sum(1 for w in wanted if words.has(w)) / len(wanted)
+    sets: list[WordSet] = []
+    for claim in claims:
+        for eid in claim.evidence:
+            if eid in by_id:
+                own, context = _claim_words(claim.quote, by_id[eid])
+                sets += [own, context]
+    return sum(1 for w in wanted if any(s.has(w) for s in sets)) / len(wanted)
+
+
+# --------------------------------------------------------------------------- relevance
+
+RELEVANCE_SHARE = 0.4
+"""Least share (0..1, idf-weighted when the bundle's weights are given) of the question's topic words
+a claim must address (its quote and list introduction count 1, the headings, title and heading path
+above it 0.5)."""
+VALUE_SHARE = 0.5
+"""For a question asking for a value (count, time, grade): least share of its topic words (counted,
+not weighted: each names what the value is of) in the claim's own quote and list introduction
+(headings do not count: a chapter's page count under the thesis heading is not the thesis's page
+count)."""
+_CONTEXT_WEIGHT = 0.5
+_KIND_LABEL = {"count": "a number", "time": "a date or time", "grade": "a grade"}
+
+
+def _claim_words(quote: str, item: EvidenceItem) -> tuple[WordSet, WordSet]:
+    """``(own, context)`` words of a quote in ``item``: own = the quote and, for a list item, the
+    sentence that introduces its list; context = the headings above it, the item's title and heading path."""
+    return _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))
+
+
+@lru_cache(maxsize=1024)
+def _quote_words(quote: str, text: str, title: str, heading_path: tuple[str, ...]) -> tuple[WordSet, WordSet]:
+    target = normalize_quote(quote)
+    units = text_units(text)
+    own = [quote]
+    headings: list[str] = [title, *heading_path]
+    for unit in units:
+        text = normalize_quote(unit.text)
+        if not text or not (text in target or target in text):
+            continue
+        headings.extend(unit.headings)
+        if unit.list_id is not None:
+            own.extend(u.text for u in units if u.leads == unit.list_id)
+    return word_set("\n".join(own)), word_set("\n".join(headings))
+
+
+@dataclass(frozen=True)
+class RelevanceGate:
+    """What a claim must address for one question (built once per question by :func:`relevance_gate`).
+
+    ``focus``: the question's :class:`~query.sentences.QuestionFocus`; ``words``: its topic words
+    to check (names and ``ignore`` words removed; in a question in another language than the
+    evidence, words that occur in no evidence item are waived: they cannot be checked lexically);
+    ``waived``: those waived words; ``unverifiable``: the question has topic words but none can be
+    checked (every one waived), so no claim can be shown to answer it; ``weights``: per word of
+    :attr:`words` (a word the index does not know weighs at most as much as the heaviest known
+    one); ``unknown``: the question's first topic word when the bundle's index does not know it at
+    all (what the question asks about is likely absent from the pages: a claim must address it).
+    """
+
+    focus: QuestionFocus
+    words: tuple[str, ...]
+    waived: tuple[str, ...] = ()
+    unverifiable: bool = False
+    weights: tuple[float, ...] = ()
+    unknown: frozenset[str] = frozenset()
+
+    def weight(self, word: str) -> float:
+        """The weight of one of :attr:`words` (1.0 without weights)."""
+        return self.weights[self.words.index(word)] if self.weights else 1.0
+
+
+def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iterable[str] = (),
+                   weights: dict[str, float] | None = None, unknown: Iterable[str] = ()) -> RelevanceGate:
+    """Return the :class:`RelevanceGate` of ``question`` over ``evidence``.
+
+    ``ignore``: words already resolved elsewhere (person names the graph recognised), folded or not.
+    ``weights``: ``{folded question word: idf}`` over the bundle (:attr:`query.rag.Context.word_weights`,
+    typos already mapped to indexed words); a rare word, or one the pages never use, then weighs
+    more than a word found on every page ("heslo" against "server").  Without it every word weighs 1.
+    ``unknown``: question words the index does not know (:attr:`query.rag.Context.unknown_words`).
+    A word of 5+ letters that no evidence word matches but one is a single edit away from
+    (``dilpomovej``) is taken as that word, as in name matching.
+    """
+    focus = question_focus(question)
+    names = {fold_word(w) for name in question_names(question) for w in name} | {fold_word(w) for w in ignore}
+    weights = dict(weights or {})
+    unknown_set = set(unknown)
+    words = [w for w in (list(weights) if weights else focus.words) if w not in names]
+    if words and evidence:
+        vocabulary = word_set("\n".join(support_text(item) for item in evidence))
+        for i, w in enumerate(words):
+            if len(w) >= 5 and w.isalpha() and not vocabulary.has(w):
+                close = sorted(v for v in vocabulary.words if abs(len(v) - len(w)) <= 1 and damerau1(v, w))
+                if close:
+                    words[i] = close[0]
+                    if w in weights:
+                        weights[close[0]] = weights.pop(w)
+                    unknown_set.discard(w)
+    waived: list[str] = []
+    if words and evidence:
+        asked = text_language(question)
+        found = text_language("\n".join(item.text for item in evidence[:4]))
+        if asked and found and asked != found:
+            everything = word_set("\n".join(support_text(item) for item in evidence))
+            waived = [w for w in words if not everything.has(w)]
+            unknown_set = set()  # another language: words the index does not know are expected
+    checked = tuple(dict.fromkeys(w for w in words if w not in waived))
+    if weights:
+        # a word the index does not know has the highest idf, which would let a paraphrasing verb
+        # ("preštudoval" for "Vypracovaný prehľad") outweigh every word the pages do use
+        known = [weights[w] for w in checked if w not in unknown_set]
+        cap = max(known, default=1.0)
+        weights = {w: min(v, cap) if w in unknown_set else v for w, v in weights.items()}
+    # the word after "aký / which" is what the question asks about ("heslo" in "Aké je heslo na
+    # školský server?"); when the index does not know it, a claim must address it.  Other words the
+    # index does not know (a paraphrasing verb: "chcel", "zostaviť") cannot be matched by any
+    # claim, so they are left out of the share rather than weighing against every claim alike.
+    head = frozenset({focus.head} if focus.head else ()) & unknown_set & set(checked)
+    if len(checked) > len(unknown_set & set(checked) - head):
+        dropped = (unknown_set & set(checked)) - head
+        waived += sorted(dropped)
+        checked = tuple(w for w in checked if w not in dropped)
+    return RelevanceGate(focus, checked, tuple(waived), unverifiable=bool(words) and not checked,
+                         weights=tuple(max(weights[w], 1e-6) for w in checked) if weights else (),
+                         unknown=head)
+
+
+def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[EvidenceItem]) -> list[str]:
+    """Return why ``claim`` does not answer the question of ``gate`` (empty: it does).
+
+    The claim's *quote* is judged (the verbatim, checked part), with its list introduction and the
+    headings above it (:func:`_claim_words`); the claim text is not, as the checker cannot tell
+    whether it says what its quote says.  Fails when the question's topic words cannot be checked
+    at all; when the quote and its list introduction share none of them; when the question's first
+    topic word, unknown to the index, is not addressed either (it names something the pages never
+    mention, "heslo" in "Aké je heslo na školský server?"); when they address less
+    than :data:`RELEVANCE_SHARE` of them (context words at half weight) or, for a value question,
+    less than :data:`VALUE_SHARE` in the quote itself; or when a value question (count, time,
+    grade) gets a quote that states no such value.
+    """
+    if gate.unverifiable:
+        return ["none of the question's words occurs in the evidence, so no claim can be shown to answer it"]
+    by_id = {item.evidence_id: item for item in evidence}
+    items = [by_id[e] for e in claim.evidence if e in by_id]
+    if not items:
+        return []  # the checker reports unknown or missing evidence
+    details: list[str] = []
+    if gate.words:
+        pairs = [_claim_words(claim.quote, item) for item in items]
+        own_words = [w for w in gate.words if any(o.has(w) for o, _ in pairs)]
+        context_words = [w for w in gate.words if w not in own_words and any(c.has(w) for _, c in pairs)]
+        total = sum(gate.weight(w) for w in gate.words)
+        own = sum(gate.weight(w) for w in own_words) / total
+        share = own + _CONTEXT_WEIGHT * sum(gate.weight(w) for w in context_words) / total
+        missing = sorted(w for w in gate.unknown if w not in own_words and w not in context_words)
+        if not own_words:
+            details.append("the quote shares no word with what the question asks")
+        elif missing:
+            details.append("what the question asks about occurs nowhere in the pages, nor in the quote")
+        elif share < RELEVANCE_SHARE:
+            details.append(f"the quote addresses too little of the question ({share:.2f} < {RELEVANCE_SHARE})")
+        elif gate.focus.kind and len(own_words) / len(gate.words) < VALUE_SHARE:
+            details.append(f"the quote itself names too little of what the question asks a value of "
+                           f"({len(own_words) / len(gate.words):.2f} < {VALUE_SHARE})")
+    if not carries_value(gate.focus.kind, claim.quote):
+        details.append(f"the question asks for {_KIND_LABEL[str(gate.focus.kind)]}; the quote states none")
+    return details
 
 
 def question_names(question: str) -> list[tuple[str, ...]]:
     """Full names in ``question``: runs of two or more adjacent capitalised words (``Petry Strakovej``).
 
     Stop words ("Aký", "Which" opening the question) and all-capital acronyms ("WER", "BERT") are
-    never name words: "Aký WER dosiahla Natália Lukáčová" names only Natália Lukáčová.
+    never name words: "Aký WER dosiahla Natália Lukáčová" names only Natália Lukáčová.  An English
+    possessive is not part of the name ("Denis Bača's thesis" names Denis Bača).
     """
     stops = stop_words()
     names = []
-    for part in re.split(r"[,;:()/?!.]|\s(?:a|i|aj|and|und|et)\s", unicodedata.normalize("NFC", question)):
+    text = _POSSESSIVE.sub("", unicodedata.normalize("NFC", question))
+    for part in re.split(r"[,;:()/?!.]|\s(?:a|i|aj|and|und|et)\s", text):
         for run in capital_runs(tokenize(part), set()):
             piece: list[str] = []
             for word in [t.text for t in run] + [""]:
@@ -503,30 +689,56 @@ def _claim_key(claim: Claim) -> tuple[str, tuple[str, ...], str]:
     return normalize_quote(claim.text), tuple(claim.evidence), normalize_quote(claim.quote)
 
 
+def _off_question(verdict: ClaimVerdict, details: list[str]) -> ClaimVerdict:
+    return ClaimVerdict(verdict.claim, False, (*verdict.reasons, "off_question"), (*verdict.details, *details))
+
+
+def _judge(question: str, reply: GeneratorReply, items: list[EvidenceItem], graph: dict[str, Any] | None,
+           gate: RelevanceGate | None) -> list[ClaimVerdict]:
+    verdicts = check_reply(question, reply, items, graph=graph)
+    if gate is None:
+        return verdicts
+    out = []
+    for v in verdicts:
+        details = claim_relevance(gate, v.claim, items) if v.ok else []
+        out.append(_off_question(v, details) if details else v)
+    return out
+
+
 async def run_generation(question: str, evidence: Sequence[EvidenceItem], generator: Generator, *,
                          coverage_threshold: float = 0.20,
-                         graph: dict[str, Any] | None = None) -> GenerationOutcome:
+                         graph: dict[str, Any] | None = None, relevance: bool = True,
+                         ignore: Iterable[str] = (), weights: dict[str, float] | None = None,
+                         unknown: Iterable[str] = ()) -> GenerationOutcome:
     """Generate claims, check them, repair once, and deliver only what passed.
 
-    Steps: ``generator.generate`` -> :func:`check_reply` -> when a claim failed, one repair call
-    (``repair=`` the failed verdicts; its reply may repeat or replace claims) -> re-check; claims
-    that passed either attempt are delivered (duplicates dropped), the rest is dropped.  Outcomes:
-    ``ok``; ``no_answer``/``insufficient_evidence`` (the generator said so without claims, gave no
-    claims, or the delivered claims cover less than ``coverage_threshold`` (0..1) of the question's
-    content words); ``no_answer``/``unsupported_answer`` (no claim survived).  ``attempts`` records
-    each reply with its verdicts.  Rejected claims never appear in ``claims``.
+    Steps: ``generator.generate`` -> :func:`check_reply` and, with ``relevance`` (the text route),
+    :func:`claim_relevance` (a supported claim that does not answer the question fails with
+    ``off_question``) -> when a claim failed, one repair call (``repair=`` the failed verdicts; its
+    reply may repeat or replace claims) -> re-check; claims that passed either attempt are
+    delivered (duplicates dropped), the rest is dropped.  ``ignore``: question words already
+    resolved (person names the graph recognised), not asked of claims; ``weights``: the question
+    words' idf over the bundle and ``unknown`` the words it does not know (see :func:`relevance_gate`).
+    Outcomes: ``ok``;
+    ``no_answer``/``insufficient_evidence`` (the generator said so without claims, gave no claims,
+    every supported claim was off the question, or the delivered claims address less than
+    ``coverage_threshold`` (0..1) of the question's content words, see :func:`coverage`);
+    ``no_answer``/``unsupported_answer`` (no claim survived the evidence checks).  ``attempts``
+    records each reply with its verdicts.  Rejected claims never appear in ``claims``.
 
     Raises :class:`GeneratorUnavailableError` when the first call fails, or when the repair call
     fails and no claim of the first attempt passed.
     """
     items = list(evidence)
+    gate = relevance_gate(question, items, ignore, weights, unknown) if relevance else None
     reply = await generator.generate(question, items)
-    verdicts = check_reply(question, reply, items, graph=graph)
+    verdicts = _judge(question, reply, items, graph, gate)
     attempts = [_attempt_record(1, reply, verdicts)]
     if not reply.claims:
         return GenerationOutcome([], "no_answer", "insufficient_evidence", 0.0, attempts)
     passed = [v.claim for v in verdicts if v.ok]  # verdicts cover at most MAX_CLAIMS claims
     failed = [v for v in verdicts if not v.ok]
+    every = list(verdicts)
     repaired = False
     if failed:
         repaired = True
@@ -537,9 +749,10 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
             if not passed:
                 raise
         else:
-            second_verdicts = check_reply(question, second, items, graph=graph)
+            second_verdicts = _judge(question, second, items, graph, gate)
             attempts.append(_attempt_record(2, second, second_verdicts))
             passed.extend(v.claim for v in second_verdicts if v.ok)
+            every.extend(second_verdicts)
     delivered: list[Claim] = []
     seen: set[tuple[str, tuple[str, ...], str]] = set()
     for claim in passed:
@@ -548,7 +761,10 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
             seen.add(key)
             delivered.append(claim)
     if not delivered:
-        return GenerationOutcome([], "no_answer", "unsupported_answer", 0.0, attempts, repaired)
+        # supported but off the question: the evidence does not answer it (not a bad generator)
+        off = any(v.reasons == ("off_question",) for v in every)
+        return GenerationOutcome([], "no_answer", "insufficient_evidence" if off else "unsupported_answer", 0.0,
+                                 attempts, repaired)
     share = coverage(question, delivered, items)
     if share < coverage_threshold:
         return GenerationOutcome([], "no_answer", "insufficient_evidence", share, attempts, repaired)

@@ -43,8 +43,10 @@ SPLITS = ("dev", "test", "all")
 DOC_DEPTH = 100
 """Documents kept per ranking (ranks beyond this count as not found)."""
 
-_JSONL_FIELDS = {"id", "question", "relevant", "answers", "split", "filter", "commit", "expected", "should_answer"}
-"""JSONL keys; ``expected`` and ``should_answer`` are read by the answer evaluation (:mod:`query.answer_eval`)."""
+_JSONL_FIELDS = {"id", "question", "relevant", "answers", "split", "filter", "commit", "expected", "should_answer",
+                 "kind", "lang"}
+"""JSONL keys; ``expected``, ``should_answer`` and ``kind`` are read by the answer evaluation
+(:mod:`query.answer_eval`); ``lang`` is a label for people (strings, not otherwise read)."""
 
 
 class QuestionFileError(QueryError):
@@ -114,6 +116,9 @@ def _parse_question(obj: Any, where: str, problems: list[str], *, gold: bool) ->
     split = obj.get("split")
     if split is not None and not isinstance(split, str):
         problems.append(f"{where}: 'split' must be a string")
+    for label in ("kind", "lang"):
+        if not gold and obj.get(label) is not None and not isinstance(obj[label], str):
+            problems.append(f"{where}: {label!r} must be a string")
     commit = obj.get("commit")
     if commit is not None and not isinstance(commit, str):
         problems.append(f"{where}: 'commit' must be a string")

@@ -31,6 +31,7 @@ CLAIM_FAILURES = (
     "unsupported_detail",  # a number, year, date or capitalised name/title of the claim is not in its evidence
     "graph_mismatch",      # a count or list differs from the graph aggregation
     "instruction_text",    # the quote is from evidence text addressing the model ("ignore previous instructions")
+    "off_question",        # the quote is supported, but it does not answer what the question asks
 )
 """Stable reasons a claim fails the checker (``ClaimVerdict.reasons``)."""
 

@@ -12,16 +12,20 @@ Two producers, one shape (:class:`Context`):
   each fact rendered as one line (:func:`render_fact`).
 
 Relevance gate: every chunk gets a *support* score in 0..1, the idf-weighted share of the question's
-words found in the chunk (an inflected form counts through its stem prefix, as BM25's
-``prefix_terms`` does).  Only chunks scoring at least ``min_support`` are evidence; when none does,
-the context is empty and the caller refuses with ``insufficient_evidence`` without calling a
-generator.  The thresholds were calibrated with ``bench/answer_calibration.py`` on the thesis-wiki gold
-dev split: for text retrieval over the whole bundle (:data:`MIN_SUPPORT` = 0.5) no threshold
-separates answerable from off-topic questions perfectly, and 0.5 refuses 92 % of off-topic and gold
-no-answer questions (while gold graph questions asked as plain text pass at 44 %: refusal wins when
-in doubt); restricted to the pages of persons the graph resolved (:data:`MIN_SUPPORT_RESTRICTED` =
-0.3) every threshold from 0.05 to 0.5 passes all assignment questions and refuses all off-topic
-questions about those persons, and 0.3 sits in the middle.
+words found in the chunk (inflected and derived forms and Slovak/Czech cognates count,
+:func:`query.sentences.words_match`; interrogatives and the nouns that only name the kind of value
+asked do not count as question words). A question in another language than the candidate chunks
+(English over Slovak or Czech pages, or the reverse) leaves out the words the index does not know at
+all, when they are at most half of its words (:func:`cross_language_weights`). Only chunks scoring
+at least ``min_support`` are evidence; when none does, the context is empty and the caller refuses
+with ``insufficient_evidence`` without calling a generator. The thresholds were calibrated with
+``bench/answer_calibration.py`` on the thesis-wiki gold dev split: for text retrieval over the whole
+bundle (:data:`MIN_SUPPORT` = 0.5) no threshold separates answerable from off-topic questions
+perfectly, and 0.5 refuses 92 % of off-topic and gold no-answer questions (while gold graph
+questions asked as plain text pass at 44 %: refusal wins when in doubt); restricted to the pages of
+persons the graph resolved (:data:`MIN_SUPPORT_RESTRICTED` = 0.3) every threshold from 0.05 to 0.5
+passes all assignment questions and refuses all off-topic questions about those persons, and 0.3
+sits in the middle.
 
 ``truncation_reasons``: ``evidence_limit`` when more supported chunks than ``max_items`` (or than
 ``max_per_document`` for one document) were found, ``llm_context_budget`` when a supported chunk
@@ -45,7 +49,7 @@ from .bundle import OpenedBundle
 from .contract import Source
 from .evidence import EvidenceItem
 from .hybrid import LONG_WORD, SearchFilter, SearchOptions, rank_chunks, ranking_searcher, source_url
-from .sentences import content_words
+from .sentences import question_focus, text_language, word_set
 
 MIN_SUPPORT = 0.5
 """Default relevance gate (support score, 0..1) for a chunk to count as evidence."""
@@ -77,7 +81,10 @@ class Context:
     ``items``: ``E1..En`` in the order given to the generator; ``sources``: ``S1..`` (one per
     document, in order of first use); ``truncation_reasons``: see the module docstring;
     ``best_support``: the highest support score among candidates (0..1, ``None`` for graph
-    evidence); ``tokens``: sum of the items' tokens.
+    evidence); ``tokens``: sum of the items' tokens; ``word_weights``: the question's words with
+    their idf over the bundle (text evidence only; a word the index does not know keeps the highest
+    idf), for the claim-level relevance gate (:func:`query.checker.relevance_gate`);
+    ``unknown_words``: those of them the index does not know at all (not even within the typo distance).
     """
 
     items: list[EvidenceItem] = field(default_factory=list)
@@ -85,6 +92,8 @@ class Context:
     truncation_reasons: list[str] = field(default_factory=list)
     best_support: float | None = None
     tokens: int = 0
+    word_weights: dict[str, float] = field(default_factory=dict)
+    unknown_words: frozenset[str] = frozenset()
 
     def public_items(self) -> list[dict[str, Any]]:
         """Return the items as JSON objects (``mode=retrieve``'s ``evidence``)."""
@@ -114,13 +123,6 @@ class _Sources:
 # -- support score ---------------------------------------------------------------------------------
 
 
-def _stem(word: str) -> str:
-    # the same prefix rule as BM25's prefix_terms strategy (query.hybrid._stem_prefix)
-    if len(word) < 5 or word.isdigit():
-        return word
-    return word[: max(4, (len(word) * 3 + 3) // 4)]
-
-
 _DF_FIELDS = ("body", "title", "headings")
 
 
@@ -128,14 +130,23 @@ def question_weights(bundle: OpenedBundle, question: str, ignore: Iterable[str] 
                      drop_unknown: bool = False) -> dict[str, float]:
     """Return ``{folded question word: idf}`` (Robertson-Sparck Jones idf over chunk bodies).
 
-    Words in more than half of the chunks weigh (almost) nothing; a word absent from the index is
-    replaced by the closest indexed word within edit distance 1 (2 for 8+ letters), else keeps the
-    highest idf, so a question about something the pages never mention scores low.  Words of one
-    or two letters (function words: ``je``, ``v``, ``of``) and the folded words in ``ignore`` (names the
-    graph already resolved) are left out.
+    Question words: :func:`query.sentences.question_focus` (content words without interrogatives
+    and the nouns that only name the kind of value asked, ``time`` in "what time").  Words in more
+    than half of the chunks weigh (almost) nothing; a word absent from the index is replaced by the
+    closest indexed word within edit distance 1 (2 for 8+ letters), else keeps the highest idf, so
+    a question about something the pages never mention scores low (``drop_unknown``: it is left
+    out instead).  Words of one or two letters (function words: ``je``, ``v``, ``of``) and the
+    folded words in ``ignore`` (names the graph already resolved) are left out.
     """
     skip = {fold(w) for w in ignore}
-    words = [w for w in content_words(question) if w not in skip]
+    words = [w for w in question_focus(question).words if w not in skip]
+    return _weights(bundle, words, drop_unknown)
+
+
+def _weights(bundle: OpenedBundle, words: list[str], drop_unknown: bool,
+             unknown: set[str] | None = None) -> dict[str, float]:
+    """idf per word (typos mapped to the closest indexed word); ``unknown`` collects the words the
+    index does not know."""
     searcher = ranking_searcher(bundle)
     total = max(searcher.doc_count_all(), 1)
     weights = {}
@@ -149,6 +160,8 @@ def question_weights(bundle: OpenedBundle, question: str, ignore: Iterable[str] 
                     w = close[0]
                     n = sum(searcher.doc_frequency(g, w) for g in _DF_FIELDS)
                     break
+        if n == 0 and unknown is not None:
+            unknown.add(w)
         if n == 0 and drop_unknown:
             continue
         n = min(n, total)
@@ -156,16 +169,42 @@ def question_weights(bundle: OpenedBundle, question: str, ignore: Iterable[str] 
     return weights
 
 
+def cross_language_weights(bundle: OpenedBundle, question: str, texts: Iterable[str],
+                           ignore: Iterable[str] = ()) -> dict[str, float] | None:
+    """Weights for a question asked in another language than the pages, or ``None``.
+
+    When :func:`query.sentences.text_language` tells the question (``en``) from the candidate
+    ``texts`` (``sk``, Slovak or Czech), or the other way round, the question words the index does
+    not know at all (no indexed word within the typo distance either) are translations the lexical
+    gate cannot see, and are left out, as long as they are at most half of the question words;
+    with more of them nothing checkable is left of the question, and the monolingual weights apply.
+    """
+    asked = text_language(question)
+    found = text_language("\n".join(texts))
+    if not asked or not found or asked == found:
+        return None
+    skip = {fold(w) for w in ignore}
+    words = [w for w in question_focus(question).words if w not in skip]
+    known = _weights(bundle, words, drop_unknown=True)
+    if not known or 2 * len(known) < len(words):
+        return None
+    return known
+
+
 def support(weights: dict[str, float], text: str) -> float:
-    """Return the idf-weighted share (0..1) of question words found in ``text`` (stem-prefix match)."""
+    """Return the idf-weighted share (0..1) of question words found in ``text``.
+
+    A word is found when a word of ``text`` matches it by :func:`query.sentences.words_match`
+    (inflection or derivation by a shared prefix in either direction, ``backups``/``backup``,
+    ``nightly``/``night``; Slovak/Czech cognates, ``cile``/``ciele``).
+    """
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    tokens = set(fold(text).split())
+    tokens = word_set(text)
     found = 0.0
     for word, weight in weights.items():
-        stem = _stem(word)
-        if word in tokens or (stem != word and any(t.startswith(stem) for t in tokens)):
+        if tokens.has(word):
             found += weight
     return found / total
 
@@ -202,6 +241,10 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
         ordered = ranking.fused
     weights = question_weights(bundle, question, resolved_words, drop_unknown=paths is not None)
     ordered = list(dict.fromkeys(ordered))  # a chunk embedded as segments has several vector labels
+    if paths is None:
+        other = cross_language_weights(bundle, question, (_chunk_text(bundle, c) for c in ordered[:4]),
+                                       resolved_words)
+        weights = other if other is not None else weights
     scored = [(cid, support(weights, _chunk_text(bundle, cid))) for cid in ordered[:candidates]]
     if paths is not None:
         # restricted to a few documents: order by support, then by fused rank
@@ -209,8 +252,14 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
         scored.sort(key=lambda item: (-item[1], rank[item[0]]))
     best = max((s for _, s in scored), default=0.0)
     relevant = [cid for cid, s in scored if s >= min_support]
-    return pack_chunks(bundle, relevant, max_tokens=max_tokens, base_url=opts.base_url, max_items=max_items,
-                       max_per_document=max_per_document, best_support=best)
+    context = pack_chunks(bundle, relevant, max_tokens=max_tokens, base_url=opts.base_url, max_items=max_items,
+                          max_per_document=max_per_document, best_support=best)
+    if context.items:
+        unknown: set[str] = set()
+        context.word_weights = _weights(bundle, list(question_focus(question).words), drop_unknown=False,
+                                        unknown=unknown)
+        context.unknown_words = frozenset(unknown)
+    return context
 
 
 def _chunk_text(bundle: OpenedBundle, chunk_id: str) -> str:

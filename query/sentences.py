@@ -246,23 +246,45 @@ def content_words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in analyze(text) if w not in stops and (len(w) > 1 or w.isdigit())))
 
 
+_COGNATE = re.compile(r"ie|ou")
+
+
+def cognate_key(word: str) -> str:
+    """Return the folded word with the regular Slovak/Czech vowel correspondences merged.
+
+    Slovak ``ie`` = Czech ``í`` (``ciele``/``cíle``, ``miesto``/``místo``) and Czech ``ou`` =
+    Slovak ``ú`` (``mouka``/``múka``) become ``i`` and ``u``; diacritics are already folded, so
+    ``ô``/``ů``, ``ä``/``ě`` and ``ř``/``r`` need nothing more.
+    """
+    return _COGNATE.sub(lambda m: m.group(0)[-1] if m.group(0) == "ou" else "i", word)
+
+
+def _prefix_match(a: str, b: str) -> bool:
+    shorter = min(len(a), len(b))
+    if shorter < 4 or (shorter <= 5 and max(len(a), len(b)) - shorter > 2):
+        return False
+    need = shorter - 1 if shorter <= 5 else max(4, shorter - 2)
+    return a[:need] == b[:need]
+
+
 def words_match(a: str, b: str) -> bool:
-    """True when folded words ``a`` and ``b`` are the same word up to inflection.
+    """True when folded words ``a`` and ``b`` are the same word up to inflection (or a Slovak/Czech cognate).
 
     Equal, or (both alphabetic, the shorter one at least 4 letters) sharing a prefix of the
-    shorter length minus 1 for words of 4-5 letters (``jany``/``jana``, ``prace``/``praca``, not
-    ``prace``/``prach``) and of ``max(4, shorter length - 2)`` for longer ones (``zadania``/
-    ``zadanie``, ``strakovej``/``strakova``).  Numbers match only exactly.
+    shorter length minus 1 for words of 4-5 letters when the other is at most 2 letters longer
+    (``jany``/``jana``, ``prace``/``praca``, ``night``/``nightly``, not ``stav``/``standard``)
+    and of ``max(4, shorter length - 2)`` for longer ones (``zadania``/``zadanie``,
+    ``strakovej``/``strakova``), directly or after :func:`cognate_key` (``cile``/``ciele``).
+    Numbers match only exactly.
     """
     if a == b:
         return True
     if not (a.isalpha() and b.isalpha()):
         return False
-    shorter = min(len(a), len(b))
-    if shorter < 4:
-        return False
-    need = shorter - 1 if shorter <= 5 else max(4, shorter - 2)
-    return a[:need] == b[:need]
+    if _prefix_match(a, b):
+        return True
+    ca, cb = cognate_key(a), cognate_key(b)
+    return (ca != a or cb != b) and (ca == cb or _prefix_match(ca, cb))
 
 
 class WordSet:
@@ -274,6 +296,9 @@ class WordSet:
         for word in self.words:
             if word.isalpha() and len(word) >= 4:
                 self._by_prefix.setdefault(word[:3], set()).add(word)
+                key = cognate_key(word)
+                if key[:3] != word[:3]:
+                    self._by_prefix.setdefault(key[:3], set()).add(word)
 
     def has(self, word: str) -> bool:
         """True when some word of the set matches ``word`` (:func:`words_match`)."""
@@ -281,7 +306,8 @@ class WordSet:
             return True
         if not word.isalpha() or len(word) < 4:
             return False
-        return any(words_match(word, other) for other in self._by_prefix.get(word[:3], ()))
+        keys = {word[:3], cognate_key(word)[:3]}
+        return any(words_match(word, other) for key in keys for other in self._by_prefix.get(key, ()))
 
 
 def fold_word(word: str) -> str:
@@ -296,3 +322,166 @@ def addresses_model(text: str) -> bool:
     generator never picks it and the checker rejects quotes from it (``instruction_text``).
     """
     return bool(_INSTRUCTION.search(" ".join(analyze(text))))
+
+
+# --------------------------------------------------------------------------- what a question asks
+
+_INTERROGATIVES = frozenset("""
+ako aky aka ake aku akeho akej akom akym akych akymi akou co coho comu com cim kto koho komu kom kym kde kam
+odkial kadial kedy odkedy dokedy preco naco kolko kolkych kolkym kolkej kolkeho kolkokrat ktory ktora ktore
+ktoru ktoreho ktorej ktorom ktorym ktorych ktorymi jak jaky jaka jake jakou jakeho jakem jakym jakych jakymi kdo
+cem kdy proc kolik kolika kolikrat odkdy dokdy ktery ktera ktere kterou ktereho kterem kterym kterych kterymi odkud
+what which who whom whose when where why how
+vypis vypiste uved uvedte napis napiste popis popiste povedz povedzte vymenuj vymenujte zhrn zhrnte ukaz
+ukazte zisti najdi rekni reknete vyjmenuj vyjmenujte shrn list name give tell describe show summarize
+summarise explain please prosim chcem chci vediet vedet potrebujem potrebuji informacie informace
+body bod bodov bodu points items polozky polozek student studenta studentky studentke studentku studentovi
+studentka osoba osoby osobe osobu person
+""".split())
+"""Folded words that frame a question and are never its topic: interrogatives, request verbs
+("vypíš", "list", "povedz"), the list words of "the points of" and the role nouns of "of the student
+X" (sk, cs, en)."""
+
+_TIME_CUES = ("kedy", "kdy", "when", "odkedy", "dokedy", "odkdy", "dokdy", "since when",
+               "datum", "date", "dna", "dni", "den", "kolkej", "kolik hodin")
+_COUNT_CUES = ("kolko", "kolik", "kolkych", "kolkym", "kolkeho", "pocet", "poctu", "how many", "how much",
+               "number of", "ako vela", "kolkokrat", "kolikrat", "how often")
+_GRADE_WORDS = ("znamk", "hodnoten", "klasifikac", "grade", "graded", "grading")
+_TIME_FRAME = re.compile(r" (?:what|which|ktor\w*|kter\w*|ak\w*|jak\w*|v|ve|o|in) "
+                         r"(?:time|cas|hodin\w*|rok\w*|roce|year|datum|date|den|dni|dna) ")
+_TIME_NOUNS = frozenset({"time", "cas", "hodin", "hodine", "hodinu", "rok", "roku", "roce", "year", "datum",
+                         "date", "day", "den", "dna", "dni"})
+"""Nouns that only say *which kind* of value a question wants (``what time``, ``v ktorom roku``)."""
+
+_NUMBER_WORDS = frozenset("""
+jeden jedna jedno dva dve tri styri pat sest sedem osem devat desat dvanast dvadsat tridsat sto tisic
+jedno dva dve tri ctyri pet sest sedm osm devet deset dvacet tricet sto tisic
+one two three four five six seven eight nine ten eleven twelve twenty thirty hundred thousand dozen
+""".split())
+_MONTHS_DAYS = (
+    "januar", "februar", "marec", "marc", "april", "maj", "jun", "jul", "august", "septemb", "oktob", "novemb",
+    "decemb", "leden", "ledn", "unor", "brezen", "brezn", "duben", "dubn", "kveten", "kvetn", "cerven", "cerven",
+    "cervenec", "srpen", "srpn", "zari", "rijen", "rijn", "listopad", "prosinec", "prosinc", "january",
+    "february", "march", "june", "july", "october", "december", "pondel", "utor", "ster", "stred", "stvrt",
+    "ctvrt", "piat", "patek", "sobot", "nedel", "monday", "tuesday", "wednesday", "thursday", "friday",
+    "saturday", "sunday", "noc", "nocn", "nightly", "night", "midnight", "polnoc", "pulnoc", "rano", "vecer",
+    "poobed", "odpoled", "dopoled", "dopolud", "morning", "evening", "afternoon", "daily", "denne", "weekly",
+    "tyzden", "tyden", "tydne", "monthly", "mesacn", "mesicn", "yearly", "rocne", "rocn", "semest",
+)
+_GRADE_VALUE = re.compile(r"(?<![\w])(?:A|B|C|D|E|FX|Fx|[1-5])(?![\w])")
+_GRADE_WORDS_VALUE = ("vyborn", "velmi dobr", "chvaliteb", "uspokojiv", "dostatocn", "dostatecn", "nedostat",
+                      "excellent", "pass", "fail")
+_DATE_OR_TIME = re.compile(r"(?<!\d)(?:\d{1,2}\.\s?\d{1,2}\.(?:\s?\d{4})?|\d{4}-\d{2}(?:-\d{2})?|"
+                           r"\d{1,2}[:.]\d{2}(?:\s?(?:h|hod|am|pm|utc|cet))?|(?:1[89]|20)\d{2}|\d{1,2}\s?(?:am|pm|h))(?!\d)",
+                           re.IGNORECASE)
+
+
+_DETERMINERS = frozenset("aky aka ake aku akeho akej akom akym akych akymi jaky jaka jake jakou jakeho jakem "
+                         "jakym jakych ktory ktora ktore ktoru ktoreho ktorej ktorom ktorym ktery ktera ktere "
+                         "kterou ktereho kterem kterym kolko kolkych kolkym kolik kolika what which many".split())
+_PRONOUNS = frozenset("kto kdo who co what".split())
+_COPULAS = frozenset("je su bol bola bolo boli bude budu jsou byl byla bylo byli is are was were".split())
+
+
+@dataclass(frozen=True)
+class QuestionFocus:
+    """What kind of value a question asks for and which of its words carry the topic.
+
+    ``kind``: ``count`` (koľko / kolik / how many / počet: a number), ``time`` (kedy / kdy /
+    when / what time / v ktorom roku: a date, year, time of day, weekday, month or period),
+    ``grade`` (známka / hodnotenie / grade: a grade value) or ``None`` (no particular value);
+    ``words``: the question's folded content words without interrogatives and the nouns that
+    only name the kind of value (``time`` of "what time"), in order; ``head``: the word right
+    after a determiner or count interrogative (and a copula), or after a pronoun and a copula:
+    ``heslo`` in "Aké je heslo ...?", ``grafickych`` in "Koľko grafických kariet ...?",
+    ``oponentom`` in "Kto bol oponentom ...?", else ``None`` (what the question asks about, when
+    it can be told without a part-of-speech tagger).
+    """
+
+    kind: str | None
+    words: tuple[str, ...]
+    head: str | None = None
+
+
+def question_focus(question: str) -> QuestionFocus:
+    """Return the :class:`QuestionFocus` of ``question`` (sk, cs, en; cue words matched folded)."""
+    tokens = analyze(question)
+    flat = " " + " ".join(tokens) + " "
+    kind: str | None = None
+    if any(f" {g}" in flat for g in _GRADE_WORDS):
+        kind = "grade"
+    elif any(f" {c} " in flat for c in _COUNT_CUES):
+        kind = "count"
+    elif any(f" {c} " in flat for c in _TIME_CUES) or _TIME_FRAME.search(flat):
+        kind = "time"
+    words = [w for w in content_words(question) if w not in _INTERROGATIVES]
+    if kind == "time":
+        words = [w for w in words if w not in _TIME_NOUNS and w not in _TIME_CUES]
+    if kind == "count":
+        words = [w for w in words if w not in ("pocet", "poctu", "number")]
+    head = None
+    for i, token in enumerate(tokens):
+        if token in _DETERMINERS:  # "aké je heslo", "koľko grafických kariet", "which dataset"
+            rest = [t for t in tokens[i + 1:] if t not in _COPULAS]
+            head = rest[0] if rest and rest[0] in words else None
+            break
+        if token in _PRONOUNS and i + 2 < len(tokens) and tokens[i + 1] in _COPULAS:  # "kto bol oponentom"
+            head = tokens[i + 2] if tokens[i + 2] in words else None
+            break
+    return QuestionFocus(kind, tuple(words), head)
+
+
+def carries_value(kind: str | None, text: str) -> bool:
+    """True when ``text`` states a value of ``kind`` (see :class:`QuestionFocus`); always true for ``None``.
+
+    ``count``: a number (digits or a number word); ``time``: a date, year, clock time, month,
+    weekday or period word (``nightly``, ``každú noc``, ``ráno``); ``grade``: a grade letter
+    (A-E, FX), digit 1-5 standing alone, or a grade word (výborne, veľmi dobre, ...).
+    """
+    if kind is None:
+        return True
+    folded_words = analyze(text)
+    if kind == "count":
+        return any(w.isdigit() or w in _NUMBER_WORDS for w in folded_words) or bool(re.search(r"\d", text))
+    if kind == "time":
+        return bool(_DATE_OR_TIME.search(text)) or any(w.startswith(_MONTHS_DAYS) for w in folded_words)
+    if kind == "grade":
+        flat = " ".join(folded_words)
+        return bool(_GRADE_VALUE.search(text)) or any(g in flat for g in _GRADE_WORDS_VALUE)
+    return True
+
+
+@lru_cache(maxsize=1)
+def _language_stops() -> tuple[frozenset[str], frozenset[str]]:
+    import stopwordsiso
+
+    def folded(lang: str) -> set[str]:
+        return {t for w in stopwordsiso.stopwords(lang) for t in analyze(w) if t.isalpha()}
+
+    english = folded("en")
+    slavic = folded("sk") | folded("cs")
+    return frozenset(english - slavic), frozenset(slavic - english)
+
+
+_CZECH_LETTERS = set("ěřůĚŘŮ")
+_SLOVAK_LETTERS = set("äľĺŕôÄĽĹŔÔ")
+
+
+def text_language(text: str) -> str | None:
+    """Guess ``en``, ``sk`` or ``cs`` from the stop words only one side uses and from lower-case
+    words with Slovak/Czech letters; ``None`` when the votes tie (too short to tell).  Slovak is
+    told from Czech by the letters only one of them has (``ä ľ ĺ ŕ ô`` / ``ě ř ů``), else ``sk``.
+    Capitalised words (names, terms) carry no letter vote, so "What did Denis Bača write?" is English."""
+    english, slavic = _language_stops()
+    words = analyze(text)
+    lower = [w for w in re.findall(r"\w+", text) if w[:1].islower()]
+    e = sum(1 for w in words if w in english)
+    s = sum(1 for w in words if w in slavic)
+    s += sum(1 for w in lower if any(ch in _SLAVIC_LETTERS for ch in w))
+    if e == s:
+        return None
+    if e > s:
+        return "en"
+    czech = sum(1 for w in lower if any(ch in _CZECH_LETTERS for ch in w))
+    slovak = sum(1 for w in lower if any(ch in _SLOVAK_LETTERS for ch in w))
+    return "cs" if czech > slovak else "sk"
