@@ -279,17 +279,19 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
             text_reuse = update_text_index(base.path, chunks, docs_by_path, changed, removed,
                                            staging / TEXT_DIR, staging / BM25_DIR)
             if text_reuse is not None:
+                report("text_index", len(chunks), len(chunks))
                 lap("text_index")
         if text_reuse is None:
             shutil.rmtree(staging / TEXT_DIR, ignore_errors=True)
             shutil.rmtree(staging / BM25_DIR, ignore_errors=True)
             recorder = PostingRecorder(scored_fields())
-            write_text_index(chunks, docs_by_path, staging / TEXT_DIR, recorder)
+            write_text_index(chunks, docs_by_path, staging / TEXT_DIR, recorder, progress=report)
             lap("text_index")
             write_bm25_matrix(recorder, chunks, staging / TEXT_DIR, staging / BM25_DIR)
             del recorder
             text_reuse = {"from": None, "segments": 1, "deleted": 0, "added": len(chunks)}
-        report("text_index", len(chunks), len(chunks))
+        report("bm25_matrix", 0, 1)  # (a no-op stage for an updated index: its matrix is already written)
+        report("bm25_matrix", 1, 1)
         lap("bm25_matrix")
         n_rows = sum(len(b) for b in blocks)
         report("vector_index", 0, n_rows)

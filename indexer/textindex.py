@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,8 @@ def scored_fields() -> tuple[str, ...]:
 
 
 def write_text_index(chunks: list[Chunk], docs: dict[str, Document], text_dir: Path,
-                     recorder: PostingRecorder | None = None) -> int:
+                     recorder: PostingRecorder | None = None,
+                     progress: Callable[[str, int, int], None] | None = None) -> int:
     """Create a Whoosh index in ``text_dir`` holding every chunk; return the number of documents written.
 
     Searchable fields: ``title`` (document title), ``headings`` (heading path), ``meta`` (tags,
@@ -54,13 +56,18 @@ def write_text_index(chunks: list[Chunk], docs: dict[str, Document], text_dir: P
     writer = ix.writer(limitmb=256)
     if recorder is not None:
         recorder.attach(writer)
+    report = progress or (lambda stage, done, total: None)
     try:
-        for chunk in chunks:
+        for i, chunk in enumerate(chunks, 1):
             writer.add_document(**_fields(chunk, docs[chunk.path]))
+            if i % 256 == 0 or i == len(chunks):
+                report("text_index", i, len(chunks))
     except BaseException:
         writer.cancel()
         raise
+    report("text_commit", 0, 1)  # sorting and writing the segment: about half of the time, no counts
     writer.commit()
+    report("text_commit", 1, 1)
     ix.close()
     return len(chunks)
 

@@ -552,7 +552,9 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
     if words and evidence:
         asked = text_language(question)
         found = text_language("\n".join(item.text for item in evidence[:4]))
-        if asked and found and asked != found:
+        # Czech and Slovak are checked word by word like one language (cognates match, see
+        # words_match): a Czech question's "plat" absent from Slovak evidence is not waived
+        if asked and found and asked != found and {asked, found} != {"cs", "sk"}:
             everything = word_set("\n".join(support_text(item) for item in evidence))
             waived = [w for w in words if not everything.has(w)]
             unknown_set = set()  # another language: words the index does not know are expected
@@ -614,9 +616,19 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
         elif gate.focus.kind and len(own_words) / len(gate.words) < VALUE_SHARE:
             details.append(f"the quote itself names too little of what the question asks a value of "
                            f"({len(own_words) / len(gate.words):.2f} < {VALUE_SHARE})")
+        elif gate.weights and len(gate.words) >= 2 and not (set(_key_words(gate)) & {*own_words, *context_words}):
+            # the most specific word is what the question is about ("plat" in "Jaký plat má Jan
+            # Kotara jako CEO Česko.Digital?"): a quote about the CEO without it answers nothing asked
+            details.append("the quote does not address the question's most specific word")
     if not carries_value(gate.focus.kind, claim.quote):
         details.append(f"the question asks for {_KIND_LABEL[str(gate.focus.kind)]}; the quote states none")
     return details
+
+
+def _key_words(gate: RelevanceGate) -> list[str]:
+    """The question's most specific words: those of the highest weight (idf over the bundle; ties kept)."""
+    top = max(gate.weights)
+    return [w for w, weight in zip(gate.words, gate.weights, strict=True) if weight >= top - 1e-9]
 
 
 def question_names(question: str) -> list[tuple[str, ...]]:

@@ -182,7 +182,8 @@ def test_progress_lines_without_a_terminal_and_clean_json(repo: RepoBuilder, tmp
     assert summary["documents"] == 3 and summary["store_defaults_recorded"] is True
     lines = done.stderr.splitlines()
     # every stage, including the steps before parsing (no silent gap before the first bar)
-    for stage in ("graph_mapping", "find_base", "parse", "embed", "text_index", "vector_index", "graph", "publish"):
+    for stage in ("graph_mapping", "find_base", "parse", "embed", "text_index", "text_commit", "bm25_matrix",
+                  "vector_index", "graph", "publish"):
         assert any(line.startswith(f"gitrag build: {stage}: ") for line in lines), (stage, done.stderr)
         assert any(line.startswith(f"gitrag build: {stage} done: ") for line in lines), (stage, done.stderr)
     assert "embed done: 3 chunk(s) in" in done.stderr

@@ -147,3 +147,19 @@ def test_focus_cognates_and_language() -> None:
     assert question_focus("Kto bol oponentom práce?").head == "oponentom"
     assert question_focus("Aké je heslo na server?").head == "heslo"
     assert question_focus("Čo chcel dosiahnuť?").head is None
+
+
+def test_a_czech_question_over_slovak_evidence_is_checked_word_by_word() -> None:
+    """Czech and Slovak are one language for the gate: the asked-about word of a Czech question
+    ("plat") that the Slovak evidence lacks is not waived as if the question were in another language,
+    so a quote naming only the person and the organisation does not answer it (a blind question got
+    such a quote, delivered as supported)."""
+    text = ("Rozhodnutie oznámil CEO Česko.Digital, Jan Kotara, na tlačovej konferencii. Organizácia pomáha "
+            "úradom s digitalizáciou služieb a vo svojom programe hľadá dobrovoľníkov z celej krajiny.")
+    item = EvidenceItem("E1", "chunk", text, "posts/ceo.md", "S1", "c", "posts/ceo.md#0", "Nový CEO", ("Nový CEO",))
+    weights = {"plat": 6.6, "ceo": 2.7, "cesko.digital": 0.4}
+    gate = relevance_gate("Jaký plat má Jan Kotara jako nový CEO Česko.Digital?", [item], weights=weights)
+    assert "plat" in gate.words and "plat" not in gate.waived
+    claim = Claim("CEO is Jan Kotara.", ("E1",), "Rozhodnutie oznámil CEO Česko.Digital, Jan Kotara, na tlačovej "
+                  "konferencii.")
+    assert claim_relevance(gate, claim, [item])  # refused: nothing about a salary
