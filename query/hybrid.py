@@ -1025,11 +1025,10 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
     words, prefixes = snippet_terms(bundle, request.query) if chosen else ({}, {})
     for rank, cid in enumerate(chosen, start=1):
         chunk = bundle.chunks[bundle.chunk_index[cid]]
-        doc = bundle.docs.get(chunk.path)
         url = source_url(opts.base_url, chunk.path, bundle.manifest.commit)
-        if chunk.path not in sources:
+        if chunk.path not in sources:  # a chunk carries its document's title: no document record is parsed
             sources[chunk.path] = Source(source_id=f"S{len(sources) + 1}", document_path=chunk.path,
-                                         source_url=url, title=doc.title if doc else chunk.title)
+                                         source_url=url, title=chunk.title)
         result = {
             "rank": rank,
             "source_id": sources[chunk.path].source_id,
