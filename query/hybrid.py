@@ -478,8 +478,8 @@ def _rows_by_path(bundle: OpenedBundle, matrix: BM25Matrix) -> dict[str, np.ndar
     """Return document path -> matrix rows of its chunks (int64; computed once per bundle)."""
     def compute() -> dict[str, np.ndarray]:
         rows: dict[str, list[int]] = {}
-        for row, cid in enumerate(matrix.chunk_ids):
-            rows.setdefault(bundle.chunks[bundle.chunk_index[cid]].path, []).append(row)
+        for row, cid in enumerate(matrix.chunk_ids):  # a chunk id is "<path>#<ordinal>": no record is parsed
+            rows.setdefault(cid.rsplit("#", 1)[0], []).append(row)
         return {path: np.array(r, dtype=np.int64) for path, r in rows.items()}
 
     return bundle.derive("bm25_rows_by_path", compute)  # type: ignore[no-any-return]
@@ -493,8 +493,8 @@ def allowed_rows(bundle: OpenedBundle, matrix: BM25Matrix, paths: set[str] | Non
     one pass over the allowed chunks; without it the published rule is a mask computed once per
     bundle, or ``None`` when every document is published.
     """
-    by_path = _rows_by_path(bundle, matrix)
     if paths is not None:
+        by_path = _rows_by_path(bundle, matrix)
         mask = np.zeros(matrix.n_rows, dtype=bool)
         for path in paths:
             rows = by_path.get(path)
@@ -506,6 +506,7 @@ def allowed_rows(bundle: OpenedBundle, matrix: BM25Matrix, paths: set[str] | Non
         return None
 
     def compute() -> np.ndarray:
+        by_path = _rows_by_path(bundle, matrix)
         mask = np.ones(matrix.n_rows, dtype=bool)
         for path in index.unpublished:
             rows = by_path.get(path)
