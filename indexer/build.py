@@ -540,6 +540,9 @@ def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base
                 for i in todo.pop(item):
                     blocks[i] = saved
                     resumed += 1
+    if resumed:
+        report("resume", 0, resumed)
+        report("resume", resumed, resumed)
     inputs = list(todo)
     report("embed", 0, len(inputs))  # batches of 16: the bar moves every few seconds even on a busy machine
     for start in range(0, len(inputs), batch):

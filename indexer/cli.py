@@ -99,6 +99,11 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
     except (IndexerError, ArtifactError, ValueError) as exc:
         close()
         _report_error(exc, as_json)
+    except KeyboardInterrupt:
+        close()
+        click.echo("gitrag build: interrupted; CURRENT is unchanged and the chunks embedded so far are kept in "
+                   "the store's checkpoint: run the same command again to resume", err=True)
+        sys.exit(130)
     close()
     summary = result.summary()
     if as_json:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TextIO
 
 UNITS = {"load_model": "model", "graph_mapping": "step", "find_base": "step", "parse": "file", "chunk": "doc",
-         "embed": "chunk", "text_index": "chunk", "text_commit": "step", "bm25_matrix": "step",
+         "resume": "chunk", "embed": "chunk", "text_index": "chunk", "text_commit": "step", "bm25_matrix": "step",
          "vector_index": "vector", "graph": "doc", "publish": "bundle"}
 """Unit of a stage's counts, for display."""
 
@@ -37,6 +37,7 @@ LABELS = {"load_model": "loading the embedding model",
           "graph_mapping": "choosing the graph mapping (reads a sample of pages)",
           "find_base": "looking for an ancestor bundle to reuse", "parse": "parsing and chunking Markdown",
           "chunk": "chunking",
+          "resume": "embeddings kept from an interrupted build (the store's checkpoint)",
           "embed": "embedding", "text_index": "adding chunks to the BM25 index",
           "text_commit": "writing the BM25 index segment to disk", "bm25_matrix": "writing the BM25 matrix",
           "vector_index": "writing the vector index",

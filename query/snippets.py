@@ -49,6 +49,10 @@ _DISPLAY_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1"),                                    # ~~strike~~
     (re.compile(r"==(?=\S)(.+?)(?<=\S)=="), r"\1"),                                    # ==highlight==
     (re.compile(r"`+([^`\n]+?)`+"), r"\1"),                                          # `code`
+    (re.compile(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.MULTILINE), ""),        # thematic break (- - -)
+    (re.compile(r"[ \t]*\\$", re.MULTILINE), ""),                                       # hard line break (\ at the end)
+    (re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.*?[^\s.:?!…])[ \t]*#*[ \t]*$", re.MULTILINE),
+     r"\1 —"),                                                                        # heading, set off from its text
     (re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]+|>[ \t]?|[-*+][ \t]+(?:\[[ xX]\][ \t]+)?|\d{1,9}[.)][ \t]+)",
                 re.MULTILINE), ""),                                                  # heading, quote, list markers
     (re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$", re.MULTILINE),

@@ -48,6 +48,10 @@ def test_snippet_shows_the_words_a_reader_sees_not_markdown_syntax() -> None:
     assert "nastavenia, Ceny a Sync › Limity" in snippet and "Zapni" in snippet and "Plus 4 €" in snippet
     # Arithmetic, identifiers and autolinks keep their characters; only the brackets of an autolink go.
     assert display_text("2 * 3 * 4, snake_case_name, <https://obsidian.md>") == "2 * 3 * 4, snake_case_name, https://obsidian.md"
+    # hard line breaks, thematic breaks and a heading glued to its text (a Decap-CMS blog)
+    blog = "## Medailonek organizace\n\nJsme Unie porodních asistentek.\\\n\n- - -\n\n## Co si odnést?\nNic.\n"
+    assert make_snippet(blog, {"porodnich": 2.0}) == \
+        "Medailonek organizace — Jsme Unie **porodních** asistentek. Co si odnést? Nic"
     # function words are not marked beside content words (a new user saw **pro**, **v**, **the**)
     marked = make_snippet("Datová schránka pro neziskové organizace v Česku.", {"pro": 1.0, "schranka": 3.0})
     assert "**schránka**" in marked and "**pro**" not in marked
