@@ -1035,8 +1035,8 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
             "source_id": sources[chunk.path].source_id,
             "chunk_id": cid,
             "document_path": chunk.path,
-            "title": " ".join(display_text(chunk.title).split()) or chunk.title,
-            "heading_path": [" ".join(display_text(h).split()) for h in chunk.heading_path],  # no link syntax
+            "title": " ".join(display_text(chunk.title, tables=False).split()) or chunk.title,
+            "heading_path": [" ".join(display_text(h, tables=False).split()) for h in chunk.heading_path],
             "text": chunk.text,
             "snippet": make_snippet(chunk.text, words, prefixes),
             "source_url": url,

@@ -69,13 +69,14 @@ def _wikilink_text(match: re.Match[str]) -> str:
     return f"{name} › {heading.strip()}" if heading and name else (heading or name).strip()
 
 
-def display_text(text: str) -> str:
+def display_text(text: str, *, tables: bool = True) -> str:
     """Return ``text`` (Markdown) as the words a reader sees: link texts without destinations, no
     HTML tags, emphasis, code, heading, quote, list or table markup.  Line structure is kept; callers collapse
     whitespace.  ``[[Page|Alias]]`` shows ``Alias``, ``[[folder/Page]]`` shows ``Page``,
-    ``[[Page#Part]]`` shows ``Page › Part``.
+    ``[[Page#Part]]`` shows ``Page › Part``.  ``tables=False`` keeps ``|`` (a title such as
+    ``"News | Jobs | Events"`` is no table).
     """
-    for pattern, replacement in _DISPLAY_RULES:
+    for pattern, replacement in _DISPLAY_RULES if tables else _DISPLAY_RULES[:-2]:
         text = pattern.sub(_wikilink_text if replacement == "WIKI" else replacement, text)
     return text
 

@@ -134,3 +134,10 @@ def test_heading_paths_in_results_show_link_text_not_syntax(repo: RepoBuilder, t
     body = search(bundle, parse_search_request({"query": "zeleninovém kompotu"}), SearchOptions())
     assert body["results"][0]["heading_path"] == ["Audioverze na poslouchat.digital"]
     assert body["results"][0]["title"] == "Audioverze na poslouchat.digital"
+    # a title's "|" separators are no table: kept (a newsletter "Novinky | Hledáme experty")
+    repo.write("newsletter.md", '---\ntitle: "číst.digital/74: Novinky | Hledáme experty"\n---\nZeleninový kompot.\n')
+    repo.commit("newsletter")
+    build_bundle(repo.path, tmp_path / "store", embedder="hash-64")
+    bundle = open_bundle(Store(tmp_path / "store").current_path())
+    titles = [r["title"] for r in search(bundle, parse_search_request({"query": "kompot"}), SearchOptions())["results"]]
+    assert "číst.digital/74: Novinky | Hledáme experty" in titles
