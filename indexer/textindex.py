@@ -6,7 +6,6 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 from whoosh import index as whoosh_index
 
 from artifacts.analysis import text_schema
@@ -153,61 +152,8 @@ def update_text_index(base_bundle: Path, chunks: list[Chunk], docs: dict[str, Do
                 raise MatrixFormatError("the updated index holds another number of live documents than chunks")
     finally:
         ix.close()
-    matrix = combine_matrices(parent, recorder.matrix([c.chunk_id for c in fresh]), [c.chunk_id for c in chunks])
+    # a chunk's row from the new segment's postings when it has one, else the parent's (one owner:
+    # BM25Matrix.assemble, byte-identical to a scratch build's matrix)
+    matrix = BM25Matrix.assemble([c.chunk_id for c in chunks], [recorder.matrix([c.chunk_id for c in fresh]), parent])
     matrix.save(bm25_dir)
     return {"from": base_bundle.name, "segments": segments + 1, "deleted": deleted_after, "added": len(fresh)}
-
-
-def combine_matrices(parent: BM25Matrix, fresh: BM25Matrix, chunk_ids: list[str]) -> BM25Matrix:
-    """Return the matrix of ``chunk_ids`` (row i = ``chunk_ids[i]``) from two matrices' rows.
-
-    A chunk's row comes from ``fresh`` when it has one, else from ``parent``; terms without a
-    posting in the result are dropped and the rest sorted by code point, so the result is the
-    matrix a scratch build of those chunks records.  Raises ``KeyError`` for a chunk in neither.
-    """
-    n = len(chunk_ids)
-    fresh_row = {cid: r for r, cid in enumerate(fresh.chunk_ids)}
-    parent_row = {cid: r for r, cid in enumerate(parent.chunk_ids)}
-    p_map = np.full(parent.n_rows, -1, dtype=np.int64)
-    f_map = np.full(fresh.n_rows, -1, dtype=np.int64)
-    for i, cid in enumerate(chunk_ids):
-        if cid in fresh_row:
-            f_map[fresh_row[cid]] = i
-        else:
-            p_map[parent_row[cid]] = i
-    fields = parent.fields
-    lengths = np.zeros((len(fields), n), dtype=np.uint32)
-    for src, mapping in ((parent, p_map), (fresh, f_map)):
-        keep = mapping >= 0
-        for k, name in enumerate(fields):
-            lengths[k, mapping[keep]] = src.lengths[src.fields.index(name)][keep]
-    terms: dict[str, list[str]] = {}
-    columns: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for name in fields:
-        parts = []
-        for src, mapping in ((parent, p_map), (fresh, f_map)):
-            indptr, rows, tf = src.columns[name]
-            tids = np.repeat(np.arange(len(src.terms[name]), dtype=np.int64), np.diff(indptr))
-            new_rows = mapping[np.asarray(rows, dtype=np.int64)]
-            keep = new_rows >= 0
-            tids, new_rows, weights = tids[keep], new_rows[keep], np.asarray(tf, dtype=np.float32)[keep]
-            used = np.unique(tids)
-            parts.append(([src.terms[name][t] for t in used], used, tids, new_rows, weights))
-        vocabulary = sorted(set(parts[0][0]).union(parts[1][0]))
-        column = {term: j for j, term in enumerate(vocabulary)}
-        all_cols, all_rows, all_tf = [], [], []
-        for words, used, tids, new_rows, weights in parts:
-            lookup = np.zeros(int(used.max()) + 1 if used.size else 0, dtype=np.int64)
-            lookup[used] = [column[w] for w in words]
-            all_cols.append(lookup[tids])
-            all_rows.append(new_rows)
-            all_tf.append(weights)
-        cols = np.concatenate(all_cols)
-        rows_ = np.concatenate(all_rows)
-        tf_ = np.concatenate(all_tf)
-        order = np.lexsort((rows_, cols))
-        indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(cols, minlength=len(vocabulary)), out=indptr[1:])
-        columns[name] = (indptr, rows_[order].astype(np.int32), tf_[order].astype(np.float32))
-        terms[name] = vocabulary
-    return BM25Matrix(list(chunk_ids), fields, terms, columns, lengths)
