@@ -141,3 +141,39 @@ def test_heading_paths_in_results_show_link_text_not_syntax(repo: RepoBuilder, t
     bundle = open_bundle(Store(tmp_path / "store").current_path())
     titles = [r["title"] for r in search(bundle, parse_search_request({"query": "kompot"}), SearchOptions())["results"]]
     assert "číst.digital/74: Novinky | Hledáme experty" in titles
+
+
+def test_snippets_titles_and_headings_drop_escapes_and_emphasis_markers(repo: RepoBuilder, tmp_path: Path) -> None:
+    """Decap-CMS posts escape punctuation (``Ty\\*ti``) and wrap quotes in ``_..._``; readers see neither."""
+    from artifacts.store import Store
+
+    # the unit rules: every CommonMark escape shows its character and is never markup itself
+    assert display_text(r"Ty\*ti pracovaly\*pracovali, \# 1, \[x\], a \| b, \_\_ \\") == \
+        "Ty*ti pracovaly*pracovali, # 1, [x], a | b, __ \\"
+    assert display_text(r"\*not em\*, \> quote, \- item") == "*not em*, > quote, - item"
+    assert display_text("__tučně__, *kurzíva*, _kurzíva_ a _„citát‘._") == "tučně, kurzíva, kurzíva a „citát‘."
+    # underscores inside words stay: identifiers, file names, URLs' words
+    assert display_text("snake_case_name, file_name.md, a__b__c, _a_b_") == \
+        "snake_case_name, file_name.md, a__b__c, a_b"
+    # an emphasis the chunk cut open: the lone opener (or closer) at a line's edge goes
+    assert display_text("_„Osobne vnímam, že Jehlomat\nmá prínos.") == "„Osobne vnímam, že Jehlomat\nmá prínos."
+    assert display_text("ich ‚pod kontrolou‘._\nDalší.") == "ich ‚pod kontrolou‘.\nDalší."
+    assert display_text("* položka\n***\n2 * 3") == "položka\n\n2 * 3"  # list markers, rules, arithmetic
+
+    quote = ("_„Osobne vnímam, že Jehlomat má celospoločenský prínos. Data o nálezoch injekčných odpadov "
+             "budú zaznamenávané elektronicky.“_ shrnuje koordinátorka.")
+    repo.write("content/posts/jehlomat.md",
+               '---\ntitle: "Předání projektu \\\\*Jehlomat\\\\* a _nové_ začátky"\n---\n'
+               "## Co dál s \\#Jehlomat __aplikací__?\n\n" + quote + "\n\nTy\\*ti dobrovolníci\\*dobrovolnice "
+               "pracovaly\\*pracovali na mapě stříkaček v souboru data_nalezy.csv.\n")
+    repo.commit("post")
+    build_bundle(repo.path, tmp_path / "store", embedder="hash-64")
+    bundle = open_bundle(Store(tmp_path / "store").current_path())
+    for query, expected in (("injekčných odpadov", "„Osobne vnímam"), ("mapě stříkaček", "Ty*ti")):
+        result = search(bundle, parse_search_request({"query": query}), SearchOptions())["results"][0]
+        assert result["document_path"] == "content/posts/jehlomat.md"
+        snippet = result["snippet"].replace("**", "")
+        assert expected in snippet and "\\" not in snippet and "_„" not in snippet and "“_" not in snippet, snippet
+        assert result["title"] == "Předání projektu *Jehlomat* a nové začátky"
+        assert result["heading_path"] == ["Co dál s #Jehlomat aplikací?"]
+    assert "Ty*ti dobrovolníci*dobrovolnice pracovaly*pracovali" in snippet
