@@ -161,3 +161,27 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
         return flat
     cut = flat.rfind(" ", 0, maxchars)
     return flat[: cut if cut > maxchars // 2 else maxchars] + " …"
+
+
+NEAR_DUPLICATE = 0.6
+"""Share of the shorter snippet's word pairs found in the other above which two snippets are one passage."""
+_WORD = re.compile(r"\w+")
+
+
+def _word_pairs(snippet: str) -> set[tuple[str, str]]:
+    words = _WORD.findall(snippet.replace(MARK, "").casefold())
+    return set(zip(words, words[1:], strict=False)) if len(words) > 1 else {(w, "") for w in words}
+
+
+def near_duplicate(first: str, second: str, threshold: float = NEAR_DUPLICATE) -> bool:
+    """True when two snippets show (nearly) the same passage: overlapping chunks of one section cut
+    around the same matches.
+
+    Measured on consecutive word pairs (case-folded, marks and punctuation ignored): the share of
+    the shorter snippet's pairs that occur in the other is at least ``threshold`` (0..1).  Empty
+    snippets are duplicates of each other only.
+    """
+    a, b = _word_pairs(first), _word_pairs(second)
+    if not a or not b:
+        return not a and not b
+    return len(a & b) / min(len(a), len(b)) >= threshold
