@@ -220,6 +220,55 @@ def test_progress_lines_without_a_terminal_and_clean_json(repo: RepoBuilder, tmp
     assert "model/s" not in done.stderr and "step/s" not in done.stderr  # no rate for single-step stages
 
 
+def _pty_build(repo: RepoBuilder, store: Path, columns: int) -> str:
+    """Run ``gitrag build`` with stderr on a real pseudo-terminal of ``columns`` columns; return what it drew."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    drawn = bytearray()
+
+    def drain() -> None:  # keep the pty from filling up while the build writes
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                return
+            if not data:
+                return
+            drawn.extend(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        done = subprocess.run([GITRAG, "build", "--repo", str(repo.path), "--store", str(store),
+                               "--embedder", "hash-32"], stdout=subprocess.PIPE, stderr=slave, text=True,
+                              env={k: v for k, v in _env().items() if k not in ("COLUMNS", "LINES")}, timeout=300)
+    finally:
+        os.close(slave)
+        reader.join(timeout=10)
+        os.close(master)
+    assert done.returncode == 0, drawn.decode("utf-8", "replace")
+    return drawn.decode("utf-8", "replace")
+
+
+def test_progress_on_a_terminal_without_a_size_falls_back_to_lines(repo: RepoBuilder, tmp_path: Path) -> None:
+    """A pty of 0 columns (``script`` in the background) made tqdm draw nothing for minutes."""
+    from indexer.progress import terminal_columns
+
+    _two_commits(repo)
+    unsized = _pty_build(repo, tmp_path / "a", columns=0)
+    assert "gitrag build: parse done: 3 file(s)" in unsized and "gitrag build: embed done: 3 chunk(s)" in unsized
+    assert "%|" not in unsized  # no bar
+    sized = _pty_build(repo, tmp_path / "b", columns=100)
+    assert "%|" in sized and "gitrag build: parse done" not in sized  # a sized terminal still gets bars
+    assert terminal_columns(io.StringIO()) == 0
+
+
 class _Clock:
     def __init__(self) -> None:
         self.now = 0.0
