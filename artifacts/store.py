@@ -476,21 +476,36 @@ def resolve_bundle_ref(store: Store, ref: str, repo_path: Path | str | None = No
         if len(commits) > 1:
             raise BundleNotFoundError(f"commit prefix {ref} is ambiguous")
         commit = next(iter(commits), None)
+    sources = [prefer.source.repo] if prefer is not None else []
+    sources = list(dict.fromkeys(sources + [b.manifest.source.repo for b in bundles]))
     if commit is None and repo_path is not None:
         commit = resolve_revision(repo_path, ref)
     if commit is None:
-        sources = [prefer.source.repo] if prefer is not None else []
-        sources += [b.manifest.source.repo for b in bundles]
-        commit = _resolve_in_sources(list(dict.fromkeys(sources)), ref)
+        commit = _resolve_in_sources(sources, ref)
     if commit is None:
         _raise_if_unreadable(store, ref, bundles)
         raise UnknownRevisionError(f"unknown revision {ref}")
     matches = [b for b in bundles if b.manifest.commit == commit]
     if not matches:
         _raise_if_unreadable(store, commit, bundles)
-        raise BundleNotFoundError(f"no bundle for commit {commit[:12]} (build it: gitrag build --rev {commit[:12]})")
+        raise BundleNotFoundError(f"no bundle for commit {commit[:12]} (build it: "
+                                  f"{_build_command(store, commit, repo_path, sources)})")
     suffix = prefer.config_fingerprint[:8] if prefer is not None else None
     return sorted(matches, key=lambda b: b.bundle_id.rsplit(".", 1)[-1] != suffix)[0]  # stable: newest first
+
+
+def _build_command(store: Store, commit: str, repo_path: Path | str | None, sources: list[str]) -> str:
+    """The ``gitrag build`` command line that builds ``commit`` into ``store``, ready to paste.
+
+    The repository is the one the user named, else the first bundle source (CURRENT's first)
+    that holds the commit; paths are shell-quoted.
+    """
+    import shlex
+
+    repo = str(repo_path) if repo_path is not None else \
+        next((source for source in sources if resolve_revision(source, commit) is not None), None)
+    where = f"--repo {shlex.quote(repo)} " if repo else ""
+    return f"gitrag build {where}--store {shlex.quote(str(store.root))} --rev {commit[:12]}"
 
 
 def _resolve_in_sources(sources: list[str], ref: str) -> str | None:

@@ -5,14 +5,14 @@
 a stage has them (``parse`` per file, ``embed`` per batch of chunks).  :class:`BuildProgress`
 turns them into
 
-* ``mode="bars"`` (stderr is a terminal): one tqdm bar per stage, updated with increments so the
-  rate (items/s, averaged since the stage started) and the ETA are tqdm's own; a watcher thread
-  refreshes the open bar every second, so the elapsed time moves even in a stage that reports no
-  intermediate counts (writing the Whoosh index);
-* ``mode="lines"`` (no terminal, ``--json``, the worker's ``worker.log``): one line when a stage
-  starts, one when it ends (items, seconds, rate), and in between a progress line at least every
-  ``interval`` seconds (done/total, percent, rate, ETA; or "still running" when the stage reports
-  no counts), each prefixed ``gitrag build:`` and flushed;
+* ``mode="bars"`` (stderr is a terminal of known width): one tqdm bar per stage, updated with
+  increments so the rate (items/s, averaged since the stage started) and the ETA are tqdm's own; a
+  watcher thread refreshes the open bar every second, so the elapsed time moves even in a stage
+  that reports no intermediate counts (writing the Whoosh index);
+* ``mode="lines"`` (no terminal, a terminal of 0 or unknown width, ``--json``, the worker's
+  ``worker.log``): one line when a stage starts, one when it ends (items, seconds, rate), and in
+  between a progress line at least every ``interval`` seconds (done/total, percent, rate, ETA; or
+  "still running" when the stage reports no counts), each prefixed ``gitrag build:`` and flushed;
 * ``mode="off"``: nothing.
 
 Everything goes to the stream given (stderr by default), never to stdout, so ``--json`` output
@@ -22,6 +22,7 @@ current stage and is omitted until something is done.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -54,6 +55,20 @@ def format_seconds(seconds: float) -> str:
         return f"{minutes} min {sec:02d} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min"
+
+
+def terminal_columns(stream: TextIO) -> int:
+    """Width in columns of the terminal ``stream`` writes to; 0 when it is no terminal or its size is unknown.
+
+    A pseudo-terminal nobody sized (``script`` run in the background, some CI runners) reports 0
+    columns: tqdm then draws nothing at all, so such a stream gets log lines instead of bars.
+    """
+    try:
+        if not stream.isatty():
+            return 0
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 class BuildProgress:
@@ -90,8 +105,7 @@ class BuildProgress:
         stream = stream or sys.stderr
         if quiet:
             return cls("off", stream)
-        tty = getattr(stream, "isatty", lambda: False)()
-        return cls("bars" if tty else "lines", stream, interval=interval)
+        return cls("bars" if terminal_columns(stream) > 0 else "lines", stream, interval=interval)
 
     # -- the callback ----------------------------------------------------------------------------
 

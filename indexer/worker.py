@@ -234,15 +234,18 @@ def jobs_command(store_dir: str, status: str | None, limit: int, as_json: bool) 
         return
     store = Store(store_dir)
     current, pinned = store.current_id(), store.is_pinned()
-    click.echo(f"{'id':>5} {'status':<9} {'phase':<10} {'kind':<4} branch commit       tries updated")
+    width = max(len("branch"), *(len(j.branch or "-") for j in jobs))
+    click.echo(f"{'id':>5} {'status':<9} {'phase':<10} {'kind':<4} {'branch':<{width}} {'commit':<12} {'tries':>5} "
+               f"{'updated':<19}  note")
     for j in jobs:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(j.updated))
-        line = f"{j.id:>5} {j.status:<9} {j.phase:<10} {j.kind:<4} {j.branch} {(j.commit or '-')[:12]} " \
-               f"tries={j.attempts} {when}"
+        notes = []
         if j.status == "succeeded" and j.bundle_id:
-            line += "  CURRENT" if j.bundle_id == current else \
-                "  not current (the store is pinned: `gitrag unpin`, `gitrag use`)" if pinned else "  not current"
+            notes.append("CURRENT" if j.bundle_id == current else
+                         "not current (the store is pinned: `gitrag unpin`, `gitrag use`)" if pinned else "not current")
         if j.error:
-            line += f"  {'reason' if j.status == 'ignored' else 'error'}: {j.error}"
-        click.echo(line)
+            notes.append(f"{'reason' if j.status == 'ignored' else 'error'}: {j.error}")
+        line = f"{j.id:>5} {j.status:<9} {j.phase:<10} {j.kind:<4} {j.branch or '-':<{width}} " \
+               f"{(j.commit or '-')[:12]:<12} {j.attempts:>5} {when}  {'  '.join(notes)}"
+        click.echo(line.rstrip())
     sys.stdout.flush()

@@ -82,10 +82,14 @@ class Envelope(BaseModel):
     truncation_reasons: list[str] = Field(default_factory=list)
 
 
-def error_body(reason: str) -> dict[str, Any]:
-    """Return the contract's error envelope for a stable ``reason`` (message from a fixed table)."""
+def error_body(reason: str, message: str | None = None) -> dict[str, Any]:
+    """Return the contract's error envelope for a stable ``reason``.
+
+    ``message`` defaults to the reason's sentence in :data:`ERROR_MESSAGES`; a caller may pass a more
+    specific fixed sentence of its own (never one built from the request or an exception).
+    """
     body = Envelope(status="error", reason=reason).model_dump(mode="json")
-    body["message"] = ERROR_MESSAGES.get(reason, ERROR_MESSAGES["internal_error"])
+    body["message"] = message or ERROR_MESSAGES.get(reason, ERROR_MESSAGES["internal_error"])
     return body
 
 

@@ -35,10 +35,14 @@ class QueryError(Exception):
     reason = "internal_error"
     status = 500
 
-    def __init__(self, message: str, *, reason: str | None = None, fields: list[dict[str, str]] | None = None) -> None:
+    def __init__(self, message: str, *, reason: str | None = None, fields: list[dict[str, str]] | None = None,
+                 public_message: str | None = None) -> None:
         super().__init__(message)
         if reason is not None:
             self.reason = reason
+        # ``public_message``: a fixed sentence chosen by the server (e.g. "a build is running now") that
+        # replaces the reason's table message; never built from submitted values or exception text.
+        self.public_message = public_message
         # ``fields``: [{"field": "limit", "problem": "Input should be less than or equal to 100"}] — names
         # and constraints from our own schema, never the submitted values.
         self.fields = fields or []

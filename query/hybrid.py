@@ -42,7 +42,7 @@ from artifacts.layout import BM25_DIR
 from .bundle import OpenedBundle
 from .contract import Envelope, Source, source_url, validate_request
 from .errors import RetrievalUnavailableError
-from .snippets import display_text, make_snippet
+from .snippets import display_text, make_snippet, near_duplicate
 
 MAX_QUERY_CHARS = 1000
 MAX_QUERY_TERMS = 64
@@ -994,7 +994,9 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
     ``request.debug`` each result also has ``debug: {bm25_rank, bm25_score, vector_rank,
     vector_score, vector_weight, fused_score, anchor}``.
     ``complete`` is null (a ranking is never provably exhaustive); ``truncated`` lists the limits
-    that cut results.
+    that cut results.  A document's further chunk whose snippet is a near-duplicate of one already
+    shown for it (:func:`query.snippets.near_duplicate`: overlapping chunks cut around the same
+    matches) is skipped like one over ``max_per_document`` (``per_document_limit``).
     """
     opts = options or SearchOptions()
     depth = max(opts.candidates, request.limit * request.max_per_document * 2)
@@ -1005,25 +1007,34 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
     reasons: list[str] = []
     if ranking.bm25_full:
         reasons.append("candidate_limit")
-    per_doc: dict[str, int] = {}
+    per_doc: dict[str, list[str]] = {}  # document path -> snippets of its chosen chunks
     chosen: list[str] = []
+    snippets: dict[str, str] = {}
     dropped_per_doc = False
+    terms: tuple[dict[str, float], dict[str, float]] | None = None
     for cid in ranking.fused:
         chunk = bundle.chunks[bundle.chunk_index[cid]]
-        if per_doc.get(chunk.path, 0) >= request.max_per_document:
+        shown = per_doc.setdefault(chunk.path, [])
+        if len(shown) >= request.max_per_document:
             dropped_per_doc = True
             continue
         if len(chosen) == request.limit:
             reasons.append("result_limit")
             break
-        per_doc[chunk.path] = per_doc.get(chunk.path, 0) + 1
+        if terms is None:
+            terms = snippet_terms(bundle, request.query)
+        snippet = make_snippet(chunk.text, *terms)
+        if any(near_duplicate(snippet, other) for other in shown):
+            dropped_per_doc = True  # overlapping chunks of one passage: the better-ranked one is shown
+            continue
+        shown.append(snippet)
+        snippets[cid] = snippet
         chosen.append(cid)
     if dropped_per_doc:
         reasons.append("per_document_limit")
 
     sources: dict[str, Source] = {}
     results = []
-    words, prefixes = snippet_terms(bundle, request.query) if chosen else ({}, {})
     for rank, cid in enumerate(chosen, start=1):
         chunk = bundle.chunks[bundle.chunk_index[cid]]
         url = source_url(opts.base_url, chunk.path, bundle.manifest.commit)
@@ -1038,7 +1049,7 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
             "title": " ".join(display_text(chunk.title, tables=False).split()) or chunk.title,
             "heading_path": [" ".join(display_text(h, tables=False).split()) for h in chunk.heading_path],
             "text": chunk.text,
-            "snippet": make_snippet(chunk.text, words, prefixes),
+            "snippet": snippets[cid],
             "source_url": url,
             "score": round(fused[cid], 6),
         }

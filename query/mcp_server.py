@@ -127,7 +127,7 @@ def tool_definitions() -> list[types.Tool]:
 def error_envelope(exc: BaseException) -> dict[str, Any]:
     """Return the contract's error body for ``exc`` (the reason the HTTP API would give; nothing echoed)."""
     if isinstance(exc, QueryError):
-        body = error_body(exc.reason)
+        body = error_body(exc.reason, exc.public_message)
         if exc.fields:
             body["errors"] = exc.fields
         return body

@@ -67,12 +67,13 @@ CORS_METHODS = "GET, POST, OPTIONS"
 
 
 def error_response(reason: str, status: int, headers: dict[str, str] | None = None,
-                   fields: list[dict[str, str]] | None = None) -> web.Response:
+                   fields: list[dict[str, str]] | None = None, message: str | None = None) -> web.Response:
     """Return the contract's error envelope for ``reason`` with a fixed message.
 
-    ``fields`` (optional) names the request fields at fault and the constraint they break.
+    ``fields`` (optional) names the request fields at fault and the constraint they break;
+    ``message`` (optional) a fixed server sentence replacing the reason's (see :func:`error_body`).
     """
-    body = error_body(reason)
+    body = error_body(reason, message)
     if fields:
         body["errors"] = fields
     return web.json_response(body, status=status, headers=headers)
@@ -284,7 +285,7 @@ def _envelope(exc: Exception) -> web.Response:
         log.info("client disconnected before sending its whole body", extra={"event": "client_disconnected"})
         return error_response("invalid_request", 400)  # nobody reads it; aiohttp drops it quietly
     if isinstance(exc, QueryError):
-        return error_response(exc.reason, exc.status, fields=exc.fields)
+        return error_response(exc.reason, exc.status, fields=exc.fields, message=exc.public_message)
     if isinstance(exc, ArtifactError):
         mapped = from_artifact_error(exc)
         return error_response(mapped.reason, mapped.status, fields=mapped.fields)

@@ -105,6 +105,13 @@ def describe_failure(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+NO_BUNDLE_HINT = ("The store has no bundle yet: build one with `gitrag build --repo REPO --store STORE`; "
+                  "the server serves it as soon as CURRENT points at it.")
+BROKEN_CURRENT_HINT = "The CURRENT bundle failed to open; run `gitrag verify --store STORE` and `gitrag use`."
+BUILDING_HINT = ("The store has no bundle yet and a build is running now; the server serves its bundle as "
+                 "soon as it is published (see `gitrag jobs` or the build's progress).")
+
+
 class BundleHolder:
     """Holds the served bundle and the LRU of historical ones and hands out leases.
 
@@ -126,6 +133,16 @@ class BundleHolder:
         self.cache = BundleCache(self.leases, cache_bundles, cache_bytes)
         self.index = BundleIndex(store)
         self._reload_lock = threading.Lock()
+
+    def unavailable_hint(self) -> str:
+        """Say why no bundle is served: the CURRENT bundle failed to open, a build is running, or none exists.
+
+        One of :data:`BROKEN_CURRENT_HINT`, :data:`BUILDING_HINT`, :data:`NO_BUNDLE_HINT` (fixed
+        sentences): ``/health`` and the 503 of every query endpoint give the same one.
+        """
+        if self.failed_bundle:
+            return BROKEN_CURRENT_HINT
+        return BUILDING_HINT if self.store.writer_busy() else NO_BUNDLE_HINT
 
     def _open(self, bundle_id: str) -> OpenedBundle:
         fresh = open_bundle(self.store.bundle_path(bundle_id), verify=True, embedder=self.embedder)
@@ -149,7 +166,7 @@ class BundleHolder:
             current = self.bundle
             if bundle_id is None or (current is not None and current.bundle_id == bundle_id):
                 if current is None:
-                    raise RetrievalUnavailableError("no bundle is open")
+                    raise RetrievalUnavailableError("no bundle is open", public_message=self.unavailable_hint())
                 self.leases.acquire(current)
                 bundle: OpenedBundle | None = current
             else:
@@ -488,7 +505,8 @@ async def handle_answer(request: web.Request) -> web.StreamResponse:
             # Headers are sent: the error travels as the answer event, in the contract's envelope.
             from .contract import error_body
 
-            await stream.write(_sse("answer", {**error_body(exc.reason), "http_status": exc.status}))
+            await stream.write(_sse("answer", {**error_body(exc.reason, exc.public_message),
+                                               "http_status": exc.status}))
         await stream.write(_sse("done", {}))
         await stream.write_eof()
         return stream
@@ -502,13 +520,6 @@ def _bundle_summary(holder: BundleHolder, bundle: OpenedBundle) -> dict[str, Any
         "commit": m.commit, "bundle_id": m.bundle_id, "content_digest": m.content_digest,
         "commit_summary": m.commit_summary, "counts": m.counts.model_dump(), "embedder": m.config.embedder.model_id,
     }
-
-
-NO_BUNDLE_HINT = ("The store has no bundle yet: build one with `gitrag build --repo REPO --store STORE`; "
-                  "the server serves it as soon as CURRENT points at it.")
-BROKEN_CURRENT_HINT = "The CURRENT bundle failed to open; run `gitrag verify --store STORE` and `gitrag use`."
-BUILDING_HINT = ("The store has no bundle yet and a build is running now; the server serves its bundle as "
-                 "soon as it is published (see `gitrag jobs` or the build's progress).")
 
 
 async def handle_health(request: web.Request) -> web.Response:
@@ -525,8 +536,7 @@ async def handle_health(request: web.Request) -> web.Response:
         "auth": "api_keys" if config.keys_configured else "none (no API keys configured; loopback only)",
     }
     if bundle is None:
-        body["message"] = BROKEN_CURRENT_HINT if holder.failed_bundle else \
-            BUILDING_HINT if holder.store.writer_busy() else NO_BUNDLE_HINT
+        body["message"] = holder.unavailable_hint()
     if not config.keys_configured or has_valid_key(config, request):
         body |= {
             "last_reload_error": holder.last_error,

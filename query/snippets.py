@@ -14,8 +14,8 @@ Marks are ``**word**`` (Markdown bold), which is plain text in JSON and safe to 
 
 Snippets show the words a reader sees, not Markdown syntax (:func:`display_text`): link and
 image destinations, ``[[wikilink]]`` brackets, HTML tags, emphasis and code markers, heading, quote
-and list markers and table pipes are dropped.  This is a set of regular expressions, not a parse (a
-markdown-it parse costs ~1.6 ms per chunk here, ten times a whole BM25 query at the target).
+and list markers, table pipes and the backslash of escapes are dropped.  This is a set of regular
+expressions, not a parse (a markdown-it parse costs ~1.6 ms per chunk here, ten times a whole BM25 query at the target).
 """
 
 from __future__ import annotations
@@ -44,8 +44,12 @@ _DISPLAY_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),                             # [text][ref]
     (re.compile(r"<((?:https?|mailto):[^>\s]+)>"), r"\1"),                          # <https://autolink>
     (re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>"), " "),                      # HTML tags (<iframe ...>)
-    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),                           # **bold** __bold__
+    (re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), r"\1"),                                # **bold**
+    (re.compile(r"(?<![\w_])__(?=\S)(.+?)(?<=\S)__(?![\w_])"), r"\1"),                  # __bold__ (not in a word)
     (re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])"), r"\1"),              # *emphasis*
+    (re.compile(r"(?<![\w_])_(?=[^\s_])([^\n]*?[^\s_])_(?![\w_])"), r"\1"),              # _emphasis_ (not snake_case)
+    (re.compile(r"^([ \t]*)(?:\*{1,3}|_{1,3})(?=[^\s*_])", re.MULTILINE), r"\1"),          # emphasis opener cut open
+    (re.compile(r"(?<=[^\s*_\\])(?:\*{1,3}|_{1,3})[ \t]*$", re.MULTILINE), ""),          # ... or its closer
     (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1"),                                    # ~~strike~~
     (re.compile(r"==(?=\S)(.+?)(?<=\S)=="), r"\1"),                                    # ==highlight==
     (re.compile(r"`+([^`\n]+?)`+"), r"\1"),                                          # `code`
@@ -61,6 +65,18 @@ _DISPLAY_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+"""A CommonMark backslash escape: ``\\`` before any ASCII punctuation character."""
+_PRIVATE = 0xE000
+"""Escaped characters are held as private-use code points (U+E021..U+E07E) while the rules run, so
+that ``\\*`` is never emphasis, ``\\#`` never a heading, ``\\|`` never a table pipe."""
+_UNESCAPE = {_PRIVATE + code: code for code in range(0x21, 0x7F)}
+
+
+def _hold_escaped(match: re.Match[str]) -> str:
+    return chr(_PRIVATE + ord(match.group(1)))
+
+
 def _wikilink_text(match: re.Match[str]) -> str:
     target, heading, alias = match.group(1), match.group(2), match.group(3)
     if alias:
@@ -71,14 +87,18 @@ def _wikilink_text(match: re.Match[str]) -> str:
 
 def display_text(text: str, *, tables: bool = True) -> str:
     """Return ``text`` (Markdown) as the words a reader sees: link texts without destinations, no
-    HTML tags, emphasis, code, heading, quote, list or table markup.  Line structure is kept; callers collapse
+    HTML tags, emphasis, code, heading, quote, list or table markup.  Backslash escapes show their
+    character (``Ty\\*ti`` -> ``Ty*ti``); ``_emphasis_`` and ``__bold__`` lose their markers but
+    ``snake_case`` keeps its underscores; an emphasis marker left open at a line's start or end (a
+    chunk cut inside ``_..._``) is dropped.  Line structure is kept; callers collapse
     whitespace.  ``[[Page|Alias]]`` shows ``Alias``, ``[[folder/Page]]`` shows ``Page``,
     ``[[Page#Part]]`` shows ``Page › Part``.  ``tables=False`` keeps ``|`` (a title such as
     ``"News | Jobs | Events"`` is no table).
     """
+    text = _ESCAPED.sub(_hold_escaped, text)
     for pattern, replacement in _DISPLAY_RULES if tables else _DISPLAY_RULES[:-2]:
         text = pattern.sub(_wikilink_text if replacement == "WIKI" else replacement, text)
-    return text
+    return text.translate(_UNESCAPE)
 
 
 class _MarkFormatter(Formatter):
@@ -141,3 +161,27 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
         return flat
     cut = flat.rfind(" ", 0, maxchars)
     return flat[: cut if cut > maxchars // 2 else maxchars] + " …"
+
+
+NEAR_DUPLICATE = 0.6
+"""Share of the shorter snippet's word pairs found in the other above which two snippets are one passage."""
+_WORD = re.compile(r"\w+")
+
+
+def _word_pairs(snippet: str) -> set[tuple[str, str]]:
+    words = _WORD.findall(snippet.replace(MARK, "").casefold())
+    return set(zip(words, words[1:], strict=False)) if len(words) > 1 else {(w, "") for w in words}
+
+
+def near_duplicate(first: str, second: str, threshold: float = NEAR_DUPLICATE) -> bool:
+    """True when two snippets show (nearly) the same passage: overlapping chunks of one section cut
+    around the same matches.
+
+    Measured on consecutive word pairs (case-folded, marks and punctuation ignored): the share of
+    the shorter snippet's pairs that occur in the other is at least ``threshold`` (0..1).  Empty
+    snippets are duplicates of each other only.
+    """
+    a, b = _word_pairs(first), _word_pairs(second)
+    if not a or not b:
+        return not a and not b
+    return len(a & b) / min(len(a), len(b)) >= threshold

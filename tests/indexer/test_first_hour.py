@@ -115,8 +115,15 @@ def test_worker_builds_with_the_store_defaults_and_logs_a_failing_job(repo: Repo
     listed = CliRunner().invoke(main, ["jobs", "--store", str(store)])
     assert f"error: {failed.error.split(':')[0]}" in listed.output
     lines = listed.output.splitlines()
-    assert lines[0].split()[:3] == ["id", "status", "phase"]  # a header row
-    assert any(line.split()[0] == str(job.id) and line.endswith("CURRENT") for line in lines), listed.output
+    header = lines[0]  # a header row naming every column, the last one (CURRENT, error, reason) included
+    assert header.split() == ["id", "status", "phase", "kind", "branch", "commit", "tries", "updated", "note"]
+    assert "tries=" not in listed.output
+    done = next(line for line in lines[1:] if line.split()[0] == str(job.id))
+    assert done.endswith("CURRENT") and done.index("CURRENT") == header.index("note"), listed.output
+    failing = next(line for line in lines[1:] if line.split()[0] == str(bad.id))
+    assert failing.index("error: ") == header.index("note")
+    for row in (done, failing):  # values sit under their headers
+        assert row[header.index("tries") + len("tries") - 1] == "1" and row[header.index("commit")] != " "
     # a pinned store: a job's bundle that did not become CURRENT says so, and unpin says how to switch
     runner = CliRunner()
     assert runner.invoke(main, ["use", first[:10], "--store", str(store)]).exit_code == 0
@@ -125,6 +132,29 @@ def test_worker_builds_with_the_store_defaults_and_logs_a_failing_job(repo: Repo
     assert "not current (the store is pinned" in listed.output
     unpinned = runner.invoke(main, ["unpin", "--store", str(store)])
     assert unpinned.exit_code == 0 and f"gitrag use {second[:12]}" in unpinned.output
+
+
+def test_use_without_a_bundle_prints_a_build_command_that_can_be_pasted(repo: RepoBuilder, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlex
+
+    monkeypatch.delenv("GITRAG_EMBEDDER", raising=False)
+    first, second = _two_commits(repo)
+    store = tmp_path / "my store"  # a path that needs quoting
+    build_bundle(repo.path, store, second, embedder="hash-32")
+    runner = CliRunner()
+    for extra in (["--repo", str(repo.path)], []):  # the repository given, or the one the store remembers
+        out = runner.invoke(main, ["use", "main~1", "--store", str(store), *extra])
+        assert out.exit_code == 1
+        command = out.output.split("(build it: ", 1)[1].rsplit(")", 1)[0]
+        words = shlex.split(command)
+        assert words[:2] == ["gitrag", "build"] and words[-2:] == ["--rev", first[:12]], out.output
+        assert words[words.index("--store") + 1] == str(store)
+        assert Path(words[words.index("--repo") + 1]).resolve() in (repo.path.resolve(), repo.path.resolve() / ".git")
+    built = runner.invoke(main, words[1:] + ["--quiet"])  # pasted as printed (the last one: no --repo given)
+    assert built.exit_code == 0, built.output
+    out = runner.invoke(main, ["use", "main~1", "--store", str(store)])
+    assert out.exit_code == 0 and first in out.output
 
 
 # -- CURRENT never moves backwards by accident ------------------------------------------------------
@@ -188,6 +218,55 @@ def test_progress_lines_without_a_terminal_and_clean_json(repo: RepoBuilder, tmp
         assert any(line.startswith(f"gitrag build: {stage} done: ") for line in lines), (stage, done.stderr)
     assert "embed done: 3 chunk(s) in" in done.stderr
     assert "model/s" not in done.stderr and "step/s" not in done.stderr  # no rate for single-step stages
+
+
+def _pty_build(repo: RepoBuilder, store: Path, columns: int) -> str:
+    """Run ``gitrag build`` with stderr on a real pseudo-terminal of ``columns`` columns; return what it drew."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    drawn = bytearray()
+
+    def drain() -> None:  # keep the pty from filling up while the build writes
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                return
+            if not data:
+                return
+            drawn.extend(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        done = subprocess.run([GITRAG, "build", "--repo", str(repo.path), "--store", str(store),
+                               "--embedder", "hash-32"], stdout=subprocess.PIPE, stderr=slave, text=True,
+                              env={k: v for k, v in _env().items() if k not in ("COLUMNS", "LINES")}, timeout=300)
+    finally:
+        os.close(slave)
+        reader.join(timeout=10)
+        os.close(master)
+    assert done.returncode == 0, drawn.decode("utf-8", "replace")
+    return drawn.decode("utf-8", "replace")
+
+
+def test_progress_on_a_terminal_without_a_size_falls_back_to_lines(repo: RepoBuilder, tmp_path: Path) -> None:
+    """A pty of 0 columns (``script`` in the background) made tqdm draw nothing for minutes."""
+    from indexer.progress import terminal_columns
+
+    _two_commits(repo)
+    unsized = _pty_build(repo, tmp_path / "a", columns=0)
+    assert "gitrag build: parse done: 3 file(s)" in unsized and "gitrag build: embed done: 3 chunk(s)" in unsized
+    assert "%|" not in unsized  # no bar
+    sized = _pty_build(repo, tmp_path / "b", columns=100)
+    assert "%|" in sized and "gitrag build: parse done" not in sized  # a sized terminal still gets bars
+    assert terminal_columns(io.StringIO()) == 0
 
 
 class _Clock:

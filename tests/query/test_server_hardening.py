@@ -274,6 +274,18 @@ def test_empty_store_health_says_to_run_build(tmp_path: Path, hash_embedder) -> 
             async with http.get(base + "/health") as resp:
                 busy = await resp.json()
         assert resp.status == 503 and "a build is running now" in busy["message"]
+        # the query endpoints give the same sentence as /health, in the contract's envelope
+        for path, body_ in (("/search", {"query": "digitalizace"}), ("/answer", {"query": "Co je UNIPA?"})):
+            async with http.post(base + path, json=body_) as resp:
+                idle = await resp.json()
+            assert resp.status == 503 and idle["reason"] == "retrieval_unavailable" and idle["status"] == "error"
+            assert "gitrag build --repo REPO --store STORE" in idle["message"] and ENVELOPE <= set(idle)
+            with Store(tmp_path / "empty").writer_lock():
+                async with http.post(base + path, json=body_) as resp:
+                    building = await resp.json()
+            assert resp.status == 503 and building["reason"] == "retrieval_unavailable", path
+            assert building["message"] == busy["message"] and "a build is running now" in building["message"]
+            assert str(tmp_path) not in json.dumps(building) and "digitalizace" not in json.dumps(building)
 
     with_server(tmp_path / "empty", hash_embedder, scenario)
 

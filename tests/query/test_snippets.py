@@ -141,3 +141,83 @@ def test_heading_paths_in_results_show_link_text_not_syntax(repo: RepoBuilder, t
     bundle = open_bundle(Store(tmp_path / "store").current_path())
     titles = [r["title"] for r in search(bundle, parse_search_request({"query": "kompot"}), SearchOptions())["results"]]
     assert "číst.digital/74: Novinky | Hledáme experty" in titles
+
+
+def test_snippets_titles_and_headings_drop_escapes_and_emphasis_markers(repo: RepoBuilder, tmp_path: Path) -> None:
+    """Decap-CMS posts escape punctuation (``Ty\\*ti``) and wrap quotes in ``_..._``; readers see neither."""
+    from artifacts.store import Store
+
+    # the unit rules: every CommonMark escape shows its character and is never markup itself
+    assert display_text(r"Ty\*ti pracovaly\*pracovali, \# 1, \[x\], a \| b, \_\_ \\") == \
+        "Ty*ti pracovaly*pracovali, # 1, [x], a | b, __ \\"
+    assert display_text(r"\*not em\*, \> quote, \- item") == "*not em*, > quote, - item"
+    assert display_text("__tučně__, *kurzíva*, _kurzíva_ a _„citát‘._") == "tučně, kurzíva, kurzíva a „citát‘."
+    # underscores inside words stay: identifiers, file names, URLs' words
+    assert display_text("snake_case_name, file_name.md, a__b__c, _a_b_") == \
+        "snake_case_name, file_name.md, a__b__c, a_b"
+    # an emphasis the chunk cut open: the lone opener (or closer) at a line's edge goes
+    assert display_text("_„Osobne vnímam, že Jehlomat\nmá prínos.") == "„Osobne vnímam, že Jehlomat\nmá prínos."
+    assert display_text("ich ‚pod kontrolou‘._\nDalší.") == "ich ‚pod kontrolou‘.\nDalší."
+    assert display_text("* položka\n***\n2 * 3") == "položka\n\n2 * 3"  # list markers, rules, arithmetic
+
+    quote = ("_„Osobne vnímam, že Jehlomat má celospoločenský prínos. Data o nálezoch injekčných odpadov "
+             "budú zaznamenávané elektronicky.“_ shrnuje koordinátorka.")
+    repo.write("content/posts/jehlomat.md",
+               '---\ntitle: "Předání projektu \\\\*Jehlomat\\\\* a _nové_ začátky"\n---\n'
+               "## Co dál s \\#Jehlomat __aplikací__?\n\n" + quote + "\n\nTy\\*ti dobrovolníci\\*dobrovolnice "
+               "pracovaly\\*pracovali na mapě stříkaček v souboru data_nalezy.csv.\n")
+    repo.commit("post")
+    build_bundle(repo.path, tmp_path / "store", embedder="hash-64")
+    bundle = open_bundle(Store(tmp_path / "store").current_path())
+    for query, expected in (("injekčných odpadov", "„Osobne vnímam"), ("mapě stříkaček", "Ty*ti")):
+        result = search(bundle, parse_search_request({"query": query}), SearchOptions())["results"][0]
+        assert result["document_path"] == "content/posts/jehlomat.md"
+        snippet = result["snippet"].replace("**", "")
+        assert expected in snippet and "\\" not in snippet and "_„" not in snippet and "“_" not in snippet, snippet
+        assert result["title"] == "Předání projektu *Jehlomat* a nové začátky"
+        assert result["heading_path"] == ["Co dál s #Jehlomat aplikací?"]
+    assert "Ty*ti dobrovolníci*dobrovolnice pracovaly*pracovali" in snippet
+
+
+def test_http_search_never_shows_one_passage_of_a_document_twice(repo: RepoBuilder, tmp_path: Path,
+                                                                 hash_embedder) -> None:  # type: ignore[no-untyped-def]
+    """Overlapping chunks of one section cut around the same words gave two near-identical results
+    (the default ``max_per_document`` is 3); the later one is dropped, distinct passages stay."""
+    import asyncio
+
+    from artifacts.store import Store
+    from query.snippets import near_duplicate
+    from tests.query.test_server import with_server
+
+    sentences = [f"Věta číslo {i} popisuje běžný den v organizaci a nic dalšího." for i in range(70)]
+    sentences[31] = "Představujeme kurz Kapybaristika, koná se v dubnu a registrovat se můžete už dnes."
+    repo.write("posts/novinky.md", "---\ntitle: Novinky\n---\n# Novinky\n\n" + " ".join(sentences)
+               + "\n\n## Jinde\n\n" + " ".join(sentences[:20]) + " Kurz Kapybaristika znovu, tentokrát na podzim.\n")
+    for i in range(3):
+        repo.write(f"posts/p{i}.md", f"---\ntitle: P{i}\n---\n# P{i}\n\nDen v organizaci číslo {i}.\n")
+    repo.commit("posts")
+    build_bundle(repo.path, tmp_path / "store", embedder="hash-64")
+    bundle = open_bundle(Store(tmp_path / "store").current_path())
+    holding = [c for c in bundle.chunks if c.path == "posts/novinky.md" and "Kapybaristika, koná" in c.text]
+    assert len(holding) == 2  # the premise: the sentence sits in the overlap of two chunks of one section
+    twins = [make_snippet(c.text, {"kapybaristika": 3.0}) for c in holding]
+    assert near_duplicate(*twins)
+
+    async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        async with http.post(base + "/search", json={"query": "kurz Kapybaristika"}) as resp:
+            body = await resp.json()
+        assert resp.status == 200
+        ours = [r for r in body["results"] if r["document_path"] == "posts/novinky.md"]
+        ids = {r["chunk_id"] for r in ours}
+        assert len(ids & {c.chunk_id for c in holding}) == 1, ids  # one of the overlapping twins, not both
+        assert "koná se" in " ".join(r["snippet"] for r in ours) and "na podzim" in " ".join(r["snippet"] for r in ours)
+        assert not any(near_duplicate(a["snippet"], b["snippet"]) for a in ours for b in ours if a is not b)
+        assert "per_document_limit" in body["truncation_reasons"]
+        await asyncio.sleep(0)
+
+    with_server(tmp_path / "store", hash_embedder, scenario)
+    # the measure: word pairs, marks and case ignored; different passages of one topic are not duplicates
+    assert near_duplicate("… kurz **Nezisk.Digital** – koná se 8. 4., ale registrovat se můžete už dnes! 👇 Hlásíme",
+                          "… Představujeme kurz **nezisk.digital** – koná se 8. 4., ale registrovat se můžete už dnes")
+    assert not near_duplicate("Akce na obzoru — Představujeme online kurz Nezisk.Digital, otevřené setkání",
+                              "Představujeme kurz Nezisk.Digital – koná se 8. 4., registrovat se můžete už dnes")
