@@ -34,6 +34,9 @@ UNITS = {"load_model": "model", "graph_mapping": "step", "find_base": "step", "p
          "vector_index": "vector", "graph": "doc", "publish": "bundle"}
 """Unit of a stage's counts, for display."""
 
+NO_RATE = {"resume"}
+"""Stages whose items are not processed one by one (a rate would be meaningless): shown without one."""
+
 LABELS = {"load_model": "loading the embedding model",
           "graph_mapping": "choosing the graph mapping (reads a sample of pages)",
           "find_base": "looking for an ancestor bundle to reuse", "parse": "parsing and chunking Markdown",
@@ -66,9 +69,11 @@ def terminal_columns(stream: TextIO) -> int:
     try:
         if not stream.isatty():
             return 0
-        return os.get_terminal_size(stream.fileno()).columns
+        size = os.get_terminal_size(stream.fileno())
     except (AttributeError, OSError, ValueError):
         return 0
+    # 0 rows is as unsized as 0 columns: tqdm draws only blank lines there
+    return size.columns if size.lines > 0 else 0
 
 
 class BuildProgress:
@@ -153,8 +158,12 @@ class BuildProgress:
         if self.mode == "bars":
             from tqdm import tqdm
 
+            # a rate only where it means something: several items processed one by one
+            plain = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} " + self._unit(stage) + "(s) [{elapsed}]"
+            no_rate = stage in NO_RATE or self._total <= 1
             self._bar = tqdm(total=self._total, desc=f"{stage:<12}", unit=self._unit(stage), file=self.stream,
-                             leave=True, smoothing=0, dynamic_ncols=True, mininterval=0.2)
+                             leave=True, smoothing=0, dynamic_ncols=True, mininterval=0.2,
+                             bar_format=plain if no_rate else None)
         else:
             label = LABELS.get(stage, stage)
             self._line(f"{stage}: {label}, {self._total:,} {self._unit(stage)}(s)")
@@ -169,7 +178,7 @@ class BuildProgress:
             elapsed = now - self._started
             # a rate only where it means something: several items over at least a second
             rate = f", {self._done / elapsed:,.1f} {self._unit(self._stage)}/s" \
-                if elapsed >= 1.0 and self._done > 1 else ""
+                if elapsed >= 1.0 and self._done > 1 and self._stage not in NO_RATE else ""
             self._line(f"{self._stage} done: {self._done:,} {self._unit(self._stage)}(s) in "
                        f"{format_seconds(elapsed)}{rate}")
         self._stage = None

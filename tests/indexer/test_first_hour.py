@@ -220,8 +220,8 @@ def test_progress_lines_without_a_terminal_and_clean_json(repo: RepoBuilder, tmp
     assert "model/s" not in done.stderr and "step/s" not in done.stderr  # no rate for single-step stages
 
 
-def _pty_build(repo: RepoBuilder, store: Path, columns: int) -> str:
-    """Run ``gitrag build`` with stderr on a real pseudo-terminal of ``columns`` columns; return what it drew."""
+def _pty_build(repo: RepoBuilder, store: Path, columns: int, rows: int = 40) -> str:
+    """Run ``gitrag build`` with stderr on a real pseudo-terminal of ``columns`` x ``rows``; return what it drew."""
     import fcntl
     import pty
     import struct
@@ -229,7 +229,7 @@ def _pty_build(repo: RepoBuilder, store: Path, columns: int) -> str:
     import threading
 
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     drawn = bytearray()
 
     def drain() -> None:  # keep the pty from filling up while the build writes
@@ -264,9 +264,27 @@ def test_progress_on_a_terminal_without_a_size_falls_back_to_lines(repo: RepoBui
     unsized = _pty_build(repo, tmp_path / "a", columns=0)
     assert "gitrag build: parse done: 3 file(s)" in unsized and "gitrag build: embed done: 3 chunk(s)" in unsized
     assert "%|" not in unsized  # no bar
+    no_rows = _pty_build(repo, tmp_path / "c", columns=120, rows=0)  # sized width, 0 rows: blank lines too
+    assert "gitrag build: embed done: 3 chunk(s)" in no_rows and "%|" not in no_rows
     sized = _pty_build(repo, tmp_path / "b", columns=100)
     assert "%|" in sized and "gitrag build: parse done" not in sized  # a sized terminal still gets bars
     assert terminal_columns(io.StringIO()) == 0
+
+
+def test_bars_show_no_rate_for_a_stage_that_is_not_item_by_item() -> None:
+    """The resume stage restores a checkpoint at once: a rate of 2,508,742 chunk/s said nothing."""
+    out = io.StringIO()
+    progress = BuildProgress("bars", out)
+    progress._stop.set()
+    progress("resume", 0, 128)
+    progress("resume", 128, 128)
+    progress("embed", 0, 10)
+    progress("embed", 10, 10)
+    progress.close()
+    resume_line = [line for line in out.getvalue().replace("\r", "\n").splitlines() if line.startswith("resume")][-1]
+    embed_line = [line for line in out.getvalue().replace("\r", "\n").splitlines() if line.startswith("embed")][-1]
+    assert "128/128 chunk(s)" in resume_line and "/s" not in resume_line
+    assert "chunk/s" in embed_line  # a stage of many items keeps tqdm's rate
 
 
 class _Clock:
