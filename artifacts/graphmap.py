@@ -500,7 +500,7 @@ def detect_mapping(
             # a host is the site itself when most of its links end in a page's slug
             site = sorted(h for h, (hit, n) in hosts.items() if hit >= 2 and hit >= 0.5 * n)
             extra["permalinks"] = {"field": "slug", "hosts": site}
-            notes.append(f"{resolved} URL links end in a page's slug")
+            notes.append(f"{resolved} URL links in the repository end in a page's slug")
     mapping = preset("generic")
     if extra:
         mapping = GraphMapping.model_validate({**mapping.canonical(), **extra})
