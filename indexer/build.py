@@ -272,16 +272,19 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         # The Whoosh index of a base bundle with a BM25 matrix is updated (its segments copied, the
         # changed chunks deleted, one new segment, no merge); BM25 is scored from the matrix, whose
         # rows and statistics equal a scratch build's (see indexer.textindex.update_text_index).
-        report("text_index", 0, len(chunks))
         text_reuse = None
         if base is not None:
+            # counts what is added to the index: the chunks of changed pages, not the whole bundle's
+            added = sum(1 for c in chunks if c.path in changed)
+            report("text_index", 0, added)
             removed = [c.chunk_id for path in sorted(changed) for c in base.chunks_by_path.get(path, [])]
             text_reuse = update_text_index(base.path, chunks, docs_by_path, changed, removed,
                                            staging / TEXT_DIR, staging / BM25_DIR)
             if text_reuse is not None:
-                report("text_index", len(chunks), len(chunks))
+                report("text_index", added, added)
                 lap("text_index")
         if text_reuse is None:
+            report("text_index", 0, len(chunks))
             shutil.rmtree(staging / TEXT_DIR, ignore_errors=True)
             shutil.rmtree(staging / BM25_DIR, ignore_errors=True)
             recorder = PostingRecorder(scored_fields())

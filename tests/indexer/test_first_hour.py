@@ -220,6 +220,19 @@ def test_progress_lines_without_a_terminal_and_clean_json(repo: RepoBuilder, tmp
     assert "model/s" not in done.stderr and "step/s" not in done.stderr  # no rate for single-step stages
 
 
+def test_incremental_build_reports_the_chunks_it_adds_to_the_text_index(repo: RepoBuilder, tmp_path: Path) -> None:
+    """An incremental build said 'adding chunks to the BM25 index, 115 chunk(s)' when it added 2."""
+    first, second = _two_commits(repo)
+    store = tmp_path / "store"
+    build_bundle(repo.path, store, first, embedder="hash-32")
+    events: list[tuple[str, int, int]] = []
+    result = build_bundle(repo.path, store, second, embedder="hash-32",
+                          progress=lambda stage, done, total: events.append((stage, done, total)))
+    added = result.manifest.model_extra["index_reuse"]["text"]["added"]  # type: ignore[index]
+    assert 0 < added < result.summary()["chunks"]  # type: ignore[operator]
+    assert [e for e in events if e[0] == "text_index"] == [("text_index", 0, added), ("text_index", added, added)]
+
+
 def _pty_build(repo: RepoBuilder, store: Path, columns: int, rows: int = 40) -> str:
     """Run ``gitrag build`` with stderr on a real pseudo-terminal of ``columns`` x ``rows``; return what it drew."""
     import fcntl
