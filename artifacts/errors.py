@@ -21,7 +21,14 @@ class ArtifactError(Exception):
 
 
 class BundleNotFoundError(ArtifactError):
-    """No bundle matches the requested commit, bundle id or ``CURRENT`` pointer."""
+    """No bundle matches the requested commit, bundle id or ``CURRENT`` pointer.
+
+    ``commit``: the full commit id a revision resolved to when that commit has no bundle, else ``None``.
+    """
+
+    def __init__(self, message: str, *, commit: str | None = None) -> None:
+        super().__init__(message)
+        self.commit = commit
 
 
 class UnknownRevisionError(BundleNotFoundError):

@@ -489,7 +489,7 @@ def resolve_bundle_ref(store: Store, ref: str, repo_path: Path | str | None = No
     if not matches:
         _raise_if_unreadable(store, commit, bundles)
         raise BundleNotFoundError(f"no bundle for commit {commit[:12]} (build it: "
-                                  f"{_build_command(store, commit, repo_path, sources)})")
+                                  f"{_build_command(store, commit, repo_path, sources)})", commit=commit)
     suffix = prefer.config_fingerprint[:8] if prefer is not None else None
     return sorted(matches, key=lambda b: b.bundle_id.rsplit(".", 1)[-1] != suffix)[0]  # stable: newest first
 

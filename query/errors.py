@@ -157,6 +157,12 @@ def from_artifact_error(exc: artifact_errors.ArtifactError) -> QueryError:
     if isinstance(exc, artifact_errors.UnknownRevisionError):
         return UnknownRevisionError("unknown revision")
     if isinstance(exc, artifact_errors.BundleNotFoundError):
+        commit = getattr(exc, "commit", None)
+        if commit is not None and all(c in "0123456789abcdef" for c in commit):
+            # the resolved commit is the store's data, not the submitted value: it shows why nothing matched
+            return NotFoundError("no bundle", public_message=(
+                f"The revision resolves to commit {commit[:12]}, which has no bundle (revisions are resolved in "
+                "the served bundle's source repository first; build that commit or ask for a bundle id)."))
         return NotFoundError("no bundle")
     if isinstance(exc, artifact_errors.BundleIntegrityError):
         return BundleCorruptError("bundle fails verification",

@@ -288,7 +288,7 @@ def _envelope(exc: Exception) -> web.Response:
         return error_response(exc.reason, exc.status, fields=exc.fields, message=exc.public_message)
     if isinstance(exc, ArtifactError):
         mapped = from_artifact_error(exc)
-        return error_response(mapped.reason, mapped.status, fields=mapped.fields)
+        return error_response(mapped.reason, mapped.status, fields=mapped.fields, message=mapped.public_message)
     if isinstance(exc, web.HTTPRequestEntityTooLarge):
         return error_response("payload_too_large", 413)
     if isinstance(exc, web.HTTPNotFound):

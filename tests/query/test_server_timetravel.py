@@ -107,7 +107,10 @@ def test_at_of_a_commit_without_a_bundle_is_404(history: dict[str, str], repo: R
     async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
         for at in (c4, c4[:8], "unbuilt"):
             async with http.post(base + "/search", json={"query": "text", "at": at}) as resp:
-                assert resp.status == 404 and (await resp.json())["reason"] == "bundle_not_found"
+                body = await resp.json()
+                assert resp.status == 404 and body["reason"] == "bundle_not_found"
+                # the message names the commit the revision resolved to, so a user sees why nothing matched
+                assert f"commit {c4[:12]}" in body["message"] and history["store"] not in body["message"]
 
     with_server(Path(history["store"]), hash_embedder, scenario)
 
