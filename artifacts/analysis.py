@@ -47,6 +47,16 @@ def folded_spans(text: str) -> Iterator[tuple[str, int, int]]:
     lowercase, fold diacritics), without Whoosh's per-token filter chain: for code that visits
     every token of a text per request (result snippets).
     """
+    folded = text.lower().translate(accent_map)
+    if len(folded) == len(text) and "\u03a3" not in text:
+        # Lowercasing and folding map each character to one character here (accent_map's values are all
+        # single characters; only "İ" lowercases to two), and without a capital sigma (whose lowercase
+        # depends on the next characters, the only context rule of str.lower) each character maps the
+        # same in a token as in the whole text: one fold of the text, sliced at the token offsets.
+        for match in _TOKEN.finditer(text):
+            start, end = match.span()
+            yield folded[start:end], start, end
+        return
     for match in _TOKEN.finditer(text):
         yield match.group(0).lower().translate(accent_map), match.start(), match.end()
 

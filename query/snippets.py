@@ -1,13 +1,16 @@
 """Result snippets: the best-matching passage of a chunk, matched words marked.
 
-Uses Whoosh's highlighter (:mod:`whoosh.highlight`): the chunk text is tokenised with the index's
-folding analyzer (:func:`artifacts.analysis.folding_analyzer`, so ``prace`` marks ``práce``),
-tokens are matched against the query's words and stem prefixes (the same forms BM25 searches,
-so ``sítě`` marks ``sítích``), a :class:`~whoosh.highlight.ContextFragmenter` cuts passages around
-matches, and the passage with the highest score (sum of the matched words' weights times the
-number of distinct words, Whoosh's ``BasicFragmentScorer``) is returned.  Weights are the words'
-idf, so a passage with the rare words of a query beats one full of function words; words that
-occur in most chunks are not marked at all.
+The chunk text is tokenised as the index's folding analyzer does (:func:`artifacts.analysis.folded_spans`,
+so ``prace`` marks ``práce``); tokens are matched against the query's words and stem prefixes (the
+same forms BM25 searches, so ``sítě`` marks ``sítích``); passages are cut around matches by Whoosh's
+context-fragmenter rule (:class:`whoosh.highlight.ContextFragmenter`: from up to ``maxchars // 3``
+characters before a match to as many after the last one, at most ``maxchars`` characters of
+tokens), and the passage with the highest score (sum of the matched words' weights times the
+number of distinct words, Whoosh's ``BasicFragmentScorer``; on a tie the later passage) is returned.
+The rule is Whoosh's, run in one pass over ``(start, end)`` pairs instead of Whoosh token objects
+and generators (a third of a search's time on a 50k-chunk vault); ``tests/query/test_snippets.py``
+checks it gives Whoosh's passages.  Weights are the words' idf, so a passage with the rare words of
+a query beats one full of function words; words that occur in most chunks are not marked at all.
 
 A chunk found only by the vector arm may contain no query word: its snippet is the chunk start.
 Marks are ``**word**`` (Markdown bold), which is plain text in JSON and safe to show anywhere.
@@ -15,17 +18,14 @@ Marks are ``**word**`` (Markdown bold), which is plain text in JSON and safe to 
 Snippets show the words a reader sees, not Markdown syntax (:func:`display_text`): link and
 image destinations, ``[[wikilink]]`` brackets, HTML tags, emphasis and code markers, heading, quote
 and list markers and table pipes are dropped.  This is a set of regular expressions, not a parse (a
-markdown-it parse costs ~1.6 ms per chunk here, ten times a whole BM25 query at the target).
+markdown-it parse costs ~1.6 ms per chunk here, ten times a whole BM25 query at the target); each
+runs only when the text holds a string it needs to match.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
-
-from whoosh.analysis import Token
-from whoosh.highlight import BasicFragmentScorer, ContextFragmenter, Formatter, get_text, top_fragments
+from collections import deque
 
 from artifacts.analysis import folded_spans, normalize_text
 
@@ -36,28 +36,30 @@ SNIPPET_CHARS = 240
 """Target snippet length (characters of chunk text, marks and ellipses not counted)."""
 
 
-_DISPLAY_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+_DISPLAY_RULES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
+    # (pattern, replacement, strings one of which a match contains: the rule is skipped without them)
     (re.compile(r"!?\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|([^\]]*))?\]\]"),
-     "WIKI"),                                                        # [[Page#Heading|Alias]]
-    (re.compile(r"!\[([^\]]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)"), r"\1"),        # ![alt](src "title")
-    (re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)"), r"\1"),  # [text](url)
-    (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),                             # [text][ref]
-    (re.compile(r"<((?:https?|mailto):[^>\s]+)>"), r"\1"),                          # <https://autolink>
-    (re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>"), " "),                      # HTML tags (<iframe ...>)
-    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),                           # **bold** __bold__
-    (re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])"), r"\1"),              # *emphasis*
-    (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1"),                                    # ~~strike~~
-    (re.compile(r"==(?=\S)(.+?)(?<=\S)=="), r"\1"),                                    # ==highlight==
-    (re.compile(r"`+([^`\n]+?)`+"), r"\1"),                                          # `code`
-    (re.compile(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.MULTILINE), ""),        # thematic break (- - -)
-    (re.compile(r"[ \t]*\\$", re.MULTILINE), ""),                                       # hard line break (\ at the end)
+     "WIKI", ("[[",)),                                               # [[Page#Heading|Alias]]
+    (re.compile(r"!\[([^\]]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)"), r"\1", ("![",)),  # ![alt](src "title")
+    (re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)"), r"\1", ("](",)),  # [text](url)
+    (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1", ("][",)),                    # [text][ref]
+    (re.compile(r"<((?:https?|mailto):[^>\s]+)>"), r"\1", ("<",)),                # <https://autolink>
+    (re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>"), " ", ("<",)),       # HTML tags (<iframe ...>)
+    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2", ("**", "__")),         # **bold** __bold__
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])"), r"\1", ("*",)),  # *emphasis*
+    (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1", ("~~",)),                     # ~~strike~~
+    (re.compile(r"==(?=\S)(.+?)(?<=\S)=="), r"\1", ("==",)),                     # ==highlight==
+    (re.compile(r"`+([^`\n]+?)`+"), r"\1", ("`",)),                              # `code`
+    (re.compile(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.MULTILINE), "",
+     ("-", "*", "_")),                                                           # thematic break (- - -)
+    (re.compile(r"[ \t]*\\$", re.MULTILINE), "", ("\\",)),                       # hard line break (\ at the end)
     (re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.*?[^\s.:?!…])[ \t]*#*[ \t]*$", re.MULTILINE),
-     r"\1 —"),                                                                        # heading, set off from its text
+     r"\1 —", ("#",)),                                                           # heading, set off from its text
     (re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]+|>[ \t]?|[-*+][ \t]+(?:\[[ xX]\][ \t]+)?|\d{1,9}[.)][ \t]+)",
-                re.MULTILINE), ""),                                                  # heading, quote, list markers
+                re.MULTILINE), "", ()),                                          # heading, quote, list markers
     (re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$", re.MULTILINE),
-     ""),                                                                             # table rule
-    (re.compile(r"[ \t]*\|[ \t]*"), " "),                                              # table pipes
+     "", ("---",)),                                                              # table rule
+    (re.compile(r"[ \t]*\|[ \t]*"), " ", ("|",)),                                # table pipes
 )
 
 
@@ -76,40 +78,104 @@ def display_text(text: str, *, tables: bool = True) -> str:
     ``[[Page#Part]]`` shows ``Page › Part``.  ``tables=False`` keeps ``|`` (a title such as
     ``"News | Jobs | Events"`` is no table).
     """
-    for pattern, replacement in _DISPLAY_RULES if tables else _DISPLAY_RULES[:-2]:
+    for pattern, replacement, needs in _DISPLAY_RULES if tables else _DISPLAY_RULES[:-2]:
+        if needs and not any(need in text for need in needs):
+            continue  # cannot match: a scan for a string is ~20x cheaper than a regex pass
         text = pattern.sub(_wikilink_text if replacement == "WIKI" else replacement, text)
     return text
 
 
-class _MarkFormatter(Formatter):
-    """Wrap each matched token in :data:`MARK`; fragments are joined by an ellipsis."""
+_CHARLIMIT = 2**15
+"""Tokens ending beyond this character are not looked at (Whoosh's ``DEFAULT_CHARLIMIT``)."""
 
-    between = " … "
-
-    def format_token(self, text: str, token: Any, replace: bool = False) -> str:
-        return f"{MARK}{get_text(text, token, replace)}{MARK}"
+_Match = tuple[int, int, str, float]
+"""A matched token: ``(start, end, folded text, weight)`` (character offsets, end exclusive)."""
 
 
-def _matched(text: str, words: dict[str, float], prefixes: dict[str, float]) -> Iterator[Any]:
-    """Yield the folding analyzer's tokens of ``text`` with ``matched`` and ``boost`` (the word's weight) set.
+def best_passage(text: str, words: dict[str, float], prefixes: dict[str, float],
+                 maxchars: int = SNIPPET_CHARS) -> tuple[int, int, list[_Match]] | None:
+    """Return the best passage of ``text`` as ``(start, end, matched tokens)``, or ``None`` without a match.
 
-    One Whoosh token object is reused, as Whoosh's analyzers do (the fragmenter copies matches).
+    Passages are Whoosh's :class:`~whoosh.highlight.ContextFragmenter` fragments (``maxchars``
+    characters of tokens, ``maxchars // 3`` of context on each side), scored as its
+    ``BasicFragmentScorer`` does: the sum of the matched tokens' weights times 100 times the number of
+    distinct matched words; the highest score wins, the later passage on a tie (``heapq.nlargest``
+    over ``(score, fragment)`` pairs, fragments ordered by start), and a passage scoring below 1
+    is none.  ``start``/``end``: character offsets (end exclusive); a token matches when its folded
+    text is in ``words`` or starts with one of ``prefixes`` (weight: the word's, else the first such
+    prefix's).
     """
-    token = Token(positions=False, chars=True, removestops=False, mode="query")
+    surround = maxchars // 3
     prefix_items = tuple(prefixes.items())
+    starts = tuple(prefixes)
+    get = words.get
+    best: tuple[float, int, int, list[_Match]] | None = None
+
+    def consider(first: int | None, end: int, matches: list[_Match]) -> None:
+        nonlocal best
+        score = sum(m[3] for m in matches) * (len({m[2] for m in matches}) * 100 or 1)
+        start = first if first is not None else (matches[0][0] if matches else 0)
+        # heapq.nlargest(1, (score, fragment)): a later fragment wins a tie (Fragment.__lt__ compares starts)
+        if best is None or score > best[0] or (score == best[0] and best[1] < start):
+            best = (score, start, end, matches)
+
+    first: int | None = None
+    firsts: deque[int] = deque()
+    countdown = -1
+    matches: list[_Match] = []
+    currentlen = 0
+    end = 0
     for folded, start, end in folded_spans(text):
-        weight = words.get(folded)
-        if weight is None:
-            for prefix, w in prefix_items:
-                if folded.startswith(prefix):
-                    weight = w
-                    break
-        token.text = folded
-        token.startchar = start
-        token.endchar = end
-        token.matched = weight is not None
-        token.boost = weight if weight is not None else 1.0
-        yield token
+        if end > _CHARLIMIT:
+            break
+        weight = get(folded)
+        if weight is None and starts and folded.startswith(starts):
+            weight = next(w for prefix, w in prefix_items if folded.startswith(prefix))
+        tlength = end - start
+        if countdown < 0 and weight is None:  # outside a passage: keep the context before the next match
+            firsts.append(start)
+            while firsts and end - firsts[0] > surround:
+                firsts.popleft()
+            continue
+        if currentlen + tlength > maxchars:
+            countdown = 0  # the passage is full: emit it below
+        elif weight is not None:
+            countdown = surround
+            if first is None:
+                if firsts:
+                    first = firsts[0]
+                else:
+                    first = start
+                    countdown += surround  # no context used before: more after
+            matches.append((start, end, folded, weight))
+        if countdown >= 0:
+            currentlen += tlength
+            countdown -= tlength
+            if countdown <= 0:
+                consider(first, end, matches)
+                matches = []
+                firsts = deque()
+                first = None
+                currentlen = 0
+    if matches:
+        consider(first, end, matches)
+    if best is None or best[0] < 1:
+        return None
+    return best[1], best[2], best[3]
+
+
+def mark_passage(text: str, start: int, end: int, matches: list[_Match]) -> str:
+    """Return ``text[start:end]`` with each matched token wrapped in :data:`MARK` (an overlapped one is skipped)."""
+    out: list[str] = []
+    index = start
+    for m_start, m_end, _, _ in sorted(matches, key=lambda m: (m[0], m[0] - m[1])):
+        if m_start < index:
+            continue
+        out.append(text[index:m_start])
+        out.append(f"{MARK}{text[m_start:m_end]}{MARK}")
+        index = m_end
+    out.append(text[index:end])
+    return "".join(out)
 
 
 def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] | None = None,
@@ -127,14 +193,12 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
     if content:  # function words ("pro", "the", "v") are not marked unless the query has nothing else
         words = content
     if words or prefixes:
-        fragmenter = ContextFragmenter(maxchars=maxchars, surround=maxchars // 3)
-        fragments = fragmenter.fragment_tokens(text, _matched(text, words, prefixes))
-        best = top_fragments(fragments, 1, BasicFragmentScorer(), lambda f: f.startchar)
-        if best:
-            fragment = best[0]
-            body = _MarkFormatter().format_fragment(fragment)
-            head = "… " if any(ch.isalnum() for ch in text[: fragment.startchar]) else ""
-            tail = " …" if any(ch.isalnum() for ch in text[fragment.endchar:]) else ""
+        passage = best_passage(text, words, prefixes, maxchars)
+        if passage is not None:
+            start, end, matches = passage
+            body = mark_passage(text, start, end, matches)
+            head = "… " if any(ch.isalnum() for ch in text[:start]) else ""
+            tail = " …" if any(ch.isalnum() for ch in text[end:]) else ""
             return head + " ".join(body.split()) + tail
     flat = " ".join(text.split())
     if len(flat) <= maxchars:

@@ -42,6 +42,7 @@ def test_folded_spans_are_the_folding_analyzers_tokens() -> None:
     texts = [
         "Počítačové siete: smerovanie paketov (TCP/IP) v1.2, don't — Straße in Zürich; ĽŠČŤŽÝÁÍÉ",
         "İstanbul ǅemal ﬁnance Ǆ ß ẞ Ωmega  tabs\tand\nnewlines, x.y.z. 'quoted' l’été __init__ 1,000.5",
+        "ΟΔΟΣ..Α ΟΔΟΣ.Α ΟΔΟΣ Σ ΣΑ",
         "HTML-Blöcke im Pop-out-Fenster, [[Wiki|Alias]] **bold** `code` e\u0301cole nai\u0308ve 日本語のテキスト",
         "",
         "....",
