@@ -255,7 +255,7 @@ class OpenedBundle:
     path: Path
     manifest: Manifest
     docs: Mapping[str, Document]
-    chunks: Sequence[Chunk]
+    chunks: ChunkRecords
     chunk_index: dict[str, int]
     text_index: Any
     hnsw: hnswlib.Index

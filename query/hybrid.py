@@ -38,6 +38,7 @@ from artifacts.analysis import (
 )
 from artifacts.bm25matrix import BM25Matrix, BM25Params, MatrixFormatError, UnsupportedQuery, rsj_idf, top_rows
 from artifacts.layout import BM25_DIR
+from artifacts.records import chunk_path
 
 from .bundle import OpenedBundle
 from .contract import Envelope, Source, source_url, validate_request
@@ -479,7 +480,7 @@ def _rows_by_path(bundle: OpenedBundle, matrix: BM25Matrix) -> dict[str, np.ndar
     def compute() -> dict[str, np.ndarray]:
         rows: dict[str, list[int]] = {}
         for row, cid in enumerate(matrix.chunk_ids):  # a chunk id is "<path>#<ordinal>": no record is parsed
-            rows.setdefault(cid.rsplit("#", 1)[0], []).append(row)
+            rows.setdefault(chunk_path(cid), []).append(row)
         return {path: np.array(r, dtype=np.int64) for path, r in rows.items()}
 
     return bundle.derive("bm25_rows_by_path", compute)  # type: ignore[no-any-return]
@@ -623,13 +624,15 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
     if paths is not None and not paths:
         return []
     qvec = bundle.embedder.embed_query(text)
-    chunks = bundle.chunks
+    ids = bundle.chunks.ids  # label -> chunk id: no chunk record is read per visited node or hit
     if paths is not None:
         def accept(label: int) -> bool:
-            return chunks[label].path in paths
+            return chunk_path(ids[label]) in paths
     elif published_only and filter_index(bundle).unpublished:
+        unpublished = filter_index(bundle).unpublished  # a chunk is published when its document is
+
         def accept(label: int) -> bool:
-            return chunks[label].published
+            return chunk_path(ids[label]) not in unpublished
     else:
         accept = None  # type: ignore[assignment]  # every vector may match: no per-node callback
     k = min(n, depth * 2)
@@ -642,12 +645,12 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
             labels, distances = _knn_all(bundle, qvec, accept, count)
     hits: list[tuple[str, float]] = []
     seen: set[str] = set()
-    for label, dist in zip(labels[0], distances[0], strict=True):
-        chunk = chunks[int(label)]
-        if chunk.chunk_id in seen:
+    for label, dist in zip(labels[0].tolist(), distances[0].tolist(), strict=True):
+        cid = ids[label]
+        if cid in seen:
             continue
-        seen.add(chunk.chunk_id)
-        hits.append((chunk.chunk_id, 1.0 - float(dist)))  # ip space: distance = 1 - dot
+        seen.add(cid)
+        hits.append((cid, 1.0 - dist))  # ip space: distance = 1 - dot
     return hits[:depth]
 
 
@@ -655,8 +658,9 @@ def _filtered_count(bundle: OpenedBundle, paths: set[str] | None, n: int) -> int
     """Return how many vectors pass the filter of :func:`vector_ranking` (cost: the allowed paths)."""
     def compute() -> dict[str, int]:
         counts: dict[str, int] = {}
-        for chunk in bundle.chunks:
-            counts[chunk.path] = counts.get(chunk.path, 0) + 1
+        for cid in bundle.chunks.ids:
+            path = chunk_path(cid)
+            counts[path] = counts.get(path, 0) + 1
         return counts
 
     counts = bundle.derive("vectors_by_path", compute)
@@ -713,7 +717,7 @@ def lexical_anchor(bundle: OpenedBundle, text: str, paths: set[str] | None, publ
         return None
 
     def paths_of(results: Any) -> set[str]:
-        return {bundle.chunks[bundle.chunk_index[_chunk_id(bundle, searcher, n)]].path for _, n in results.top_n}
+        return {chunk_path(_chunk_id(bundle, searcher, n)) for _, n in results.top_n}
 
     candidates: list[wq.Query] = []
     for term in terms:
@@ -771,7 +775,7 @@ def _matrix_anchor(bundle: OpenedBundle, matrix: BM25Matrix, text: str, allow: n
             continue
         rows = allowed(np.union1d(matrix.term_rows("title", word), matrix.term_rows("body", word)))
         if 0 < rows.size <= max_chunks:
-            found = {chunk_of(r).path for r in rows.tolist()}
+            found = {chunk_path(matrix.chunk_ids[r]) for r in rows.tolist()}
             if len(found) == 1:
                 docs |= found
     for match in _PHRASE.finditer(normalize_text(text)):
@@ -881,18 +885,15 @@ def fuse_rankings(bundle: OpenedBundle, bm25: list[tuple[str, float]], dense: li
                                           "vector_score": None, "vector_weight": round(vector_weight, 4)})
             entry[f"{arm}_rank"] = rank
             entry[f"{arm}_score"] = round(score, 6)
-            path = bundle.chunks[bundle.chunk_index[cid]].path
+            path = chunk_path(cid)
             if path not in doc_rank:
                 doc_rank[path] = len(doc_rank) + 1
                 doc_score[path] = doc_score.get(path, 0.0) + weight / (opts.rrf_k + doc_rank[path])
     if opts.fusion_level == "chunk":
         return sorted(chunk_score, key=lambda cid: (-chunk_score[cid], cid)), chunk_score, info
 
-    def path_of(cid: str) -> str:
-        return bundle.chunks[bundle.chunk_index[cid]].path
-
-    order = sorted(chunk_score, key=lambda cid: (-doc_score[path_of(cid)], -chunk_score[cid], cid))
-    fused = {cid: doc_score[path_of(cid)] for cid in order}
+    order = sorted(chunk_score, key=lambda cid: (-doc_score[chunk_path(cid)], -chunk_score[cid], cid))
+    fused = {cid: doc_score[chunk_path(cid)] for cid in order}
     return order, fused, info
 
 
@@ -901,7 +902,7 @@ def top_documents(bundle: OpenedBundle, chunk_ids: Iterable[str], n: int) -> lis
     paths: list[str] = []
     seen: set[str] = set()
     for cid in chunk_ids:
-        path = bundle.chunks[bundle.chunk_index[cid]].path
+        path = chunk_path(cid)
         if path not in seen:
             seen.add(path)
             paths.append(path)
@@ -917,7 +918,7 @@ def apply_anchor(bundle: OpenedBundle, anchor: str, bm25: list[tuple[str, float]
     Its fused score is raised to at least the next chunk's; ``info[chunk]["anchor"]`` is set.  The
     other chunks keep their fused order.  Nothing changes when BM25 has no chunk of ``anchor``.
     """
-    best = next((cid for cid, _ in bm25 if bundle.chunks[bundle.chunk_index[cid]].path == anchor), None)
+    best = next((cid for cid, _ in bm25 if chunk_path(cid) == anchor), None)
     if best is None:
         return
     order.remove(best)
@@ -1008,15 +1009,15 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
     per_doc: dict[str, int] = {}
     chosen: list[str] = []
     dropped_per_doc = False
-    for cid in ranking.fused:
-        chunk = bundle.chunks[bundle.chunk_index[cid]]
-        if per_doc.get(chunk.path, 0) >= request.max_per_document:
+    for cid in ranking.fused:  # chunk records are read for the results only
+        path = chunk_path(cid)
+        if per_doc.get(path, 0) >= request.max_per_document:
             dropped_per_doc = True
             continue
         if len(chosen) == request.limit:
             reasons.append("result_limit")
             break
-        per_doc[chunk.path] = per_doc.get(chunk.path, 0) + 1
+        per_doc[path] = per_doc.get(path, 0) + 1
         chosen.append(cid)
     if dropped_per_doc:
         reasons.append("per_document_limit")
