@@ -24,10 +24,11 @@ runs only when the text holds a string it needs to match.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
-from collections import deque
 
-from artifacts.analysis import folded_spans, normalize_text
+from artifacts.analysis import fold_aligned, folded_spans, normalize_text, token_spans
 
 from .sentences import stop_words
 
@@ -92,6 +93,43 @@ _Match = tuple[int, int, str, float]
 """A matched token: ``(start, end, folded text, weight)`` (character offsets, end exclusive)."""
 
 
+@functools.lru_cache(maxsize=256)
+def _candidates(starts: tuple[str, ...]) -> re.Pattern[str]:
+    """A pattern finding, in a folded text, the tokens that start with one of ``starts`` (whole tokens)."""
+    alternatives = "|".join(re.escape(w) for w in sorted(starts, key=len, reverse=True))
+    # A token starts where the character before is no word character and no joiner following one
+    # (Whoosh's tokeniser joins "x.y" into one token); it runs as TOKEN_PATTERN does.
+    return re.compile(rf"(?<!\w)(?<!\w[.'’])(?=(?:{alternatives}))\w+(?:[.'’]\w+)*")
+
+
+def _matched_tokens(text: str, words: dict[str, float], prefixes: dict[str, float]) -> list[_Match]:
+    """Return the tokens of ``text`` that match (folded text in ``words`` or starting with a prefix), in order.
+
+    With an aligned fold (:func:`artifacts.analysis.fold_aligned`) one regular-expression pass over
+    the folded text finds them; otherwise every token is folded and looked up.
+    """
+    prefix_items = tuple(prefixes.items())
+
+    def weight(folded: str) -> float | None:
+        found = words.get(folded)
+        if found is None:
+            for prefix, w in prefix_items:
+                if folded.startswith(prefix):
+                    return w
+        return found
+
+    folded_text = fold_aligned(text)
+    if folded_text is None:
+        return [(start, end, folded, w) for folded, start, end in folded_spans(text)
+                if (w := weight(folded)) is not None]
+    found: list[_Match] = []
+    for match in _candidates(tuple(words) + tuple(prefixes)).finditer(folded_text):
+        w = weight(match.group())
+        if w is not None:
+            found.append((match.start(), match.end(), match.group(), w))
+    return found
+
+
 def best_passage(text: str, words: dict[str, float], prefixes: dict[str, float],
                  maxchars: int = SNIPPET_CHARS) -> tuple[int, int, list[_Match]] | None:
     """Return the best passage of ``text`` as ``(start, end, matched tokens)``, or ``None`` without a match.
@@ -103,12 +141,22 @@ def best_passage(text: str, words: dict[str, float], prefixes: dict[str, float],
     over ``(score, fragment)`` pairs, fragments ordered by start), and a passage scoring below 1
     is none.  ``start``/``end``: character offsets (end exclusive); a token matches when its folded
     text is in ``words`` or starts with one of ``prefixes`` (weight: the word's, else the first such
-    prefix's).
+    prefix's).  Cost: one pass to find the matches, then only the tokens of the passages and of
+    the context before each.
     """
+    if not words and not prefixes:
+        return None
+    found = _matched_tokens(text, words, prefixes)
+    if not found:
+        return None
+    spans = token_spans(text)
+    last_end = spans[-1][1]
+    if last_end > _CHARLIMIT:  # Whoosh stops at the first token ending past the limit (and ends there)
+        cut = next(k for k, (_, e) in enumerate(spans) if e > _CHARLIMIT)
+        last_end = spans[cut][1]
+        spans = spans[:cut]
+        found = [m for m in found if m[1] <= _CHARLIMIT]
     surround = maxchars // 3
-    prefix_items = tuple(prefixes.items())
-    starts = tuple(prefixes)
-    get = words.get
     best: tuple[float, int, int, list[_Match]] | None = None
 
     def consider(first: int | None, end: int, matches: list[_Match]) -> None:
@@ -119,46 +167,51 @@ def best_passage(text: str, words: dict[str, float], prefixes: dict[str, float],
         if best is None or score > best[0] or (score == best[0] and best[1] < start):
             best = (score, start, end, matches)
 
-    first: int | None = None
-    firsts: deque[int] = deque()
-    countdown = -1
-    matches: list[_Match] = []
-    currentlen = 0
-    end = 0
-    for folded, start, end in folded_spans(text):
-        if end > _CHARLIMIT:
-            break
-        weight = get(folded)
-        if weight is None and starts and folded.startswith(starts):
-            weight = next(w for prefix, w in prefix_items if folded.startswith(prefix))
-        tlength = end - start
-        if countdown < 0 and weight is None:  # outside a passage: keep the context before the next match
-            firsts.append(start)
-            while firsts and end - firsts[0] > surround:
-                firsts.popleft()
-            continue
-        if currentlen + tlength > maxchars:
-            countdown = 0  # the passage is full: emit it below
-        elif weight is not None:
-            countdown = surround
-            if first is None:
-                if firsts:
-                    first = firsts[0]
-                else:
-                    first = start
-                    countdown += surround  # no context used before: more after
-            matches.append((start, end, folded, weight))
-        if countdown >= 0:
+    n, f, done = len(spans), 0, -1  # done: the last token of the last passage (the context starts after it)
+    while f < len(found):
+        k = bisect.bisect_left(spans, (found[f][0],))  # the next match opens a passage
+        # Its context (Whoosh's deque of starts): the tokens since the last passage starting at most
+        # `surround` characters before the end of the token just before the match.
+        context = None
+        if k - 1 > done:
+            edge, j = spans[k - 1][1], k - 1
+            while j > done and edge - spans[j][0] <= surround:
+                j -= 1
+            if j < k - 1:
+                context = spans[j + 1][0]
+        first: int | None = None
+        countdown, currentlen, matches = -1, 0, []
+        for t in range(k, n):
+            start, end = spans[t]
+            tlength = end - start
+            is_match = f < len(found) and found[f][0] == start
+            if currentlen + tlength > maxchars:
+                countdown = 0  # the passage is full: emitted below
+            elif is_match:
+                countdown = surround
+                if first is None:
+                    if context is not None:
+                        first = context
+                    else:
+                        first = start
+                        countdown += surround  # no context used before: more after
+                matches.append(found[f])
+            if is_match:
+                f += 1
             currentlen += tlength
             countdown -= tlength
             if countdown <= 0:
                 consider(first, end, matches)
-                matches = []
-                firsts = deque()
-                first = None
-                currentlen = 0
-    if matches:
-        consider(first, end, matches)
+                done = t
+                if countdown == 0 and t + 1 < n and not (f < len(found) and found[f][0] == spans[t + 1][0]):
+                    # Whoosh keeps a countdown of exactly 0 after a passage: the next token, unless it is
+                    # a match, is taken into an empty passage (score 0) and is no context for the next one.
+                    done = t + 1
+                break
+        else:  # the text ended inside a passage
+            if matches:
+                consider(first, last_end, matches)
+            break
     if best is None or best[0] < 1:
         return None
     return best[1], best[2], best[3]
@@ -192,14 +245,13 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
     content = {w: weight for w, weight in words.items() if w not in stop_words()}
     if content:  # function words ("pro", "the", "v") are not marked unless the query has nothing else
         words = content
-    if words or prefixes:
-        passage = best_passage(text, words, prefixes, maxchars)
-        if passage is not None:
-            start, end, matches = passage
-            body = mark_passage(text, start, end, matches)
-            head = "… " if any(ch.isalnum() for ch in text[:start]) else ""
-            tail = " …" if any(ch.isalnum() for ch in text[end:]) else ""
-            return head + " ".join(body.split()) + tail
+    passage = best_passage(text, words, prefixes, maxchars)
+    if passage is not None:
+        start, end, matches = passage
+        body = mark_passage(text, start, end, matches)
+        head = "… " if any(ch.isalnum() for ch in text[:start]) else ""
+        tail = " …" if any(ch.isalnum() for ch in text[end:]) else ""
+        return head + " ".join(body.split()) + tail
     flat = " ".join(text.split())
     if len(flat) <= maxchars:
         return flat
