@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import bisect
 import functools
+import operator
 import re
+from typing import Any
 
 from artifacts.analysis import fold_aligned, folded_spans, normalize_text, token_spans
 
@@ -80,10 +82,19 @@ def display_text(text: str, *, tables: bool = True) -> str:
     ``"News | Jobs | Events"`` is no table).
     """
     for pattern, replacement, needs in _DISPLAY_RULES if tables else _DISPLAY_RULES[:-2]:
-        if needs and not any(need in text for need in needs):
-            continue  # cannot match: a scan for a string is ~20x cheaper than a regex pass
-        text = pattern.sub(_wikilink_text if replacement == "WIKI" else replacement, text)
+        for need in needs:
+            if need in text:
+                break
+        else:
+            if needs:
+                continue  # cannot match: a scan for a string is ~20x cheaper than a regex pass
+        text = pattern.sub(_REPLACE.get(replacement, replacement), text)
     return text
+
+
+_REPLACE: dict[str, Any] = {"WIKI": _wikilink_text, r"\1": operator.methodcaller("group", 1),
+                            r"\2": operator.methodcaller("group", 2)}
+"""Replacements as callables: Python 3.11 expands a template such as ``\\1`` in Python code per match."""
 
 
 _CHARLIMIT = 2**15
@@ -95,11 +106,18 @@ _Match = tuple[int, int, str, float]
 
 @functools.lru_cache(maxsize=256)
 def _candidates(starts: tuple[str, ...]) -> re.Pattern[str]:
-    """A pattern finding, in a folded text, the tokens that start with one of ``starts`` (whole tokens)."""
+    """A pattern finding, in a folded text, runs that start with one of ``starts`` up to the end of their token.
+
+    It starts with the literal words, so the regex engine skips to their first characters; whether a
+    run starts a token is checked by :func:`_matched_tokens` (a run inside a token ends where the token
+    ends, so it never hides the start of the next one).
+    """
     alternatives = "|".join(re.escape(w) for w in sorted(starts, key=len, reverse=True))
-    # A token starts where the character before is no word character and no joiner following one
-    # (Whoosh's tokeniser joins "x.y" into one token); it runs as TOKEN_PATTERN does.
-    return re.compile(rf"(?<!\w)(?<!\w[.'’])(?=(?:{alternatives}))\w+(?:[.'’]\w+)*")
+    return re.compile(rf"(?:{alternatives})\w*(?:[.'’]\w+)*")
+
+
+_WORD_CHAR = re.compile(r"\w")
+_JOINERS = ".'’"
 
 
 def _matched_tokens(text: str, words: dict[str, float], prefixes: dict[str, float]) -> list[_Match]:
@@ -123,10 +141,17 @@ def _matched_tokens(text: str, words: dict[str, float], prefixes: dict[str, floa
         return [(start, end, folded, w) for folded, start, end in folded_spans(text)
                 if (w := weight(folded)) is not None]
     found: list[_Match] = []
+    word_char = _WORD_CHAR.match
     for match in _candidates(tuple(words) + tuple(prefixes)).finditer(folded_text):
+        start = match.start()
+        # A token starts after a character that is no word character and no joiner following one
+        # (Whoosh's tokeniser joins "x.y" into one token, as TOKEN_PATTERN does).
+        if start and (word_char(folded_text, start - 1) or (
+                start > 1 and folded_text[start - 1] in _JOINERS and word_char(folded_text, start - 2))):
+            continue
         w = weight(match.group())
         if w is not None:
-            found.append((match.start(), match.end(), match.group(), w))
+            found.append((start, match.end(), match.group(), w))
     return found
 
 
