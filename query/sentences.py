@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from artifacts.analysis import fold_token, folding_analyzer, normalize_text
+from artifacts.analysis import fold_token, folded_spans, folding_analyzer, normalize_text
 
 _SLAVIC_LETTERS = set("áäčďéěíĺľňóôŕřšťúůýžÁÄČĎÉĚÍĹĽŇÓÔŔŘŠŤÚŮÝŽ")
 _INNER_END = re.compile(r"[.!?…][\"'”’»)\]]*\s+\S")
@@ -214,8 +214,8 @@ def stop_words() -> frozenset[str]:
     words: set[str] = set()
     for lang in _STOP_LANGS:
         for word in stopwordsiso.stopwords(lang):
-            if not any(ch.isdigit() for ch in word):
-                words.update(analyze(word))
+            if not any(ch.isdigit() for ch in word):  # the analyzer's tokens, without its per-token filter chain
+                words.update(folded for folded, _, _ in folded_spans(normalize_text(word)))
     return frozenset(words)
 
 

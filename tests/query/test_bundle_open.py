@@ -118,3 +118,26 @@ def test_one_changed_byte_anywhere_fails_the_open(opened: Path, tmp_path: Path, 
     with pytest.raises(BundleIntegrityError) as caught:
         open_bundle(copy, embedder=hash_embedder)
     assert caught.value.problems == [f"{target}: sha256/size mismatch"]
+
+
+def test_a_search_of_an_all_published_bundle_reads_no_document_facets_and_no_whoosh_index(  # type: ignore[no-untyped-def]
+        repo: RepoBuilder, tmp_path: Path, hash_embedder, opened: Path) -> None:
+    """Published is found from chunks.jsonl's bytes; a hidden page (or a tricky "published": false in a
+    chunk's text) keeps the full rule; the BM25 matrix answers without opening a Whoosh searcher."""
+    hidden = open_bundle(opened, embedder=hash_embedder)
+    assert hidden.all_published() is False
+    body = search(hidden, parse_search_request({"query": "Not shown hidden"}), SearchOptions())
+    assert all(r["document_path"] != "notes/hidden.md" for r in body["results"])
+
+    repo.write("notes/hidden.md", '# Shown now\n\nA chunk quoting "published": false and "published": true.\n')
+    repo.commit("all published")
+    result = build_bundle(repo.path, tmp_path / "store2", embedder=hash_embedder)
+    bundle = open_bundle(Store(tmp_path / "store2").bundle_path(result.bundle_id), embedder=hash_embedder)
+    assert bundle.all_published() is True
+    body = search(bundle, parse_search_request({"query": "word3 Plain text"}), SearchOptions())
+    assert body["results"] and isinstance(bundle.docs, DocumentRecords)
+    assert bundle.docs._facets is None and not bundle._searchers  # nothing read that the search did not need
+    assert len(bundle.docs) == 33 and "notes/hidden.md" in bundle.docs  # read on demand, and then right
+    body = search(bundle, parse_search_request({"query": "Shown now", "filter": {"path_prefix": "notes/h"}}),
+                  SearchOptions())
+    assert [r["document_path"] for r in body["results"]] == ["notes/hidden.md"]
