@@ -37,7 +37,7 @@ from artifacts.analysis import (
     normalize_text,
 )
 from artifacts.bm25matrix import BM25Matrix, BM25Params, MatrixFormatError, UnsupportedQuery, rsj_idf, top_rows
-from artifacts.layout import BM25_DIR
+from artifacts.layout import BM25_DIR, IDS_FILE
 from artifacts.records import chunk_path
 
 from .bundle import OpenedBundle
@@ -470,15 +470,29 @@ def bm25_matrix(bundle: OpenedBundle) -> BM25Matrix | None:
         if not (bundle.path / BM25_DIR).is_dir():
             return False
         try:
-            matrix = BM25Matrix.load(bundle.path / BM25_DIR)
-        except MatrixFormatError:
+            ids = bundle.chunks.ids  # parsed from vectors/ids.json, usually the same bytes as bm25/chunk_ids.json
+            matrix = BM25Matrix.load(bundle.path / BM25_DIR, same_ids=((bundle.path / IDS_FILE).read_bytes(), ids))
+        except (MatrixFormatError, OSError):
             return False
-        if len(matrix.chunk_ids) != len(bundle.chunks) or set(matrix.chunk_ids) != bundle.chunk_index.keys():
+        if matrix.chunk_ids is not ids and (len(matrix.chunk_ids) != len(bundle.chunks)
+                                            or set(matrix.chunk_ids) != bundle.chunk_index.keys()):
             return False
-        return matrix.prepare(_PARAMS)
+        return matrix  # postings are weighed per query term until warm_up() weighs them all
 
     found = bundle.derive("bm25_matrix", load)
     return found if isinstance(found, BM25Matrix) else None
+
+
+def warm_up(bundle: OpenedBundle) -> None:
+    """Prepare what every search of a long-lived bundle uses: the BM25 matrix with every posting weighed.
+
+    A server calls it once per opened bundle (about 0.3 s on a 50k-chunk vault) so that requests only
+    slice precomputed weights; a one-shot CLI search skips it and weighs the few terms it scores.
+    """
+    matrix = bm25_matrix(bundle)
+    if matrix is not None:
+        with bundle.derive_lock:
+            matrix.prepare(_PARAMS)
 
 
 def _rows_by_path(bundle: OpenedBundle, matrix: BM25Matrix) -> dict[str, np.ndarray]:

@@ -211,12 +211,11 @@ def stop_words() -> frozenset[str]:
     """Folded stop words of sk, cs, en, de and pl (stopwords-iso), without numbers."""
     import stopwordsiso
 
-    words: set[str] = set()
-    for lang in _STOP_LANGS:
-        for word in stopwordsiso.stopwords(lang):
-            if not any(ch.isdigit() for ch in word):  # the analyzer's tokens, without its per-token filter chain
-                words.update(folded for folded, _, _ in folded_spans(normalize_text(word)))
-    return frozenset(words)
+    listed = [word for lang in _STOP_LANGS for word in stopwordsiso.stopwords(lang)
+              if not any(ch.isdigit() for ch in word)]
+    # The analyzer's tokens of each word: one line per word, folded in one pass (a line break is no
+    # token character, so no token spans two words).
+    return frozenset(folded for folded, _, _ in folded_spans(normalize_text("\n".join(listed))))
 
 
 def analyze(text: str) -> list[str]:
