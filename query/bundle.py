@@ -39,7 +39,7 @@ from artifacts.errors import ArtifactError, EmbedderError
 from artifacts.layout import CHUNKS_FILE, DOCS_FILE, HNSW_FILE, HNSW_SPACE, IDS_FILE, TEXT_DIR
 from artifacts.manifest import Manifest, read_manifest
 from artifacts.records import Chunk, Document
-from artifacts.store import verify_bundle
+from artifacts.store import verify_in_background
 
 from .contract import IndexVersion
 from .errors import RetrievalUnavailableError
@@ -441,11 +441,14 @@ def _single_thread_inference() -> None:
 
 
 def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = True,
-                embedder: Embedder | None = None, wait_model: bool = True) -> OpenedBundle:
+                embedder: Embedder | None = None, wait_model: bool = True,
+                verification: Future[Manifest] | None = None) -> OpenedBundle:
     """Open (and by default verify) the bundle in ``bundle_dir``.
 
     ``verify``: check every file's size and sha256 against the manifest before use (the deep checks
-    of record counts, digests and chunk hashes are ``gitrag verify``'s).  Each record file is parsed
+    of record counts, digests and chunk hashes are ``gitrag verify``'s); ``verification``: that
+    check already started for this directory by :func:`artifacts.store.verify_in_background` (a CLI
+    starts it before its imports), waited for here like one started here.  Each record file is parsed
     once; document bodies are not kept (:meth:`OpenedBundle.document_body`).
     ``embedder`` overrides the model named in the manifest (tests); otherwise the manifest's model is
     loaded when ``load_model`` is true and its fingerprint must equal the manifest's.  The model
@@ -470,17 +473,10 @@ def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = Tru
         threading.Thread(target=load, name="gitrag-load-embedder", daemon=True).start()
     else:
         future.set_result(_load_query_embedder(spec, manifest.bundle_id, embedder, load_model))
-    verified: Future[Manifest] = Future()
-    if verify:
-        # sha256 of every file (hundreds of MB on a large vault) in a thread: hashlib and file reads
-        # release the GIL, so it runs beside the parsing below on another core.
-        def check() -> None:
-            try:
-                verified.set_result(verify_bundle(bundle_dir, records=False))
-            except BaseException as exc:  # noqa: BLE001 - raised below, before the bundle is returned
-                verified.set_exception(exc)
-
-        threading.Thread(target=check, name="gitrag-verify-bundle", daemon=True).start()
+    if verify and verification is None:
+        # sha256 of every file (hundreds of MB on a large vault) beside the parsing below, on another core
+        verification = verify_in_background(bundle_dir)
+    verified: Future[Manifest] = verification if verify and verification is not None else Future()
     loaded: Future[hnswlib.Index] = Future()
 
     def load_vectors() -> None:  # hnswlib reads the index without the GIL: beside the parsing below
