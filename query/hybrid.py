@@ -911,18 +911,23 @@ def fuse_rankings(bundle: OpenedBundle, bm25: list[tuple[str, float]], dense: li
         dense_docs = top_documents(bundle, (cid for cid, _ in dense), len(dense))
         vector_weight *= vector_confidence(bm25_docs, dense_docs, n_docs or len(bundle.docs),
                                            opts.confidence_z_none, opts.confidence_z_full)
+    shown_weight = round(vector_weight, 4)
+    rrf_k = opts.rrf_k
     for arm, hits, weight in (("bm25", bm25, opts.bm25_weight), ("vector", dense, vector_weight)):
         doc_rank: dict[str, int] = {}
+        rank_key, score_key = f"{arm}_rank", f"{arm}_score"
         for rank, (cid, score) in enumerate(hits, start=1):
-            chunk_score[cid] = chunk_score.get(cid, 0.0) + weight / (opts.rrf_k + rank)
-            entry = info.setdefault(cid, {"bm25_rank": None, "bm25_score": None, "vector_rank": None,
-                                          "vector_score": None, "vector_weight": round(vector_weight, 4)})
-            entry[f"{arm}_rank"] = rank
-            entry[f"{arm}_score"] = round(score, 6)
+            chunk_score[cid] = chunk_score.get(cid, 0.0) + weight / (rrf_k + rank)
+            entry = info.get(cid)
+            if entry is None:
+                entry = info[cid] = {"bm25_rank": None, "bm25_score": None, "vector_rank": None,
+                                     "vector_score": None, "vector_weight": shown_weight}
+            entry[rank_key] = rank
+            entry[score_key] = round(score, 6)
             path = chunk_path(cid)
             if path not in doc_rank:
                 doc_rank[path] = len(doc_rank) + 1
-                doc_score[path] = doc_score.get(path, 0.0) + weight / (opts.rrf_k + doc_rank[path])
+                doc_score[path] = doc_score.get(path, 0.0) + weight / (rrf_k + doc_rank[path])
     if opts.fusion_level == "chunk":
         return sorted(chunk_score, key=lambda cid: (-chunk_score[cid], cid)), chunk_score, info
 
