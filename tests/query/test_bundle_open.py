@@ -141,3 +141,27 @@ def test_a_search_of_an_all_published_bundle_reads_no_document_facets_and_no_who
     body = search(bundle, parse_search_request({"query": "Shown now", "filter": {"path_prefix": "notes/h"}}),
                   SearchOptions())
     assert [r["document_path"] for r in body["results"]] == ["notes/hidden.md"]
+
+
+def test_cli_search_still_fails_on_a_changed_byte_while_hashing_beside_its_imports(opened: Path) -> None:
+    """The CLI starts the hash check before it imports the search stack; a changed file still stops it."""
+    from click.testing import CliRunner
+
+    from artifacts.cli import main
+
+    store = opened.parent.parent
+    path = opened / CHUNKS_FILE
+    opened.chmod(opened.stat().st_mode | stat.S_IWUSR)
+    path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    while data[middle] not in b"abcdefghijklmnopqrstuvwxyz":
+        middle += 1
+    data[middle] = ord("z") if data[middle] != ord("z") else ord("y")
+    path.write_bytes(bytes(data))
+    runner = CliRunner()
+    env = {"GITRAG_EMBEDDER": ""} if "GITRAG_EMBEDDER" in os.environ else {}
+    out = runner.invoke(main, ["search", "word3", "--store", str(store)], env=env)
+    assert out.exit_code == 1 and f"{CHUNKS_FILE}: sha256/size mismatch" in out.output, out.output
+    out = runner.invoke(main, ["search", "word3", "--store", str(store), "--no-verify"], env=env)
+    assert out.exit_code == 0 and "notes/long-" in out.output, out.output
