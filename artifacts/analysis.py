@@ -38,6 +38,49 @@ def folding_analyzer():  # type: ignore[no-untyped-def]
 
 
 _TOKEN = re.compile(TOKEN_PATTERN)
+_JOINERS = ".'’"
+_WORD_CHAR = re.compile(r"\w")
+
+
+def _unaligned_chars() -> str:
+    """Characters after which a whole-text fold no longer lines up with the tokens (see :func:`fold_aligned`).
+
+    ``İ`` lowercases to two characters; a capital sigma's lowercase depends on the characters after it
+    (the one context rule of ``str.lower``); and ``accent_map`` turns some combining marks (not word
+    characters) into letters.  ``tests/query/test_analysis.py`` checks every code point against this set.
+    """
+    chars = {"\u0130", "\u03a3"}
+    for code, folded in accent_map.items():
+        char = chr(code)
+        if (bool(_WORD_CHAR.match(char)) != bool(_WORD_CHAR.match(folded))
+                or (char in _JOINERS) != (folded in _JOINERS)):
+            chars.add(char)
+    return "".join(sorted(chars))
+
+
+UNALIGNED_CHARS = _unaligned_chars()
+_UNALIGNED = re.compile("[" + re.escape(UNALIGNED_CHARS) + "]")
+
+
+def fold_aligned(text: str) -> str | None:
+    """Return ``text`` lowercased and folded character by character, or ``None`` when that would not line up.
+
+    When a string is returned it has ``len(text)`` characters, each token of ``text`` (offsets from
+    :func:`token_spans`) folded is the same slice of it, and its tokens are at the same offsets (word
+    characters and the joiners ``.'’`` stay what they are): one C-level pass instead of one per token.
+    ``None`` for a text holding one of :data:`UNALIGNED_CHARS`.
+    """
+    if text.isascii():  # accent_map folds no lowercase ASCII letter: lowercasing is all
+        return text.lower()
+    if _UNALIGNED.search(text):
+        return None
+    folded = text.lower().translate(accent_map)
+    return folded if len(folded) == len(text) else None
+
+
+def token_spans(text: str) -> list[tuple[int, int]]:
+    """Return the ``(start, end)`` character offsets of the folding analyzer's tokens of ``text`` (end exclusive)."""
+    return [match.span() for match in _TOKEN.finditer(text)]
 
 
 def folded_spans(text: str) -> Iterator[tuple[str, int, int]]:
@@ -47,6 +90,12 @@ def folded_spans(text: str) -> Iterator[tuple[str, int, int]]:
     lowercase, fold diacritics), without Whoosh's per-token filter chain: for code that visits
     every token of a text per request (result snippets).
     """
+    folded = fold_aligned(text)
+    if folded is not None:
+        for match in _TOKEN.finditer(text):
+            start, end = match.span()
+            yield folded[start:end], start, end
+        return
     for match in _TOKEN.finditer(text):
         yield match.group(0).lower().translate(accent_map), match.start(), match.end()
 

@@ -269,9 +269,12 @@ class BM25Matrix:
         np.save(directory / LENGTHS_FILE, np.ascontiguousarray(self.lengths, dtype=np.uint32))
 
     @classmethod
-    def load(cls, directory: Path, *, mmap: bool = True) -> BM25Matrix:
+    def load(cls, directory: Path, *, mmap: bool = True, same_ids: tuple[bytes, list[str]] | None = None) -> BM25Matrix:
         """Read a matrix written by :meth:`save`; ``mmap``: map the posting arrays instead of reading them.
 
+        ``same_ids``: ``(bytes of a JSON file, the list it holds)`` already read by the caller (the
+        bundle's ``vectors/ids.json``); when ``chunk_ids.json`` holds the same bytes that list is
+        used instead of parsing it again.
         Raises :class:`MatrixFormatError` when a file is missing, of another version or inconsistent.
         """
         directory = Path(directory)
@@ -280,7 +283,8 @@ class BM25Matrix:
             if meta.get("version") != MATRIX_VERSION:
                 raise MatrixFormatError(f"bm25 matrix version {meta.get('version')!r} is not {MATRIX_VERSION}")
             fields = tuple(meta["fields"])
-            chunk_ids = json.loads((directory / CHUNK_IDS_FILE).read_text(encoding="utf-8"))
+            raw = (directory / CHUNK_IDS_FILE).read_bytes()
+            chunk_ids = same_ids[1] if same_ids is not None and raw == same_ids[0] else json.loads(raw)
             mode = "r" if mmap else None
             columns = {}
             terms = {}
@@ -348,6 +352,26 @@ class BM25Matrix:
             part = (tf * (k1 + 1)) / (tf + self._norm(fieldname, k1, params.b_of(fieldname))[col_rows])
             found = self._scoring[key] = (idf, part)
         return found
+
+    def _weights_of(self, fieldname: str, params: BM25Params, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(idf of columns lo..hi-1, tf part of their postings)``, the slices of :meth:`_weights`.
+
+        Sliced from the field's arrays when :meth:`prepare` computed them, else computed for these
+        columns only, by the same operations (so the same values): a one-shot search scores a few
+        terms and need not weigh every posting of the vault first.
+        """
+        key = (fieldname, params.k1, params.b_of(fieldname), params.idf)
+        indptr, col_rows, col_tf = self.columns[fieldname]
+        start, end = int(indptr[lo]), int(indptr[hi])
+        found = self._scoring.get(key)
+        if found is not None:
+            return found[0][lo:hi], found[1][start:end]
+        n = self.n_rows
+        idf = np.array([params.idf(int(d), n) for d in self.df(fieldname)[lo:hi].tolist()], dtype=np.float64)
+        tf = col_tf[start:end].astype(np.float64)
+        k1 = params.k1
+        part = (tf * (k1 + 1)) / (tf + self._norm(fieldname, k1, params.b_of(fieldname))[col_rows[start:end]])
+        return idf, part
 
     def prepare(self, params: BM25Params) -> BM25Matrix:
         """Compute the scoring arrays of every field for ``params`` now (else on first use); return self."""
@@ -477,9 +501,9 @@ class BM25Matrix:
         if j is None:
             return _EMPTY
         indptr, col_rows, _ = self.columns[fieldname]
-        idf, part = self._weights(fieldname, params)
+        idf, part = self._weights_of(fieldname, params, j, j + 1)
         lo, hi = int(indptr[j]), int(indptr[j + 1])
-        scores = idf[j] * part[lo:hi]
+        scores = idf[0] * part
         if boost != 1.0:
             scores = scores * boost
         return col_rows[lo:hi], scores
@@ -503,10 +527,10 @@ class BM25Matrix:
         if expansions == 0:
             return _EMPTY
         indptr, col_rows, _ = self.columns[fieldname]
-        idf, part = self._weights(fieldname, params)
+        idf, part = self._weights_of(fieldname, params, lo, hi)
         start, end = int(indptr[lo]), int(indptr[hi])
         rows = col_rows[start:end]
-        scores = np.repeat(idf[lo:hi], df) * part[start:end]
+        scores = np.repeat(idf, df) * part
         if expansions == 1:
             return rows, scores
         return _scaled(_sum_by_row(rows, scores, self.n_rows), boost)

@@ -98,6 +98,14 @@ def make_chunk_id(path: str, ordinal: int) -> str:
     return f"{path}#{ordinal}"
 
 
+def chunk_path(chunk_id: str) -> str:
+    """Return the document path of a chunk id made by :func:`make_chunk_id` (the text before its last ``#``).
+
+    Lets a reader group chunk ids by document without reading the chunk records.
+    """
+    return chunk_id.rpartition("#")[0]
+
+
 RecordT = TypeVar("RecordT", bound=BaseModel)
 
 

@@ -26,8 +26,10 @@ import re
 import secrets
 import shutil
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -267,6 +269,24 @@ def verify_bundle(bundle_dir: Path, *, records: bool = True) -> Manifest:
     if problems:
         raise BundleIntegrityError(f"bundle {manifest.bundle_id} fails verification", problems)
     return manifest
+
+
+def verify_in_background(bundle_dir: Path) -> Future[Manifest]:
+    """Start :func:`verify_bundle` (file hashes only) in a daemon thread; return its future (manifest or error).
+
+    hashlib and file reads release the GIL, so hundreds of MB are hashed on another core while the
+    caller imports and reads the rest; whoever uses the bundle waits for the result first.
+    """
+    verified: Future[Manifest] = Future()
+
+    def check() -> None:
+        try:
+            verified.set_result(verify_bundle(bundle_dir, records=False))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the result
+            verified.set_exception(exc)
+
+    threading.Thread(target=check, name="gitrag-verify-bundle", daemon=True).start()
+    return verified
 
 
 def _check_records(bundle_dir: Path, manifest: Manifest) -> list[str]:

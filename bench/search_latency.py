@@ -52,12 +52,15 @@ WORD = re.compile(r"\w+", re.UNICODE)
 
 def worker(bundle_dir: str) -> None:
     """Answer JSON lines ``{"payload": {...}}`` with ``{"ms", "status", "top"}`` (in-process search time)."""
+    from query import hybrid
     from query.bundle import open_bundle
     from query.errors import QueryError
     from query.hybrid import SearchOptions, parse_search_request, search
 
     bundle = open_bundle(Path(bundle_dir))
     options = SearchOptions()
+    if hasattr(hybrid, "warm_up"):  # as the server does after opening a bundle (older trees warm inside search)
+        hybrid.warm_up(bundle)
     search(bundle, parse_search_request({"query": "warm up"}), options)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:

@@ -21,6 +21,7 @@ import contextlib
 import json
 import mmap
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,7 +39,7 @@ from artifacts.errors import ArtifactError, EmbedderError
 from artifacts.layout import CHUNKS_FILE, DOCS_FILE, HNSW_FILE, HNSW_SPACE, IDS_FILE, TEXT_DIR
 from artifacts.manifest import Manifest, read_manifest
 from artifacts.records import Chunk, Document
-from artifacts.store import verify_bundle
+from artifacts.store import verify_in_background
 
 from .contract import IndexVersion
 from .errors import RetrievalUnavailableError
@@ -147,6 +148,22 @@ class ChunkRecords(Sequence[Chunk]):
     def __iter__(self) -> Iterator[Chunk]:
         return (self._get(i) for i in range(len(self)))
 
+    def all_published(self) -> bool:
+        """Return whether every chunk is published, from the bytes of ``chunks.jsonl`` (no line parsed).
+
+        True only when each line holds ``"published": true`` exactly once and no line holds
+        ``"published": false``: the writer dumps flat objects with ``json.dumps``' separators, and in a
+        JSON string every ``"`` is escaped, so the text of a chunk cannot fake either.  Any other
+        shape gives False (callers then read the documents' facets).
+        """
+        buf = self._lines.buf
+        if not len(self._lines) or buf.find(b'"published": false') >= 0:
+            return False
+        return len(_PUBLISHED.findall(buf)) == len(self._lines)
+
+
+_PUBLISHED = re.compile(rb'"published": true')
+
 
 @dataclass(frozen=True)
 class DocumentFacets:
@@ -202,10 +219,22 @@ class DocumentRecords(Mapping[str, Document]):
 
     def __init__(self, lines: _Lines) -> None:
         self._lines = lines
-        facets = [_read_facets(lines.buf, lines.starts[n], lines.ends[n]) for n in range(len(lines))]
-        self.facets: dict[str, DocumentFacets] = {f.path: f for f in facets}
-        self._line_of = {f.path: n for n, f in enumerate(facets)}
+        self._facets: dict[str, DocumentFacets] | None = None
+        self._line_of: dict[str, int] = {}
+        self._lock = threading.Lock()
         self._parsed: dict[str, Document] = {}
+
+    @property
+    def facets(self) -> dict[str, DocumentFacets]:
+        """Document path -> :class:`DocumentFacets`, read from every line on first use (then kept)."""
+        if self._facets is None:
+            with self._lock:
+                if self._facets is None:
+                    lines = self._lines
+                    facets = [_read_facets(lines.buf, lines.starts[n], lines.ends[n]) for n in range(len(lines))]
+                    self._line_of = {f.path: n for n, f in enumerate(facets)}
+                    self._facets = {f.path: f for f in facets}  # set last: readers check it first
+        return self._facets
 
     def _full(self, path: str) -> Document:
         try:
@@ -216,7 +245,7 @@ class DocumentRecords(Mapping[str, Document]):
     def __getitem__(self, path: str) -> Document:
         doc = self._parsed.get(path)
         if doc is None:
-            if path not in self._line_of:
+            if path not in self.facets:
                 raise KeyError(path)
             doc = self._full(path)
             doc.body = ""  # search never shows bodies; body() reads one
@@ -224,17 +253,17 @@ class DocumentRecords(Mapping[str, Document]):
         return doc
 
     def __contains__(self, path: object) -> bool:
-        return path in self._line_of
+        return path in self.facets
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._line_of)
+        return iter(self.facets)
 
     def __len__(self) -> int:
-        return len(self._line_of)
+        return len(self._lines)
 
     def body(self, path: str) -> str | None:
         """The Markdown body of ``path``, or ``None`` when there is no such document."""
-        return self._full(path).body if path in self._line_of else None
+        return self._full(path).body if path in self.facets else None
 
 
 @dataclass
@@ -255,7 +284,7 @@ class OpenedBundle:
     path: Path
     manifest: Manifest
     docs: Mapping[str, Document]
-    chunks: Sequence[Chunk]
+    chunks: ChunkRecords
     chunk_index: dict[str, int]
     text_index: Any
     hnsw: hnswlib.Index
@@ -321,6 +350,10 @@ class OpenedBundle:
         if isinstance(self.docs, DocumentRecords):
             return self.docs.body(path)
         return None
+
+    def all_published(self) -> bool:
+        """Return whether every chunk (so every document) is published; found once, without reading documents."""
+        return bool(self.derive("all_published", lambda: self.chunks.all_published()))
 
     def doc_facets(self) -> Mapping[str, Any]:
         """Document path -> its tags, categories, year and published flag (read at open, nothing parsed)."""
@@ -408,11 +441,14 @@ def _single_thread_inference() -> None:
 
 
 def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = True,
-                embedder: Embedder | None = None, wait_model: bool = True) -> OpenedBundle:
+                embedder: Embedder | None = None, wait_model: bool = True,
+                verification: Future[Manifest] | None = None) -> OpenedBundle:
     """Open (and by default verify) the bundle in ``bundle_dir``.
 
     ``verify``: check every file's size and sha256 against the manifest before use (the deep checks
-    of record counts, digests and chunk hashes are ``gitrag verify``'s).  Each record file is parsed
+    of record counts, digests and chunk hashes are ``gitrag verify``'s); ``verification``: that
+    check already started for this directory by :func:`artifacts.store.verify_in_background` (a CLI
+    starts it before its imports), waited for here like one started here.  Each record file is parsed
     once; document bodies are not kept (:meth:`OpenedBundle.document_body`).
     ``embedder`` overrides the model named in the manifest (tests); otherwise the manifest's model is
     loaded when ``load_model`` is true and its fingerprint must equal the manifest's.  The model
@@ -437,17 +473,10 @@ def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = Tru
         threading.Thread(target=load, name="gitrag-load-embedder", daemon=True).start()
     else:
         future.set_result(_load_query_embedder(spec, manifest.bundle_id, embedder, load_model))
-    verified: Future[Manifest] = Future()
-    if verify:
-        # sha256 of every file (hundreds of MB on a large vault) in a thread: hashlib and file reads
-        # release the GIL, so it runs beside the parsing below on another core.
-        def check() -> None:
-            try:
-                verified.set_result(verify_bundle(bundle_dir, records=False))
-            except BaseException as exc:  # noqa: BLE001 - raised below, before the bundle is returned
-                verified.set_exception(exc)
-
-        threading.Thread(target=check, name="gitrag-verify-bundle", daemon=True).start()
+    if verify and verification is None:
+        # sha256 of every file (hundreds of MB on a large vault) beside the parsing below, on another core
+        verification = verify_in_background(bundle_dir)
+    verified: Future[Manifest] = verification if verify and verification is not None else Future()
     loaded: Future[hnswlib.Index] = Future()
 
     def load_vectors() -> None:  # hnswlib reads the index without the GIL: beside the parsing below

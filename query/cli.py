@@ -55,18 +55,22 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
     counts and digests.  Each call opens the bundle and loads the embedding model (seconds); for
     repeated queries run `gitrag serve` and POST /search.
     """
-    from artifacts.store import Store
-
-    from .bundle import open_bundle
-    from .hybrid import SearchOptions, parse_search_request, search
+    from artifacts.store import Store, verify_in_background
 
     try:
-        request = parse_search_request({"query": query, "limit": limit, "max_per_document": max_per_document,
-                                        "published_only": not include_unpublished, "debug": debug})
         if not Path(store_dir).is_dir():
             raise click.ClickException(f"no store at {store_dir}")
-        # The model loads while the bundle is verified and read and the BM25 arm runs.
-        bundle = open_bundle(Store(store_dir).current_path(), verify=not no_verify, wait_model=False)
+        bundle_dir = Store(store_dir).current_path()
+        # The file hashes are checked while the search stack is imported (numpy, Whoosh, hnswlib: most of
+        # a CLI search's time); open_bundle waits for them before it returns.
+        verification = None if no_verify else verify_in_background(bundle_dir)
+        from .bundle import open_bundle
+        from .hybrid import SearchOptions, parse_search_request, search
+
+        request = parse_search_request({"query": query, "limit": limit, "max_per_document": max_per_document,
+                                        "published_only": not include_unpublished, "debug": debug})
+        # The model loads while the bundle is read and the BM25 arm runs.
+        bundle = open_bundle(bundle_dir, verify=not no_verify, wait_model=False, verification=verification)
         body = search(bundle, request, SearchOptions(base_url=base_url))
     except (QueryError, ArtifactError) as exc:
         fail(exc, as_json)

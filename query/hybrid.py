@@ -37,7 +37,8 @@ from artifacts.analysis import (
     normalize_text,
 )
 from artifacts.bm25matrix import BM25Matrix, BM25Params, MatrixFormatError, UnsupportedQuery, rsj_idf, top_rows
-from artifacts.layout import BM25_DIR
+from artifacts.layout import BM25_DIR, IDS_FILE
+from artifacts.records import chunk_path
 
 from .bundle import OpenedBundle
 from .contract import Envelope, Source, source_url, validate_request
@@ -258,7 +259,6 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
     """
     words: list[QueryWord] = []
     expanded = 0
-    reader = searcher.reader()
     for term in terms:
         word = term.folded
         if not typo or len(word) < 4 or word.isdigit() or expanded >= MAX_TYPO_WORDS or _known(bundle, searcher, word):
@@ -271,7 +271,7 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
             continue
         expanded += 1
         fuzzy = tuple((f, forms) for f in FOLDED_FIELDS
-                      if (forms := tuple(sorted(w for w in reader.terms_within(f, word, maxdist, prefix=1)
+                      if (forms := tuple(sorted(w for w in searcher.reader().terms_within(f, word, maxdist, prefix=1)
                                                 if _indexed(bundle, searcher, f, w)))))
         # Levenshtein distance counts a swap of two neighbours as 2 edits; add swapped forms that exist.
         swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)} - {word}
@@ -364,6 +364,13 @@ def _build_filter_index(docs: dict[str, Any]) -> FilterIndex:
     )
 
 
+def unpublished_paths(bundle: OpenedBundle) -> frozenset[str]:
+    """Return the paths of the documents with ``published: false`` (the facets are not read when there are none)."""
+    if bundle.all_published():
+        return frozenset()
+    return filter_index(bundle).unpublished
+
+
 def filter_index(bundle: OpenedBundle) -> FilterIndex:
     """Return the bundle's :class:`FilterIndex` (built on first use, then shared by every request)."""
     return bundle.derive("filter_index", lambda: _build_filter_index(bundle.doc_facets()))  # type: ignore[no-any-return]
@@ -420,13 +427,13 @@ def allowed_docnums(bundle: OpenedBundle, searcher: Any, paths: set[str] | None,
         for path in paths:
             found.update(by_path.get(path, ()))
         return found
-    index = filter_index(bundle)
-    if not published_only or not index.unpublished:
+    unpublished = unpublished_paths(bundle) if published_only else frozenset()
+    if not unpublished:
         return None
 
     def compute() -> set[int]:  # a set, not a frozenset: the only type Whoosh takes as a filter (never mutated)
         by_path = bundle.derive("docnums_by_path", lambda: _docnums_by_path(searcher))
-        hidden = {n for p in index.unpublished for n in by_path.get(p, ())}
+        hidden = {n for p in unpublished for n in by_path.get(p, ())}
         return {n for n in range(searcher.doc_count_all()) if n not in hidden}
 
     return bundle.derive("published_docnums", compute)  # type: ignore[no-any-return]
@@ -463,15 +470,32 @@ def bm25_matrix(bundle: OpenedBundle) -> BM25Matrix | None:
         if not (bundle.path / BM25_DIR).is_dir():
             return False
         try:
-            matrix = BM25Matrix.load(bundle.path / BM25_DIR)
-        except MatrixFormatError:
+            ids = bundle.chunks.ids  # parsed from vectors/ids.json, usually the same bytes as bm25/chunk_ids.json
+            matrix = BM25Matrix.load(bundle.path / BM25_DIR, same_ids=((bundle.path / IDS_FILE).read_bytes(), ids))
+        except (MatrixFormatError, OSError):
             return False
-        if len(matrix.chunk_ids) != len(bundle.chunks) or set(matrix.chunk_ids) != bundle.chunk_index.keys():
+        if matrix.chunk_ids is not ids and (len(matrix.chunk_ids) != len(bundle.chunks)
+                                            or set(matrix.chunk_ids) != bundle.chunk_index.keys()):
             return False
-        return matrix.prepare(_PARAMS)
+        return matrix  # postings are weighed per query term until warm_up() weighs them all
 
     found = bundle.derive("bm25_matrix", load)
     return found if isinstance(found, BM25Matrix) else None
+
+
+def warm_up(bundle: OpenedBundle) -> None:
+    """Prepare what searches of a long-lived bundle use: the BM25 matrix with every posting weighed, and
+    the filter tables (every document's facets read).
+
+    A server calls it once per opened bundle (about half a second on a 50k-chunk vault) so that
+    requests only slice precomputed weights and the first filtered request reads no documents; a
+    one-shot CLI search skips it and reads only what its query needs.
+    """
+    filter_index(bundle)
+    matrix = bm25_matrix(bundle)
+    if matrix is not None:
+        with bundle.derive_lock:
+            matrix.prepare(_PARAMS)
 
 
 def _rows_by_path(bundle: OpenedBundle, matrix: BM25Matrix) -> dict[str, np.ndarray]:
@@ -479,7 +503,7 @@ def _rows_by_path(bundle: OpenedBundle, matrix: BM25Matrix) -> dict[str, np.ndar
     def compute() -> dict[str, np.ndarray]:
         rows: dict[str, list[int]] = {}
         for row, cid in enumerate(matrix.chunk_ids):  # a chunk id is "<path>#<ordinal>": no record is parsed
-            rows.setdefault(cid.rsplit("#", 1)[0], []).append(row)
+            rows.setdefault(chunk_path(cid), []).append(row)
         return {path: np.array(r, dtype=np.int64) for path, r in rows.items()}
 
     return bundle.derive("bm25_rows_by_path", compute)  # type: ignore[no-any-return]
@@ -501,14 +525,14 @@ def allowed_rows(bundle: OpenedBundle, matrix: BM25Matrix, paths: set[str] | Non
             if rows is not None:
                 mask[rows] = True
         return mask
-    index = filter_index(bundle)
-    if not published_only or not index.unpublished:
+    unpublished = unpublished_paths(bundle) if published_only else frozenset()
+    if not unpublished:
         return None
 
     def compute() -> np.ndarray:
         by_path = _rows_by_path(bundle, matrix)
         mask = np.ones(matrix.n_rows, dtype=bool)
-        for path in index.unpublished:
+        for path in unpublished:
             rows = by_path.get(path)
             if rows is not None:
                 mask[rows] = False
@@ -520,6 +544,20 @@ def allowed_rows(bundle: OpenedBundle, matrix: BM25Matrix, paths: set[str] | Non
 def ranking_searcher(bundle: OpenedBundle) -> Any:
     """Return the calling thread's Whoosh searcher of ``bundle``, scoring with :class:`RSJBM25F`."""
     return bundle.thread_searcher(_WEIGHTING)
+
+
+class LazySearcher:
+    """The calling thread's :func:`ranking_searcher`, opened on first use.
+
+    With a BM25 matrix a query whose words are all indexed never needs Whoosh; a one-shot CLI search
+    then does not read Whoosh's term index (a fifth of a second on a 50k-chunk vault).
+    """
+
+    def __init__(self, bundle: OpenedBundle) -> None:
+        self._bundle = bundle
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(ranking_searcher(self._bundle), name)
 
 
 def _chunk_id(bundle: OpenedBundle, searcher: Any, docnum: int) -> str:
@@ -555,9 +593,8 @@ def bm25_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bo
     if paths is not None and not paths:
         return [], False
     weights = {"all_terms": 1.0, "prefix_terms": opts.prefix_weight, "any_term": opts.any_term_weight}
-    searcher = ranking_searcher(bundle)
     if words is None:
-        words = expand_words(bundle, searcher, query_terms(text), typo=opts.typo_tolerance)
+        words = expand_words(bundle, LazySearcher(bundle), query_terms(text), typo=opts.typo_tolerance)
     strategies = build_text_queries(words)
     found: list[tuple[str, list[tuple[float, str]], int]] | None = None
     matrix = bm25_matrix(bundle) if engine != "whoosh" else None
@@ -570,6 +607,7 @@ def bm25_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bo
             if engine == "matrix":
                 raise
     if found is None:
+        searcher = ranking_searcher(bundle)
         allow = allowed_docnums(bundle, searcher, paths, published_only)
         if allow is not None and not allow:  # Whoosh reads an empty filter as "no filter"
             return [], False
@@ -623,13 +661,15 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
     if paths is not None and not paths:
         return []
     qvec = bundle.embedder.embed_query(text)
-    chunks = bundle.chunks
+    ids = bundle.chunks.ids  # label -> chunk id: no chunk record is read per visited node or hit
     if paths is not None:
         def accept(label: int) -> bool:
-            return chunks[label].path in paths
-    elif published_only and filter_index(bundle).unpublished:
+            return chunk_path(ids[label]) in paths
+    elif published_only and unpublished_paths(bundle):
+        unpublished = unpublished_paths(bundle)  # a chunk is published when its document is
+
         def accept(label: int) -> bool:
-            return chunks[label].published
+            return chunk_path(ids[label]) not in unpublished
     else:
         accept = None  # type: ignore[assignment]  # every vector may match: no per-node callback
     k = min(n, depth * 2)
@@ -642,12 +682,12 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
             labels, distances = _knn_all(bundle, qvec, accept, count)
     hits: list[tuple[str, float]] = []
     seen: set[str] = set()
-    for label, dist in zip(labels[0], distances[0], strict=True):
-        chunk = chunks[int(label)]
-        if chunk.chunk_id in seen:
+    for label, dist in zip(labels[0].tolist(), distances[0].tolist(), strict=True):
+        cid = ids[label]
+        if cid in seen:
             continue
-        seen.add(chunk.chunk_id)
-        hits.append((chunk.chunk_id, 1.0 - float(dist)))  # ip space: distance = 1 - dot
+        seen.add(cid)
+        hits.append((cid, 1.0 - dist))  # ip space: distance = 1 - dot
     return hits[:depth]
 
 
@@ -655,14 +695,15 @@ def _filtered_count(bundle: OpenedBundle, paths: set[str] | None, n: int) -> int
     """Return how many vectors pass the filter of :func:`vector_ranking` (cost: the allowed paths)."""
     def compute() -> dict[str, int]:
         counts: dict[str, int] = {}
-        for chunk in bundle.chunks:
-            counts[chunk.path] = counts.get(chunk.path, 0) + 1
+        for cid in bundle.chunks.ids:
+            path = chunk_path(cid)
+            counts[path] = counts.get(path, 0) + 1
         return counts
 
     counts = bundle.derive("vectors_by_path", compute)
     if paths is not None:
         return sum(counts.get(p, 0) for p in paths)
-    return n - sum(counts.get(p, 0) for p in filter_index(bundle).unpublished)
+    return n - sum(counts.get(p, 0) for p in unpublished_paths(bundle))
 
 
 def _knn_all(bundle: OpenedBundle, qvec: Any, accept: Any, count: int):  # type: ignore[no-untyped-def]
@@ -713,7 +754,7 @@ def lexical_anchor(bundle: OpenedBundle, text: str, paths: set[str] | None, publ
         return None
 
     def paths_of(results: Any) -> set[str]:
-        return {bundle.chunks[bundle.chunk_index[_chunk_id(bundle, searcher, n)]].path for _, n in results.top_n}
+        return {chunk_path(_chunk_id(bundle, searcher, n)) for _, n in results.top_n}
 
     candidates: list[wq.Query] = []
     for term in terms:
@@ -771,7 +812,7 @@ def _matrix_anchor(bundle: OpenedBundle, matrix: BM25Matrix, text: str, allow: n
             continue
         rows = allowed(np.union1d(matrix.term_rows("title", word), matrix.term_rows("body", word)))
         if 0 < rows.size <= max_chunks:
-            found = {chunk_of(r).path for r in rows.tolist()}
+            found = {chunk_path(matrix.chunk_ids[r]) for r in rows.tolist()}
             if len(found) == 1:
                 docs |= found
     for match in _PHRASE.finditer(normalize_text(text)):
@@ -873,26 +914,28 @@ def fuse_rankings(bundle: OpenedBundle, bm25: list[tuple[str, float]], dense: li
         dense_docs = top_documents(bundle, (cid for cid, _ in dense), len(dense))
         vector_weight *= vector_confidence(bm25_docs, dense_docs, n_docs or len(bundle.docs),
                                            opts.confidence_z_none, opts.confidence_z_full)
+    shown_weight = round(vector_weight, 4)
+    rrf_k = opts.rrf_k
     for arm, hits, weight in (("bm25", bm25, opts.bm25_weight), ("vector", dense, vector_weight)):
         doc_rank: dict[str, int] = {}
+        rank_key, score_key = f"{arm}_rank", f"{arm}_score"
         for rank, (cid, score) in enumerate(hits, start=1):
-            chunk_score[cid] = chunk_score.get(cid, 0.0) + weight / (opts.rrf_k + rank)
-            entry = info.setdefault(cid, {"bm25_rank": None, "bm25_score": None, "vector_rank": None,
-                                          "vector_score": None, "vector_weight": round(vector_weight, 4)})
-            entry[f"{arm}_rank"] = rank
-            entry[f"{arm}_score"] = round(score, 6)
-            path = bundle.chunks[bundle.chunk_index[cid]].path
+            chunk_score[cid] = chunk_score.get(cid, 0.0) + weight / (rrf_k + rank)
+            entry = info.get(cid)
+            if entry is None:
+                entry = info[cid] = {"bm25_rank": None, "bm25_score": None, "vector_rank": None,
+                                     "vector_score": None, "vector_weight": shown_weight}
+            entry[rank_key] = rank
+            entry[score_key] = round(score, 6)
+            path = chunk_path(cid)
             if path not in doc_rank:
                 doc_rank[path] = len(doc_rank) + 1
-                doc_score[path] = doc_score.get(path, 0.0) + weight / (opts.rrf_k + doc_rank[path])
+                doc_score[path] = doc_score.get(path, 0.0) + weight / (rrf_k + doc_rank[path])
     if opts.fusion_level == "chunk":
         return sorted(chunk_score, key=lambda cid: (-chunk_score[cid], cid)), chunk_score, info
 
-    def path_of(cid: str) -> str:
-        return bundle.chunks[bundle.chunk_index[cid]].path
-
-    order = sorted(chunk_score, key=lambda cid: (-doc_score[path_of(cid)], -chunk_score[cid], cid))
-    fused = {cid: doc_score[path_of(cid)] for cid in order}
+    order = sorted(chunk_score, key=lambda cid: (-doc_score[chunk_path(cid)], -chunk_score[cid], cid))
+    fused = {cid: doc_score[chunk_path(cid)] for cid in order}
     return order, fused, info
 
 
@@ -901,7 +944,7 @@ def top_documents(bundle: OpenedBundle, chunk_ids: Iterable[str], n: int) -> lis
     paths: list[str] = []
     seen: set[str] = set()
     for cid in chunk_ids:
-        path = bundle.chunks[bundle.chunk_index[cid]].path
+        path = chunk_path(cid)
         if path not in seen:
             seen.add(path)
             paths.append(path)
@@ -917,7 +960,7 @@ def apply_anchor(bundle: OpenedBundle, anchor: str, bm25: list[tuple[str, float]
     Its fused score is raised to at least the next chunk's; ``info[chunk]["anchor"]`` is set.  The
     other chunks keep their fused order.  Nothing changes when BM25 has no chunk of ``anchor``.
     """
-    best = next((cid for cid, _ in bm25 if bundle.chunks[bundle.chunk_index[cid]].path == anchor), None)
+    best = next((cid for cid, _ in bm25 if chunk_path(cid) == anchor), None)
     if best is None:
         return
     order.remove(best)
@@ -941,8 +984,7 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
     bm25: list[tuple[str, float]] = []
     bm25_full = False
     if "bm25" in engines and terms and paths != set():
-        searcher = ranking_searcher(bundle)
-        words = expand_words(bundle, searcher, terms, typo=opts.typo_tolerance)
+        words = expand_words(bundle, LazySearcher(bundle), terms, typo=opts.typo_tolerance)
         bm25, bm25_full = bm25_ranking(bundle, text, depth, published_only, flt=flt, options=opts, paths=paths,
                                        words=words)
     dense: list[tuple[str, float]] = []
@@ -1012,9 +1054,8 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
     snippets: dict[str, str] = {}
     dropped_per_doc = False
     terms: tuple[dict[str, float], dict[str, float]] | None = None
-    for cid in ranking.fused:
-        chunk = bundle.chunks[bundle.chunk_index[cid]]
-        shown = per_doc.setdefault(chunk.path, [])
+    for cid in ranking.fused:  # chunk records are read for the results only
+        shown = per_doc.setdefault(chunk_path(cid), [])
         if len(shown) >= request.max_per_document:
             dropped_per_doc = True
             continue
@@ -1023,7 +1064,7 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
             break
         if terms is None:
             terms = snippet_terms(bundle, request.query)
-        snippet = make_snippet(chunk.text, *terms)
+        snippet = make_snippet(bundle.chunks[bundle.chunk_index[cid]].text, *terms)
         if any(near_duplicate(snippet, other) for other in shown):
             dropped_per_doc = True  # overlapping chunks of one passage: the better-ranked one is shown
             continue

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from artifacts.analysis import fold_token, folding_analyzer, normalize_text
+from artifacts.analysis import fold_token, folded_spans, folding_analyzer, normalize_text
 
 _SLAVIC_LETTERS = set("áäčďéěíĺľňóôŕřšťúůýžÁÄČĎÉĚÍĹĽŇÓÔŔŘŠŤÚŮÝŽ")
 _INNER_END = re.compile(r"[.!?…][\"'”’»)\]]*\s+\S")
@@ -211,12 +211,11 @@ def stop_words() -> frozenset[str]:
     """Folded stop words of sk, cs, en, de and pl (stopwords-iso), without numbers."""
     import stopwordsiso
 
-    words: set[str] = set()
-    for lang in _STOP_LANGS:
-        for word in stopwordsiso.stopwords(lang):
-            if not any(ch.isdigit() for ch in word):
-                words.update(analyze(word))
-    return frozenset(words)
+    listed = [word for lang in _STOP_LANGS for word in stopwordsiso.stopwords(lang)
+              if not any(ch.isdigit() for ch in word)]
+    # The analyzer's tokens of each word: one line per word, folded in one pass (a line break is no
+    # token character, so no token spans two words).
+    return frozenset(folded for folded, _, _ in folded_spans(normalize_text("\n".join(listed))))
 
 
 def analyze(text: str) -> list[str]:

@@ -63,7 +63,7 @@ from .errors import (
 )
 from .evidence import Generator
 from .graph import GraphRequest, answer_graph
-from .hybrid import SearchOptions, parse_search_request, search
+from .hybrid import SearchOptions, parse_search_request, search, warm_up
 from .prom import METRICS, ServerMetrics, handle_metrics, metrics_middleware
 from .security import (
     AUTH_FAILURES,
@@ -153,6 +153,7 @@ class BundleHolder:
             fresh.embedder_future = wrapped
         if fresh.embedder is not None:
             fresh.embedder.embed_query("warm-up")  # load weights before serving
+        warm_up(fresh)  # the BM25 matrix weighed before the first request, not during it
         return fresh
 
     @contextlib.contextmanager

@@ -1,13 +1,16 @@
 """Result snippets: the best-matching passage of a chunk, matched words marked.
 
-Uses Whoosh's highlighter (:mod:`whoosh.highlight`): the chunk text is tokenised with the index's
-folding analyzer (:func:`artifacts.analysis.folding_analyzer`, so ``prace`` marks ``práce``),
-tokens are matched against the query's words and stem prefixes (the same forms BM25 searches,
-so ``sítě`` marks ``sítích``), a :class:`~whoosh.highlight.ContextFragmenter` cuts passages around
-matches, and the passage with the highest score (sum of the matched words' weights times the
-number of distinct words, Whoosh's ``BasicFragmentScorer``) is returned.  Weights are the words'
-idf, so a passage with the rare words of a query beats one full of function words; words that
-occur in most chunks are not marked at all.
+The chunk text is tokenised as the index's folding analyzer does (:func:`artifacts.analysis.folded_spans`,
+so ``prace`` marks ``práce``); tokens are matched against the query's words and stem prefixes (the
+same forms BM25 searches, so ``sítě`` marks ``sítích``); passages are cut around matches by Whoosh's
+context-fragmenter rule (:class:`whoosh.highlight.ContextFragmenter`: from up to ``maxchars // 3``
+characters before a match to as many after the last one, at most ``maxchars`` characters of
+tokens), and the passage with the highest score (sum of the matched words' weights times the
+number of distinct words, Whoosh's ``BasicFragmentScorer``; on a tie the later passage) is returned.
+The rule is Whoosh's, run in one pass over ``(start, end)`` pairs instead of Whoosh token objects
+and generators (a third of a search's time on a 50k-chunk vault); ``tests/query/test_snippets.py``
+checks it gives Whoosh's passages.  Weights are the words' idf, so a passage with the rare words of
+a query beats one full of function words; words that occur in most chunks are not marked at all.
 
 A chunk found only by the vector arm may contain no query word: its snippet is the chunk start.
 Marks are ``**word**`` (Markdown bold), which is plain text in JSON and safe to show anywhere.
@@ -15,19 +18,19 @@ Marks are ``**word**`` (Markdown bold), which is plain text in JSON and safe to 
 Snippets show the words a reader sees, not Markdown syntax (:func:`display_text`): link and
 image destinations, ``[[wikilink]]`` brackets, HTML tags, emphasis and code markers, heading, quote
 and list markers, table pipes and the backslash of escapes are dropped.  This is a set of regular
-expressions, not a parse (a markdown-it parse costs ~1.6 ms per chunk here, ten times a whole BM25 query at the target).
+expressions, not a parse (a markdown-it parse costs ~1.6 ms per chunk here, ten times a whole BM25
+query at the target); each runs only when the text holds a string it needs to match.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
+import operator
 import re
-from collections.abc import Iterator
 from typing import Any
 
-from whoosh.analysis import Token
-from whoosh.highlight import BasicFragmentScorer, ContextFragmenter, Formatter, get_text, top_fragments
-
-from artifacts.analysis import folded_spans, normalize_text
+from artifacts.analysis import fold_aligned, folded_spans, normalize_text, token_spans
 
 from .sentences import stop_words
 
@@ -36,32 +39,36 @@ SNIPPET_CHARS = 240
 """Target snippet length (characters of chunk text, marks and ellipses not counted)."""
 
 
-_DISPLAY_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+_DISPLAY_RULES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
+    # (pattern, replacement, strings one of which a match contains: the rule is skipped without them)
     (re.compile(r"!?\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|([^\]]*))?\]\]"),
-     "WIKI"),                                                        # [[Page#Heading|Alias]]
-    (re.compile(r"!\[([^\]]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)"), r"\1"),        # ![alt](src "title")
-    (re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)"), r"\1"),  # [text](url)
-    (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),                             # [text][ref]
-    (re.compile(r"<((?:https?|mailto):[^>\s]+)>"), r"\1"),                          # <https://autolink>
-    (re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>"), " "),                      # HTML tags (<iframe ...>)
-    (re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), r"\1"),                                # **bold**
-    (re.compile(r"(?<![\w_])__(?=\S)(.+?)(?<=\S)__(?![\w_])"), r"\1"),                  # __bold__ (not in a word)
-    (re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])"), r"\1"),              # *emphasis*
-    (re.compile(r"(?<![\w_])_(?=[^\s_])([^\n]*?[^\s_])_(?![\w_])"), r"\1"),              # _emphasis_ (not snake_case)
-    (re.compile(r"^([ \t]*)(?:\*{1,3}|_{1,3})(?=[^\s*_])", re.MULTILINE), r"\1"),          # emphasis opener cut open
-    (re.compile(r"(?<=[^\s*_\\])(?:\*{1,3}|_{1,3})[ \t]*$", re.MULTILINE), ""),          # ... or its closer
-    (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1"),                                    # ~~strike~~
-    (re.compile(r"==(?=\S)(.+?)(?<=\S)=="), r"\1"),                                    # ==highlight==
-    (re.compile(r"`+([^`\n]+?)`+"), r"\1"),                                          # `code`
-    (re.compile(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.MULTILINE), ""),        # thematic break (- - -)
-    (re.compile(r"[ \t]*\\$", re.MULTILINE), ""),                                       # hard line break (\ at the end)
+     "WIKI", ("[[",)),                                               # [[Page#Heading|Alias]]
+    (re.compile(r"!\[([^\]]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)"), r"\1", ("![",)),  # ![alt](src "title")
+    (re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)"), r"\1", ("](",)),  # [text](url)
+    (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1", ("][",)),                    # [text][ref]
+    (re.compile(r"<((?:https?|mailto):[^>\s]+)>"), r"\1", ("<",)),                # <https://autolink>
+    (re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>"), " ", ("<",)),       # HTML tags (<iframe ...>)
+    (re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), r"\1", ("**",)),                     # **bold**
+    (re.compile(r"(?<![\w_])__(?=\S)(.+?)(?<=\S)__(?![\w_])"), r"\1", ("__",)),       # __bold__ (not in a word)
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])"), r"\1", ("*",)),   # *emphasis*
+    (re.compile(r"(?<![\w_])_(?=[^\s_])([^\n]*?[^\s_])_(?![\w_])"), r"\1", ("_",)),   # _emphasis_ (not snake_case)
+    (re.compile(r"^([ \t]*)(?:\*{1,3}|_{1,3})(?=[^\s*_])", re.MULTILINE), r"\1",
+     ("*", "_")),                                                                # emphasis opener cut open
+    (re.compile(r"(?<=[^\s*_\\])(?:\*{1,3}|_{1,3})[ \t]*$", re.MULTILINE), "",
+     ("*", "_")),                                                                # ... or its closer
+    (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1", ("~~",)),                     # ~~strike~~
+    (re.compile(r"==(?=\S)(.+?)(?<=\S)=="), r"\1", ("==",)),                     # ==highlight==
+    (re.compile(r"`+([^`\n]+?)`+"), r"\1", ("`",)),                              # `code`
+    (re.compile(r"^[ \t]{0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$", re.MULTILINE), "",
+     ("-", "*", "_")),                                                           # thematic break (- - -)
+    (re.compile(r"[ \t]*\\$", re.MULTILINE), "", ("\\",)),                       # hard line break (\ at the end)
     (re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.*?[^\s.:?!…])[ \t]*#*[ \t]*$", re.MULTILINE),
-     r"\1 —"),                                                                        # heading, set off from its text
+     r"\1 —", ("#",)),                                                           # heading, set off from its text
     (re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]+|>[ \t]?|[-*+][ \t]+(?:\[[ xX]\][ \t]+)?|\d{1,9}[.)][ \t]+)",
-                re.MULTILINE), ""),                                                  # heading, quote, list markers
+                re.MULTILINE), "", ()),                                          # heading, quote, list markers
     (re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$", re.MULTILINE),
-     ""),                                                                             # table rule
-    (re.compile(r"[ \t]*\|[ \t]*"), " "),                                              # table pipes
+     "", ("---",)),                                                              # table rule
+    (re.compile(r"[ \t]*\|[ \t]*"), " ", ("|",)),                                # table pipes
 )
 
 
@@ -95,41 +102,181 @@ def display_text(text: str, *, tables: bool = True) -> str:
     ``[[Page#Part]]`` shows ``Page › Part``.  ``tables=False`` keeps ``|`` (a title such as
     ``"News | Jobs | Events"`` is no table).
     """
-    text = _ESCAPED.sub(_hold_escaped, text)
-    for pattern, replacement in _DISPLAY_RULES if tables else _DISPLAY_RULES[:-2]:
-        text = pattern.sub(_wikilink_text if replacement == "WIKI" else replacement, text)
+    if "\\" in text:
+        text = _ESCAPED.sub(_hold_escaped, text)
+    for pattern, replacement, needs in _DISPLAY_RULES if tables else _DISPLAY_RULES[:-2]:
+        for need in needs:
+            if need in text:
+                break
+        else:
+            if needs:
+                continue  # cannot match: a scan for a string is ~20x cheaper than a regex pass
+        text = pattern.sub(_REPLACE.get(replacement, replacement), text)
     return text.translate(_UNESCAPE)
 
 
-class _MarkFormatter(Formatter):
-    """Wrap each matched token in :data:`MARK`; fragments are joined by an ellipsis."""
-
-    between = " … "
-
-    def format_token(self, text: str, token: Any, replace: bool = False) -> str:
-        return f"{MARK}{get_text(text, token, replace)}{MARK}"
+_REPLACE: dict[str, Any] = {"WIKI": _wikilink_text, r"\1": operator.methodcaller("group", 1),
+                            r"\2": operator.methodcaller("group", 2)}
+"""Replacements as callables: Python 3.11 expands a template such as ``\\1`` in Python code per match."""
 
 
-def _matched(text: str, words: dict[str, float], prefixes: dict[str, float]) -> Iterator[Any]:
-    """Yield the folding analyzer's tokens of ``text`` with ``matched`` and ``boost`` (the word's weight) set.
+_CHARLIMIT = 2**15
+"""Tokens ending beyond this character are not looked at (Whoosh's ``DEFAULT_CHARLIMIT``)."""
 
-    One Whoosh token object is reused, as Whoosh's analyzers do (the fragmenter copies matches).
+_Match = tuple[int, int, str, float]
+"""A matched token: ``(start, end, folded text, weight)`` (character offsets, end exclusive)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _candidates(starts: tuple[str, ...]) -> re.Pattern[str]:
+    """A pattern finding, in a folded text, runs that start with one of ``starts`` up to the end of their token.
+
+    It starts with the literal words, so the regex engine skips to their first characters; whether a
+    run starts a token is checked by :func:`_matched_tokens` (a run inside a token ends where the token
+    ends, so it never hides the start of the next one).
     """
-    token = Token(positions=False, chars=True, removestops=False, mode="query")
+    alternatives = "|".join(re.escape(w) for w in sorted(starts, key=len, reverse=True))
+    return re.compile(rf"(?:{alternatives})\w*(?:[.'’]\w+)*")
+
+
+_WORD_CHAR = re.compile(r"\w")
+_JOINERS = ".'’"
+
+
+def _matched_tokens(text: str, words: dict[str, float], prefixes: dict[str, float]) -> list[_Match]:
+    """Return the tokens of ``text`` that match (folded text in ``words`` or starting with a prefix), in order.
+
+    With an aligned fold (:func:`artifacts.analysis.fold_aligned`) one regular-expression pass over
+    the folded text finds them; otherwise every token is folded and looked up.
+    """
     prefix_items = tuple(prefixes.items())
-    for folded, start, end in folded_spans(text):
-        weight = words.get(folded)
-        if weight is None:
+
+    def weight(folded: str) -> float | None:
+        found = words.get(folded)
+        if found is None:
             for prefix, w in prefix_items:
                 if folded.startswith(prefix):
-                    weight = w
-                    break
-        token.text = folded
-        token.startchar = start
-        token.endchar = end
-        token.matched = weight is not None
-        token.boost = weight if weight is not None else 1.0
-        yield token
+                    return w
+        return found
+
+    folded_text = fold_aligned(text)
+    if folded_text is None:
+        return [(start, end, folded, w) for folded, start, end in folded_spans(text)
+                if (w := weight(folded)) is not None]
+    found: list[_Match] = []
+    word_char = _WORD_CHAR.match
+    for match in _candidates(tuple(words) + tuple(prefixes)).finditer(folded_text):
+        start = match.start()
+        # A token starts after a character that is no word character and no joiner following one
+        # (Whoosh's tokeniser joins "x.y" into one token, as TOKEN_PATTERN does).
+        if start and (word_char(folded_text, start - 1) or (
+                start > 1 and folded_text[start - 1] in _JOINERS and word_char(folded_text, start - 2))):
+            continue
+        w = weight(match.group())
+        if w is not None:
+            found.append((start, match.end(), match.group(), w))
+    return found
+
+
+def best_passage(text: str, words: dict[str, float], prefixes: dict[str, float],
+                 maxchars: int = SNIPPET_CHARS) -> tuple[int, int, list[_Match]] | None:
+    """Return the best passage of ``text`` as ``(start, end, matched tokens)``, or ``None`` without a match.
+
+    Passages are Whoosh's :class:`~whoosh.highlight.ContextFragmenter` fragments (``maxchars``
+    characters of tokens, ``maxchars // 3`` of context on each side), scored as its
+    ``BasicFragmentScorer`` does: the sum of the matched tokens' weights times 100 times the number of
+    distinct matched words; the highest score wins, the later passage on a tie (``heapq.nlargest``
+    over ``(score, fragment)`` pairs, fragments ordered by start), and a passage scoring below 1
+    is none.  ``start``/``end``: character offsets (end exclusive); a token matches when its folded
+    text is in ``words`` or starts with one of ``prefixes`` (weight: the word's, else the first such
+    prefix's).  Cost: one pass to find the matches, then only the tokens of the passages and of
+    the context before each.
+    """
+    if not words and not prefixes:
+        return None
+    found = _matched_tokens(text, words, prefixes)
+    if not found:
+        return None
+    spans = token_spans(text)
+    last_end = spans[-1][1]
+    if last_end > _CHARLIMIT:  # Whoosh stops at the first token ending past the limit (and ends there)
+        cut = next(k for k, (_, e) in enumerate(spans) if e > _CHARLIMIT)
+        last_end = spans[cut][1]
+        spans = spans[:cut]
+        found = [m for m in found if m[1] <= _CHARLIMIT]
+    surround = maxchars // 3
+    best: tuple[float, int, int, list[_Match]] | None = None
+
+    def consider(first: int | None, end: int, matches: list[_Match]) -> None:
+        nonlocal best
+        score = sum(m[3] for m in matches) * (len({m[2] for m in matches}) * 100 or 1)
+        start = first if first is not None else (matches[0][0] if matches else 0)
+        # heapq.nlargest(1, (score, fragment)): a later fragment wins a tie (Fragment.__lt__ compares starts)
+        if best is None or score > best[0] or (score == best[0] and best[1] < start):
+            best = (score, start, end, matches)
+
+    n, f, done = len(spans), 0, -1  # done: the last token of the last passage (the context starts after it)
+    while f < len(found):
+        k = bisect.bisect_left(spans, (found[f][0],))  # the next match opens a passage
+        # Its context (Whoosh's deque of starts): the tokens since the last passage starting at most
+        # `surround` characters before the end of the token just before the match.
+        context = None
+        if k - 1 > done:
+            edge, j = spans[k - 1][1], k - 1
+            while j > done and edge - spans[j][0] <= surround:
+                j -= 1
+            if j < k - 1:
+                context = spans[j + 1][0]
+        first: int | None = None
+        countdown, currentlen, matches = -1, 0, []
+        for t in range(k, n):
+            start, end = spans[t]
+            tlength = end - start
+            is_match = f < len(found) and found[f][0] == start
+            if currentlen + tlength > maxchars:
+                countdown = 0  # the passage is full: emitted below
+            elif is_match:
+                countdown = surround
+                if first is None:
+                    if context is not None:
+                        first = context
+                    else:
+                        first = start
+                        countdown += surround  # no context used before: more after
+                matches.append(found[f])
+            if is_match:
+                f += 1
+            currentlen += tlength
+            countdown -= tlength
+            if countdown <= 0:
+                consider(first, end, matches)
+                done = t
+                if countdown == 0 and t + 1 < n and not (f < len(found) and found[f][0] == spans[t + 1][0]):
+                    # Whoosh keeps a countdown of exactly 0 after a passage: the next token, unless it is
+                    # a match, is taken into an empty passage (score 0) and is no context for the next one.
+                    done = t + 1
+                break
+        else:  # the text ended inside a passage
+            if matches:
+                consider(first, last_end, matches)
+            break
+    if best is None or best[0] < 1:
+        return None
+    return best[1], best[2], best[3]
+
+
+def mark_passage(text: str, start: int, end: int, matches: list[_Match]) -> str:
+    """Return ``text[start:end]`` with each matched token wrapped in :data:`MARK` (an overlapped one is skipped)."""
+    out: list[str] = []
+    index = start
+    for m_start, m_end, _, _ in sorted(matches, key=lambda m: (m[0], m[0] - m[1])):
+        if m_start < index:
+            continue
+        out.append(text[index:m_start])
+        out.append(f"{MARK}{text[m_start:m_end]}{MARK}")
+        index = m_end
+    out.append(text[index:end])
+    return "".join(out)
 
 
 def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] | None = None,
@@ -146,16 +293,13 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
     content = {w: weight for w, weight in words.items() if w not in stop_words()}
     if content:  # function words ("pro", "the", "v") are not marked unless the query has nothing else
         words = content
-    if words or prefixes:
-        fragmenter = ContextFragmenter(maxchars=maxchars, surround=maxchars // 3)
-        fragments = fragmenter.fragment_tokens(text, _matched(text, words, prefixes))
-        best = top_fragments(fragments, 1, BasicFragmentScorer(), lambda f: f.startchar)
-        if best:
-            fragment = best[0]
-            body = _MarkFormatter().format_fragment(fragment)
-            head = "… " if any(ch.isalnum() for ch in text[: fragment.startchar]) else ""
-            tail = " …" if any(ch.isalnum() for ch in text[fragment.endchar:]) else ""
-            return head + " ".join(body.split()) + tail
+    passage = best_passage(text, words, prefixes, maxchars)
+    if passage is not None:
+        start, end, matches = passage
+        body = mark_passage(text, start, end, matches)
+        head = "… " if any(ch.isalnum() for ch in text[:start]) else ""
+        tail = " …" if any(ch.isalnum() for ch in text[end:]) else ""
+        return head + " ".join(body.split()) + tail
     flat = " ".join(text.split())
     if len(flat) <= maxchars:
         return flat

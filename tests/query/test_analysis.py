@@ -42,6 +42,7 @@ def test_folded_spans_are_the_folding_analyzers_tokens() -> None:
     texts = [
         "Počítačové siete: smerovanie paketov (TCP/IP) v1.2, don't — Straße in Zürich; ĽŠČŤŽÝÁÍÉ",
         "İstanbul ǅemal ﬁnance Ǆ ß ẞ Ωmega  tabs\tand\nnewlines, x.y.z. 'quoted' l’été __init__ 1,000.5",
+        "ΟΔΟΣ..Α ΟΔΟΣ.Α ΟΔΟΣ Σ ΣΑ",
         "HTML-Blöcke im Pop-out-Fenster, [[Wiki|Alias]] **bold** `code` e\u0301cole nai\u0308ve 日本語のテキスト",
         "",
         "....",
@@ -50,3 +51,29 @@ def test_folded_spans_are_the_folding_analyzers_tokens() -> None:
         expected = [(t.text, t.startchar, t.endchar)
                     for t in folding_analyzer()(text, chars=True, mode="query", removestops=False)]
         assert list(folded_spans(text)) == expected, text
+
+
+def test_whole_text_fold_lines_up_for_every_character_outside_the_unaligned_set() -> None:
+    """fold_aligned's guard is complete: every other code point folds to one character of the same class."""
+    import re
+
+    from whoosh.support.charset import accent_map
+
+    from artifacts.analysis import UNALIGNED_CHARS, fold_aligned, folded_spans, token_spans
+
+    word, joiners = re.compile(r"\w"), ".'’"
+    for code in range(0x110000):
+        char = chr(code)
+        if 0xD800 <= code < 0xE000 or char in UNALIGNED_CHARS:
+            continue
+        folded = char.lower().translate(accent_map)
+        assert len(folded) == 1, hex(code)
+        assert bool(word.match(char)) == bool(word.match(folded)), hex(code)
+        assert (char in joiners) == (folded in joiners), hex(code)
+    text = "Počítačové SIETE: don't l’été x.y.z ÆØÅ Straße ǅemal ﬁnance"
+    assert fold_aligned("Plain ASCII, Sync.md") == "plain ascii, sync.md"
+    folded = fold_aligned(text)
+    assert folded is not None and len(folded) == len(text)
+    assert [(folded[s:e], s, e) for s, e in token_spans(text)] == list(folded_spans(text))
+    for unaligned in ("İstanbul", "ΟΔΟΣ", "e\u0308"):  # two characters; context-dependent sigma; mark -> letter
+        assert fold_aligned(unaligned) is None

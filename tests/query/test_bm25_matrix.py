@@ -153,6 +153,21 @@ def test_every_strategy_tree_scores_as_whoosh(built) -> None:  # type: ignore[no
     assert typo[0].fuzzy and typo[1].swaps  # the typo paths really were exercised
 
 
+def test_weights_sliced_per_term_equal_the_prepared_ones_bit_for_bit(built) -> None:  # type: ignore[no-untyped-def]
+    """A one-shot search weighs only the postings it scores; a warmed bundle slices weights computed once."""
+    from artifacts.bm25matrix import BM25Matrix
+
+    lazy = BM25Matrix.load(built.path / "bm25")
+    warm = BM25Matrix.load(built.path / "bm25").prepare(_PARAMS)
+    assert not lazy._scoring and warm._scoring
+    searcher = ranking_searcher(built)
+    for query in QUERIES:
+        for _, q in build_text_queries(expand_words(built, searcher, query_terms(query))):
+            (rows_a, scores_a), (rows_b, scores_b) = lazy.evaluate(q, _PARAMS), warm.evaluate(q, _PARAMS)
+            assert rows_a.tolist() == rows_b.tolist() and scores_a.tobytes() == scores_b.tobytes(), query
+    assert not lazy._scoring  # nothing was weighed in full
+
+
 @pytest.mark.parametrize("published_only", [True, False])
 @pytest.mark.parametrize("flt", [None, {"tags": ["tcp"]}, {"path_prefix": "en/"}, {"year": [2019, 2020]},
                                  {"categories": ["dp2016"]}, {"tags": ["nothing"]}])

@@ -118,3 +118,50 @@ def test_one_changed_byte_anywhere_fails_the_open(opened: Path, tmp_path: Path, 
     with pytest.raises(BundleIntegrityError) as caught:
         open_bundle(copy, embedder=hash_embedder)
     assert caught.value.problems == [f"{target}: sha256/size mismatch"]
+
+
+def test_a_search_of_an_all_published_bundle_reads_no_document_facets_and_no_whoosh_index(  # type: ignore[no-untyped-def]
+        repo: RepoBuilder, tmp_path: Path, hash_embedder, opened: Path) -> None:
+    """Published is found from chunks.jsonl's bytes; a hidden page (or a tricky "published": false in a
+    chunk's text) keeps the full rule; the BM25 matrix answers without opening a Whoosh searcher."""
+    hidden = open_bundle(opened, embedder=hash_embedder)
+    assert hidden.all_published() is False
+    body = search(hidden, parse_search_request({"query": "Not shown hidden"}), SearchOptions())
+    assert all(r["document_path"] != "notes/hidden.md" for r in body["results"])
+
+    repo.write("notes/hidden.md", '# Shown now\n\nA chunk quoting "published": false and "published": true.\n')
+    repo.commit("all published")
+    result = build_bundle(repo.path, tmp_path / "store2", embedder=hash_embedder)
+    bundle = open_bundle(Store(tmp_path / "store2").bundle_path(result.bundle_id), embedder=hash_embedder)
+    assert bundle.all_published() is True
+    body = search(bundle, parse_search_request({"query": "word3 Plain text"}), SearchOptions())
+    assert body["results"] and isinstance(bundle.docs, DocumentRecords)
+    assert bundle.docs._facets is None and not bundle._searchers  # nothing read that the search did not need
+    assert len(bundle.docs) == 33 and "notes/hidden.md" in bundle.docs  # read on demand, and then right
+    body = search(bundle, parse_search_request({"query": "Shown now", "filter": {"path_prefix": "notes/h"}}),
+                  SearchOptions())
+    assert [r["document_path"] for r in body["results"]] == ["notes/hidden.md"]
+
+
+def test_cli_search_still_fails_on_a_changed_byte_while_hashing_beside_its_imports(opened: Path) -> None:
+    """The CLI starts the hash check before it imports the search stack; a changed file still stops it."""
+    from click.testing import CliRunner
+
+    from artifacts.cli import main
+
+    store = opened.parent.parent
+    path = opened / CHUNKS_FILE
+    opened.chmod(opened.stat().st_mode | stat.S_IWUSR)
+    path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    while data[middle] not in b"abcdefghijklmnopqrstuvwxyz":
+        middle += 1
+    data[middle] = ord("z") if data[middle] != ord("z") else ord("y")
+    path.write_bytes(bytes(data))
+    runner = CliRunner()
+    env = {"GITRAG_EMBEDDER": ""} if "GITRAG_EMBEDDER" in os.environ else {}
+    out = runner.invoke(main, ["search", "word3", "--store", str(store)], env=env)
+    assert out.exit_code == 1 and f"{CHUNKS_FILE}: sha256/size mismatch" in out.output, out.output
+    out = runner.invoke(main, ["search", "word3", "--store", str(store), "--no-verify"], env=env)
+    assert out.exit_code == 0 and "notes/long-" in out.output, out.output

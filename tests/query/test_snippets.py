@@ -221,3 +221,53 @@ def test_http_search_never_shows_one_passage_of_a_document_twice(repo: RepoBuild
                           "… Představujeme kurz **nezisk.digital** – koná se 8. 4., ale registrovat se můžete už dnes")
     assert not near_duplicate("Akce na obzoru — Představujeme online kurz Nezisk.Digital, otevřené setkání",
                               "Představujeme kurz Nezisk.Digital – koná se 8. 4., registrovat se můžete už dnes")
+
+
+def _whoosh_passage(text: str, words: dict[str, float], prefixes: dict[str, float], maxchars: int):  # type: ignore[no-untyped-def]
+    """The passage Whoosh's own highlighter picks: ContextFragmenter, BasicFragmentScorer, top_fragments."""
+    from whoosh.analysis import Token
+    from whoosh.highlight import BasicFragmentScorer, ContextFragmenter, top_fragments
+
+    from artifacts.analysis import folding_analyzer
+
+    def tokens():  # type: ignore[no-untyped-def]
+        for t in folding_analyzer()(text, chars=True, mode="query", removestops=False):
+            weight = words.get(t.text)
+            if weight is None:
+                weight = next((w for p, w in prefixes.items() if t.text.startswith(p)), None)
+            token = Token(positions=False, chars=True, removestops=False, mode="query")
+            token.text, token.startchar, token.endchar = t.text, t.startchar, t.endchar
+            token.matched, token.boost = weight is not None, weight if weight is not None else 1.0
+            yield token
+
+    fragments = ContextFragmenter(maxchars=maxchars, surround=maxchars // 3).fragment_tokens(text, tokens())
+    best = top_fragments(fragments, 1, BasicFragmentScorer(), lambda f: f.startchar)
+    if not best:
+        return None
+    return best[0].startchar, best[0].endchar, [(t.startchar, t.endchar) for t in best[0].matches]
+
+
+def test_best_passage_is_the_one_whooshs_highlighter_picks() -> None:
+    """The one-pass passage finder gives Whoosh's fragment, score order and ties included, on varied texts."""
+    import random
+
+    from query.snippets import best_passage
+
+    rng = random.Random(15)
+    vocab = ["sieť", "siete", "sieťach", "Práca", "prace", "o", "a", "zebraplanktón", "Straße", "don't", "x.y",
+             "ΟΔΟΣ", "İstanbul", "HTML-Blöcke", "2026", "vlak", "vlaky", "dlhéslovo" * 12, "Obsidian", "obsidian.md",
+             "e\u0308", "ab"]
+    seps = [" ", " ", " ", ", ", ". ", "\n", "\n\n", " — ", "... ", "; "]
+    checked = matched = 0
+    for _ in range(600):
+        text = "".join(rng.choice(vocab) + rng.choice(seps) for _ in range(rng.randint(0, 160)))
+        words = {w: rng.choice([0.5, 1.0, 2.0, 3.0]) for w in rng.sample(["siet", "prace", "o", "zebraplankton",
+                                                                           "strasse", "vlak", "obsidian"], 2)}
+        prefixes = {p: 1.5 for p in rng.sample(["sie", "vla", "html", "obsid", "οδ"], rng.randint(0, 2))}
+        maxchars = rng.choice([9, 40, 120, 240])
+        ours = best_passage(text, words, prefixes, maxchars)
+        expected = _whoosh_passage(text, words, prefixes, maxchars)
+        assert (ours and (ours[0], ours[1], [(s, e) for s, e, _, _ in ours[2]])) == expected, (text, words, prefixes)
+        checked += 1
+        matched += expected is not None
+    assert matched > 400  # most texts hold a match: the comparison is not between two Nones
