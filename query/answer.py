@@ -50,6 +50,7 @@ from .evidence import Claim, EvidenceItem, GenerationOutcome, Generator, Generat
 from .graph import answer_graph, graph_index
 from .hybrid import SearchFilter, SearchOptions
 from .rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, Context, graph_context, text_context
+from .snippets import display_text
 
 MAX_QUERY_CHARS = 1000
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -260,8 +261,14 @@ def _fold_ws(text: str) -> str:
     return " ".join(normalize_text(text).casefold().split())
 
 
-def _deliver(claims: list[Claim], context: Context) -> tuple[str, list[dict[str, Any]], list[Source]]:
-    """Return ``(answer text with [S..] markers, claims JSON, cited sources renumbered S1..)``."""
+def _deliver(claims: list[Claim], context: Context, *, display: bool = False) -> tuple[str, list[dict[str, Any]],
+                                                                                    list[Source]]:
+    """Return ``(answer text with [S..] markers, claims JSON, cited sources renumbered S1..)``.
+
+    ``display``: claim texts are shown as a reader sees them (:func:`query.snippets.display_text`:
+    no ``**``, link destinations or other Markdown); each evidence ``quote`` stays verbatim, as
+    the checker verified it against the source.
+    """
     by_id = {e.evidence_id: e for e in context.items}
     old_sources = {s.source_id: s for s in context.sources}
     renumber: dict[str, str] = {}
@@ -287,8 +294,9 @@ def _deliver(claims: list[Claim], context: Context) -> tuple[str, list[dict[str,
             if _fold_ws(claim.quote) in _fold_ws(item.text):
                 evidence.append({"evidence_id": eid, "source_id": sid, "chunk_id": item.chunk_id,
                                  "document_path": item.document_path, "quote": claim.quote})
-        out.append({"text": claim.text, "source_ids": sids, "evidence": evidence})
-        parts.append(f"{claim.text} " + "".join(f"[{s}]" for s in sids))
+        text = " ".join(display_text(claim.text).split()) if display else claim.text
+        out.append({"text": text, "source_ids": sids, "evidence": evidence})
+        parts.append(f"{text} " + "".join(f"[{s}]" for s in sids))
     return " ".join(parts), out, sources
 
 
@@ -513,7 +521,7 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
         return finish(body)
 
     claims = list(outcome.claims)
-    text, claims_json, sources = _deliver(claims, context)
+    text, claims_json, sources = _deliver(claims, context, display=routed.engine != "graph")
     body = _envelope(bundle, "ok", None, sources, complete=routed.complete if routed.engine == "graph" else None,
                      truncation=truncation)
     body.update(base)

@@ -39,7 +39,16 @@ from urllib.parse import urlsplit
 from .checker import name_occurs, question_names, support_text
 from .errors import InvalidRequestError
 from .evidence import Claim, ClaimVerdict, EvidenceItem, Generator, GeneratorReply, GeneratorUnavailableError
-from .sentences import Unit, addresses_model, content_words, text_units, word_set
+from .sentences import (
+    DefinitionQuestion,
+    Unit,
+    addresses_model,
+    content_words,
+    definition_question,
+    defines,
+    text_units,
+    word_set,
+)
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +118,9 @@ class ExtractiveGenerator:
 
     def select(self, question: str, evidence: Sequence[EvidenceItem]) -> GeneratorReply:
         """Synchronous core of :meth:`generate` (deterministic; no I/O)."""
+        definition = definition_question(question)
+        if definition is not None:
+            return self.define(definition, evidence)
         wanted = content_words(question)
         if not wanted or not evidence:
             return GeneratorReply((), insufficient=True)
@@ -159,6 +171,24 @@ class ExtractiveGenerator:
             text = " ".join(c.unit.text.split())
             claims.append(Claim(text=text, evidence=(c.item.evidence_id,), quote=text))
         return GeneratorReply(tuple(claims), insufficient=not claims)
+
+    def define(self, definition: DefinitionQuestion, evidence: Sequence[EvidenceItem]) -> GeneratorReply:
+        """Answer a definition question ("Co je X?", "What is X?", "Kdo je X?") with the one unit that
+        defines X most plainly (:func:`query.sentences.defines`: copula or apposition before a relative
+        clause; then better evidence rank, then earlier position), or none: a sentence that only
+        mentions X does not say what X is, so the reply is then ``insufficient``."""
+        best: tuple[int, int, int] | None = None
+        chosen: tuple[EvidenceItem, Unit] | None = None
+        for rank, item in enumerate(evidence):
+            for unit in text_units(item.text):
+                strength = defines(definition, unit.text) if not addresses_model(unit.text) else 0
+                key = (strength, -rank, -unit.order)
+                if strength and (best is None or key > best):
+                    best, chosen = key, (item, unit)
+        if chosen is None:
+            return GeneratorReply((), insufficient=True)
+        text = " ".join(chosen[1].text.split())
+        return GeneratorReply((Claim(text=text, evidence=(chosen[0].evidence_id,), quote=text),))
 
     def _candidates(self, wanted: list[str], evidence: Sequence[tuple[int, EvidenceItem]]) -> list[_Candidate]:
         out = []

@@ -77,6 +77,7 @@ from .graph_names import (
     tokenize,
 )
 from .graph_words import Vocabulary
+from .sentences import definition_question
 
 MAX_QUESTION_CHARS = 1000
 _WORD_RE = re.compile(r"\w+(?:[-’']\w+)*")
@@ -721,6 +722,17 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
         # "Co je Jehlomat?": no person question, and the pages mention the name: the text can answer
         return out.unsupported("The names in the question are no persons of the graph, but pages mention "
                                "them; try /search.")
+    definition = definition_question(out.request.text)
+    if (definition is not None and not a.persons and not a.pages and not a.document_authors
+            and a.intent in ("needs_person", "unsupported") and not a.work_types
+            and not a.has(*(c for c in _PERSON_CONCEPTS if c != "who" and (c != "work" or index.has_works)))
+            and (definition.kind == "thing"
+                 or all(_named_in_pages(out.bundle, run, out.request.published_only) for run in a.unmatched_names))):
+        # "Co je Jehlomat?" asks what a thing is, never who: whether or not the pages mention it, the
+        # text answers (with a sentence that defines it) or refuses for lack of evidence.  "Kdo je X?"
+        # about a name the pages mention but the graph has no person for is answered the same way.
+        return out.unsupported("The question asks what (or who) something is, which the graph does not "
+                               "describe; try /search.")
     # a name nobody has: unknown_person whatever was asked (but a page title is no person)
     unknown = [run for run in a.unmatched_names if len(run) >= 2]
     if not a.persons and not a.pages and a.intent != "links_unknown_page" and (

@@ -30,6 +30,9 @@ sits in the middle.
 ``truncation_reasons``: ``evidence_limit`` when more supported chunks than ``max_items`` (or than
 ``max_per_document`` for one document) were found, ``llm_context_budget`` when a supported chunk
 did not fit into the remaining tokens.
+
+Definition questions ("Co je X?", "What is X?", :func:`query.sentences.definition_question`): the
+supported chunks that hold a sentence defining X (:func:`query.sentences.defines`) are packed first.
 """
 
 from __future__ import annotations
@@ -49,7 +52,15 @@ from .bundle import OpenedBundle
 from .contract import Source
 from .evidence import EvidenceItem
 from .hybrid import LONG_WORD, SearchFilter, SearchOptions, rank_chunks, ranking_searcher, source_url
-from .sentences import question_focus, text_language, word_set
+from .sentences import (
+    DefinitionQuestion,
+    definition_question,
+    defines,
+    question_focus,
+    text_language,
+    text_units,
+    word_set,
+)
 
 MIN_SUPPORT = 0.5
 """Default relevance gate (support score, 0..1) for a chunk to count as evidence."""
@@ -252,6 +263,12 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
         scored.sort(key=lambda item: (-item[1], rank[item[0]]))
     best = max((s for _, s in scored), default=0.0)
     relevant = [cid for cid, s in scored if s >= min_support]
+    definition = definition_question(question)
+    if definition is not None and relevant:
+        # "Co je X?": chunks with a sentence that defines X first (a plain definition before a
+        # relative clause), so that the defining sentence is in the evidence, not only mentions
+        strength = {cid: _defining(bundle, cid, definition) for cid in relevant}
+        relevant.sort(key=lambda cid: -strength[cid])
     context = pack_chunks(bundle, relevant, max_tokens=max_tokens, base_url=opts.base_url, max_items=max_items,
                           max_per_document=max_per_document, best_support=best)
     if context.items:
@@ -260,6 +277,15 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
                                         unknown=unknown)
         context.unknown_words = frozenset(unknown)
     return context
+
+
+def _defining(bundle: OpenedBundle, chunk_id: str, definition: DefinitionQuestion) -> int:
+    """The strongest :func:`query.sentences.defines` of the chunk's units (0 when it does not name the subject)."""
+    text = bundle.chunks[bundle.chunk_index[chunk_id]].text
+    words = word_set(text)
+    if not all(words.has(w) for w in definition.names):
+        return 0
+    return max((defines(definition, unit.text) for unit in text_units(text)), default=0)
 
 
 def _chunk_text(bundle: OpenedBundle, chunk_id: str) -> str:

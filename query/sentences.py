@@ -9,6 +9,8 @@ lists and headings are recognised the same way; sentences inside paragraphs and 
 from pysbd.  Splitter choice (measured on 17 hand-segmented real paragraphs from ms-docs-sk,
 thesis-wiki, cesko-digital-blog and obsidian-help sk/cs/en): pysbd with its Slovak rules split
 15/17 exactly with 0 false boundaries (2 missed: ``PhD.`` and ``atd.`` before a capital);
+one-letter abbreviations it splits (``Unie porodních asistentek, z. s. (UNIPA), nezisková ...``) are
+joined again when the next piece cannot open a sentence (lower case, a bracket, another ``s.``);
 simplemma 2.0's ``split_sentences`` split 13/17 with 3 false boundaries (after ``Ing.``,
 ``napr.`` and ``např.``), which would cut a verbatim claim in half.  pysbd has no Czech rules; its
 Slovak ones serve Czech as well (same abbreviations), and English text (no Slovak/Czech letters)
@@ -107,9 +109,18 @@ def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
                 at = flat.find(rest, pos)
                 spans.append((at, at + len(rest)))
             break
-        spans.append((at, at + len(piece)))
+        if spans and _ABBREVIATION_END.search(flat[spans[-1][0]:spans[-1][1]]) and _CONTINUES.match(piece):
+            spans[-1] = (spans[-1][0], at + len(piece))  # "z. s. (UNIPA), nezisková": one sentence
+        else:
+            spans.append((at, at + len(piece)))
         pos = at + len(piece)
     return tuple(spans)
+
+
+_ABBREVIATION_END = re.compile(r"(?:^|[\s(])[^\W\d]\.$")
+"""A piece ending in a one-letter abbreviation (``z.`` of ``z. s.``, ``s. r. o.``, ``a. s.``)."""
+_CONTINUES = re.compile(r"[(\[,;]|[^\W\d]\.(?:\s|$)|[a-záäčďéěíĺľňóôŕřšťúůýž]")
+"""A piece that cannot open a sentence: lower case, a bracket, or another one-letter abbreviation."""
 
 
 def _line_offsets(text: str) -> list[int]:
@@ -485,3 +496,141 @@ def text_language(text: str) -> str | None:
     czech = sum(1 for w in lower if any(ch in _CZECH_LETTERS for ch in w))
     slovak = sum(1 for w in lower if any(ch in _SLOVAK_LETTERS for ch in w))
     return "cs" if czech > slovak else "sk"
+
+
+# --------------------------------------------------------------------------- definition questions
+
+_DEFINITION_FRAMES: dict[str, tuple[tuple[str, str], ...]] = {
+    # language -> (frame, kind); ``(?P<x>...)`` is the subject.  Matched on the question in NFC, lower-cased
+    # for the frame words only, without a final ``?``/``!``/``.``.
+    "cs": ((r"(?:a\s+)?co\s+(?:to\s+)?(?:je|jsou|byl[aoiy]?)\s+(?:to\s+)?(?:za\s+)?(?P<x>.+)", "thing"),
+           (r"co\s+znamená\s+(?:zkratka\s+|slovo\s+|pojem\s+)?(?P<x>.+)", "thing"),
+           (r"(?:a\s+)?kdo\s+(?:to\s+)?(?:je|jsou|byl[aoiy]?)\s+(?:to\s+)?(?P<x>.+)", "person")),
+    "sk": ((r"(?:a\s+)?čo\s+(?:to\s+)?(?:je|sú|bol[aoi]?)\s+(?:to\s+)?(?:za\s+)?(?P<x>.+)", "thing"),
+           (r"čo\s+znamená\s+(?:skratka\s+|slovo\s+|pojem\s+)?(?P<x>.+)", "thing"),
+           (r"(?:a\s+)?kto\s+(?:to\s+)?(?:je|sú|bol[aoi]?)\s+(?:to\s+)?(?P<x>.+)", "person")),
+    "en": ((r"what(?:'s|’s|\s+is|\s+are|\s+was|\s+were)\s+(?P<x>.+)", "thing"),
+           (r"what\s+does\s+(?P<x>.+?)\s+(?:mean|stand\s+for)", "thing"),
+           (r"who(?:'s|’s|\s+is|\s+are|\s+was|\s+were)\s+(?P<x>.+)", "person")),
+    "de": ((r"was\s+(?:ist|sind|war|waren|bedeutet)\s+(?P<x>.+)", "thing"),
+           (r"wer\s+(?:ist|sind|war|waren)\s+(?P<x>.+)", "person")),
+}
+"""Question frames that ask what (``thing``) or who (``person``) something is, per language."""
+
+_ARTICLES = frozenset("the a an der die das ein eine einen".split())
+_SUBJECT_WORD = re.compile(r"\w+(?:[.\-–/&+']\w+)*")
+_DEFINING_VERBS = (
+    "je", "jsou", "byl", "byla", "bylo", "byli", "sú", "bol", "bola", "bolo", "boli", "is", "are", "was", "were",
+    "ist", "sind", "war", "waren", "znamená", "znamenal", "means", "stands for", "představuje", "predstavuje",
+    "označuje", "refers to", "bedeutet",
+)
+_RELATIVES = (
+    "který", "která", "které", "kterou", "jenž", "jež", "ktorý", "ktorá", "ktoré", "ktorú", "which", "who", "that",
+    "der", "die", "das", "welche", "welcher", "welches",
+)
+_AFTER_SUBJECT = re.compile(r"[)\]\"'”“»*_]*")
+_COPULA_AFTER = re.compile(r"\s+(?:" + "|".join(re.escape(v) for v in _DEFINING_VERBS) + r")\s+\S+\s+\S", re.I)
+_APPOSITION_COPULA_AFTER = re.compile(
+    r"\s*,\s+[^,;.]{3,80},\s+(?:" + "|".join(re.escape(v) for v in _DEFINING_VERBS) + r")\s+\S", re.I)
+_DASH_AFTER = re.compile(r"\s*(?:\s[-–—]|[–—])\s+\S")
+_PAREN_AFTER = re.compile(r"\s*\(\s*[^\W\d]")
+_RELATIVE_AFTER = re.compile(r"\s*,\s+(?:" + "|".join(_RELATIVES) + r")\s+\S", re.I)
+
+
+@dataclass(frozen=True)
+class DefinitionQuestion:
+    """A question that asks what (``kind`` ``thing``: "Co je X?", "What is X?", "Was ist X?") or who
+    (``person``: "Kdo je X?", "Who is X?") ``subject`` is.
+
+    ``words``: the subject's folded words (articles dropped); ``names``: those written with a capital
+    letter, a digit or an inner dot (``Jehlomat``, ``UNIPA``, ``Česko.Digital``), else all ``words``:
+    a sentence must name them to be about the subject ("projekt Jehlomat" is about ``jehlomat``).
+    """
+
+    kind: str
+    subject: str
+    words: tuple[str, ...]
+    names: tuple[str, ...]
+
+
+def definition_question(question: str) -> DefinitionQuestion | None:
+    """Return the :class:`DefinitionQuestion` of ``question`` (cs, sk, en, de), or ``None``.
+
+    Only a whole question of the form *frame + subject* counts, with a subject of 1-5 words that
+    contains no lower-case stop word (a leading article is dropped) and no possessive: "What is the title of
+    X's thesis?" and "Čo je v zadaní práce?" ask for something else.
+    """
+    text = " ".join(normalize_text(question).split()).rstrip(" ?!.")
+    match = None
+    kind = ""
+    for frames in _DEFINITION_FRAMES.values():
+        for frame, frame_kind in frames:
+            match = re.fullmatch(frame, text, re.IGNORECASE)
+            if match:
+                kind = frame_kind
+                break
+        if match:
+            break
+    if match is None:
+        return None
+    subject = match.group("x").strip(" \"'„“”‚‘’«»*")
+    raw = _SUBJECT_WORD.findall(subject)
+    while raw and raw[0].lower() in _ARTICLES:
+        raw = raw[1:]
+    if not 1 <= len(raw) <= 5 or re.search(r"['’]s\b", subject):
+        return None
+    stops = stop_words()
+    words = tuple(fold_word(w) for w in raw)
+    if any(fold_word(w) in stops for w in raw if w.islower()):
+        return None  # "Co je v zadání", "Co je nového": no subject (a capitalised "Nový" is a name word)
+    names = tuple(fold_word(w) for w in raw if not w.islower() or any(c.isdigit() or c == "." for c in w))
+    return DefinitionQuestion(kind, " ".join(raw), words, names or words)
+
+
+def _subject_spans(words: list[re.Match[str]], wanted: tuple[str, ...]) -> Iterable[tuple[int, int, bool]]:
+    """``(first, last, exact)`` word indices where ``wanted`` occurs as consecutive words (inflected
+    forms match; ``exact``: every word as asked, i.e. in the question's case)."""
+    n = len(wanted)
+    folded = [fold_word(m.group(0)) for m in words]
+    for i in range(len(folded) - n + 1):
+        pairs = list(zip(folded[i:i + n], wanted, strict=True))
+        if all(f == w or words_match(f, w) for f, w in pairs):
+            yield i, i + n - 1, all(f == w for f, w in pairs)
+
+
+def defines(definition: DefinitionQuestion, text: str) -> int:
+    """How plainly ``text`` (one sentence, Markdown) defines the subject X of ``definition``, 0..3.
+
+    3: X opening the sentence (after articles or the question's own words) followed by a copula,
+    possibly after an apposition ("X je/is/ist ...", "X, ..., je ..."), or an acronym X in
+    parentheses after words it abbreviates (one of the eight words before it starts with its first
+    letter: "Jsme Unie porodních asistentek, z. s. (UNIPA), ..."); 2: X followed by a dash or a
+    bracket anywhere ("vznikl Jehlomat – aplikace, ...", "Jehlomat (aplikace ...)"); for 3 and 2 X
+    is written as asked (not inflected: "na Jehlomatu – ..." is no definition); 1: X in any case form
+    followed by a relative clause ("projektu Jehlomat, který má ..."); 0: the sentence only mentions
+    X (or not even that).  Markup is read as displayed (:func:`query.snippets.display_text`).
+    """
+    from .snippets import display_text
+
+    flat = " ".join(display_text(text).split())
+    words = list(_SUBJECT_WORD.finditer(flat))
+    best = 0
+    own = set(definition.words)
+    for wanted in dict.fromkeys((definition.words, definition.names)):
+        for first, last, exact in _subject_spans(words, wanted):
+            start, end = words[first].start(), words[last].end()
+            before = flat[:start].rstrip(" *_\"'„“")
+            after = flat[end + len(_AFTER_SUBJECT.match(flat, end).group(0)):]  # type: ignore[union-attr]
+            opening = all(fold_word(w.group(0)) in own or w.group(0).lower() in _ARTICLES for w in words[:first])
+            acronym = flat[start:end]
+            if (before.endswith("(") and flat[end:end + 1] == ")" and len(words[:first]) >= 2
+                    and not any(c.islower() for c in acronym)
+                    and any(fold_word(w.group(0))[:1] == fold_word(acronym)[:1] for w in words[max(0, first - 8):first])):
+                best = max(best, 3)
+            elif exact and opening and (_COPULA_AFTER.match(after) or _APPOSITION_COPULA_AFTER.match(after)):
+                best = max(best, 3)
+            elif exact and (_DASH_AFTER.match(after) or _PAREN_AFTER.match(after)):
+                best = max(best, 2)
+            elif _RELATIVE_AFTER.match(after):
+                best = max(best, 1)
+    return best
