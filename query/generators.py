@@ -6,8 +6,10 @@ each claim against the evidence before anything is delivered.
 
 * :class:`ExtractiveGenerator` picks the fewest evidence units (sentences, list items, table rows;
   :func:`query.sentences.text_units`) that cover the question's content words and delivers each
-  verbatim (``text == quote``).  A picked unit that introduces a list (``Zadanie:`` followed by
-  ``1. ...``) brings every item of that list as its own claim.
+  as its verbatim ``quote`` with the ``text`` a reader sees (:func:`query.snippets.display_text`:
+  ``Projekt **Zlatokop**`` is shown as ``Projekt Zlatokop``).  A picked unit that introduces a
+  list (``Zadanie:`` followed by ``1. ...``) brings every item of that list as its own claim.
+  A definition question ("Co je X?") gets the one unit that defines X, or nothing.
 * :class:`OpenAIGenerator` posts to ``{base_url}/chat/completions`` of any OpenAI-compatible server
   (Ollama, vLLM, llama.cpp server, LM Studio, OpenAI); :class:`AnthropicGenerator` posts to
   ``{base_url}/v1/messages``.  Both use plain aiohttp (the official ``openai``/``anthropic``
@@ -44,11 +46,12 @@ from .sentences import (
     Unit,
     addresses_model,
     content_words,
-    definition_question,
     defines,
+    definition_question,
     text_units,
     word_set,
 )
+from .snippets import display_text
 
 log = logging.getLogger(__name__)
 
@@ -168,8 +171,9 @@ class ExtractiveGenerator:
         chosen.sort(key=lambda c: (c.rank, c.unit.order))
         claims = []
         for c in chosen:
-            text = " ".join(c.unit.text.split())
-            claims.append(Claim(text=text, evidence=(c.item.evidence_id,), quote=text))
+            quote = " ".join(c.unit.text.split())
+            text = " ".join(display_text(c.unit.text).split())
+            claims.append(Claim(text=text, evidence=(c.item.evidence_id,), quote=quote))
         return GeneratorReply(tuple(claims), insufficient=not claims)
 
     def define(self, definition: DefinitionQuestion, evidence: Sequence[EvidenceItem]) -> GeneratorReply:
@@ -187,8 +191,9 @@ class ExtractiveGenerator:
                     best, chosen = key, (item, unit)
         if chosen is None:
             return GeneratorReply((), insufficient=True)
-        text = " ".join(chosen[1].text.split())
-        return GeneratorReply((Claim(text=text, evidence=(chosen[0].evidence_id,), quote=text),))
+        quote = " ".join(chosen[1].text.split())
+        text = " ".join(display_text(chosen[1].text).split())
+        return GeneratorReply((Claim(text=text, evidence=(chosen[0].evidence_id,), quote=quote),))
 
     def _candidates(self, wanted: list[str], evidence: Sequence[tuple[int, EvidenceItem]]) -> list[_Candidate]:
         out = []

@@ -35,6 +35,7 @@ _SLAVIC_LETTERS = set("áäčďéěíĺľňóôŕřšťúůýžÁÄČĎÉĚÍĹ�
 _INNER_END = re.compile(r"[.!?…][\"'”’»)\]]*\s+\S")
 _LIST_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
 _HEADING_MARKER = re.compile(r"[ \t]*#{1,6}[ \t]+")
+_HARD_BREAK_LEAD = re.compile(r"(?:\\\s+)*")
 _STOP_LANGS = ("sk", "cs", "en", "de", "pl")
 _INSTRUCTION = re.compile(
     r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:previous|prior|above|earlier|former)\s+"
@@ -93,11 +94,12 @@ def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     if not stripped:
         return ()
     lead = len(text) - len(text.lstrip())
-    if not _INNER_END.search(stripped.replace("\n", " ")):
+    if not _INNER_END.search(re.sub(r"\\(?=\n)", " ", stripped).replace("\n", " ")):
         return ((lead, lead + len(stripped)),)
     spans = []
     pos = 0
-    flat = text.replace("\n", " ")  # a soft line break is not a sentence end; same offsets
+    # a soft line break is not a sentence end; a hard one ("\\" at a line end) is read as a space; same offsets
+    flat = re.sub(r"\\(?=\n)", " ", text).replace("\n", " ")
     for piece in _segmenter(_language(text)).segment(flat):
         piece = piece.strip()
         if not piece:
@@ -187,6 +189,10 @@ def _text_units(text: str) -> tuple[Unit, ...]:
             kind = "item" if list_stack else "sentence"
             last = None
             for s, e in sentence_spans(block):
+                # a hard line break ("\\" at a line end) of the sentence before is no part of this one
+                s += len(_HARD_BREAK_LEAD.match(block, s).group(0))  # type: ignore[union-attr]
+                if s >= e:
+                    continue
                 unit = Unit(kind, start + s, start + e, text[start + s : start + e],
                             tuple(h for _, h in headings), list_stack[-1] if list_stack else None,
                             None, len(units))
@@ -519,19 +525,20 @@ _DEFINITION_FRAMES: dict[str, tuple[tuple[str, str], ...]] = {
 
 _ARTICLES = frozenset("the a an der die das ein eine einen".split())
 _SUBJECT_WORD = re.compile(r"\w+(?:[.\-–/&+']\w+)*")
-_DEFINING_VERBS = (
+DEFINING_VERBS = (
     "je", "jsou", "byl", "byla", "bylo", "byli", "sú", "bol", "bola", "bolo", "boli", "is", "are", "was", "were",
     "ist", "sind", "war", "waren", "znamená", "znamenal", "means", "stands for", "představuje", "predstavuje",
     "označuje", "refers to", "bedeutet",
 )
+"""Verbs that state what a subject is (copulas and "means"), cs/sk/en/de."""
 _RELATIVES = (
     "který", "která", "které", "kterou", "jenž", "jež", "ktorý", "ktorá", "ktoré", "ktorú", "which", "who", "that",
     "der", "die", "das", "welche", "welcher", "welches",
 )
 _AFTER_SUBJECT = re.compile(r"[)\]\"'”“»*_]*")
-_COPULA_AFTER = re.compile(r"\s+(?:" + "|".join(re.escape(v) for v in _DEFINING_VERBS) + r")\s+\S+\s+\S", re.I)
+_COPULA_AFTER = re.compile(r"\s+(?:" + "|".join(re.escape(v) for v in DEFINING_VERBS) + r")\s+\S+\s+\S", re.I)
 _APPOSITION_COPULA_AFTER = re.compile(
-    r"\s*,\s+[^,;.]{3,80},\s+(?:" + "|".join(re.escape(v) for v in _DEFINING_VERBS) + r")\s+\S", re.I)
+    r"\s*,\s+[^,;.]{3,80},\s+(?:" + "|".join(re.escape(v) for v in DEFINING_VERBS) + r")\s+\S", re.I)
 _DASH_AFTER = re.compile(r"\s*(?:\s[-–—]|[–—])\s+\S")
 _PAREN_AFTER = re.compile(r"\s*\(\s*[^\W\d]")
 _RELATIVE_AFTER = re.compile(r"\s*,\s+(?:" + "|".join(_RELATIVES) + r")\s+\S", re.I)
@@ -625,7 +632,8 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
             acronym = flat[start:end]
             if (before.endswith("(") and flat[end:end + 1] == ")" and len(words[:first]) >= 2
                     and not any(c.islower() for c in acronym)
-                    and any(fold_word(w.group(0))[:1] == fold_word(acronym)[:1] for w in words[max(0, first - 8):first])):
+                    and any(fold_word(w.group(0))[:1] == fold_word(acronym)[:1]
+                            for w in words[max(0, first - 8):first])):
                 best = max(best, 3)
             elif exact and opening and (_COPULA_AFTER.match(after) or _APPOSITION_COPULA_AFTER.match(after)):
                 best = max(best, 3)
