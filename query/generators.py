@@ -83,6 +83,24 @@ def _about_named(question: str, evidence: Sequence[EvidenceItem]) -> list[tuple[
     return named or ranked
 
 
+def shown_text(unit_text: str) -> str:
+    """The text a reader sees of one unit cut from a paragraph: :func:`query.snippets.display_text`,
+    whitespace collapsed, and an emphasis marker left unpaired at either edge dropped (bold that spans
+    several sentences opens in one unit and closes in another: ``**Sbírka počítačů, která ...``)."""
+    shown = " ".join(display_text(unit_text).split())
+    for mark in ("**", "__", "*", "_"):
+        if shown.count(mark) % 2:
+            if shown.startswith(mark) and not shown.startswith(mark + " "):
+                shown = shown[len(mark):]
+            elif shown.endswith(mark):
+                shown = shown[: -len(mark)]
+            else:
+                tail = re.search(re.escape(mark) + r"[.!?…:;,)]*$", shown)
+                if tail:
+                    shown = shown[: tail.start()] + shown[tail.start() + len(mark):]
+    return shown.strip()
+
+
 class ExtractiveGenerator:
     """Verbatim evidence units chosen by greedy set cover of the question's content words.
 
@@ -172,8 +190,7 @@ class ExtractiveGenerator:
         claims = []
         for c in chosen:
             quote = " ".join(c.unit.text.split())
-            text = " ".join(display_text(c.unit.text).split())
-            claims.append(Claim(text=text, evidence=(c.item.evidence_id,), quote=quote))
+            claims.append(Claim(text=shown_text(c.unit.text), evidence=(c.item.evidence_id,), quote=quote))
         return GeneratorReply(tuple(claims), insufficient=not claims)
 
     def define(self, definition: DefinitionQuestion, evidence: Sequence[EvidenceItem]) -> GeneratorReply:
@@ -192,8 +209,7 @@ class ExtractiveGenerator:
         if chosen is None:
             return GeneratorReply((), insufficient=True)
         quote = " ".join(chosen[1].text.split())
-        text = " ".join(display_text(chosen[1].text).split())
-        return GeneratorReply((Claim(text=text, evidence=(chosen[0].evidence_id,), quote=quote),))
+        return GeneratorReply((Claim(text=shown_text(chosen[1].text), evidence=(chosen[0].evidence_id,), quote=quote),))
 
     def _candidates(self, wanted: list[str], evidence: Sequence[tuple[int, EvidenceItem]]) -> list[_Candidate]:
         out = []

@@ -524,6 +524,16 @@ _DEFINITION_FRAMES: dict[str, tuple[tuple[str, str], ...]] = {
 """Question frames that ask what (``thing``) or who (``person``) something is, per language."""
 
 _ARTICLES = frozenset("the a an der die das ein eine einen".split())
+_CATEGORY_NOUNS = (
+    "projekt", "project", "aplikac", "app", "organizac", "organisation", "organization", "organi", "spolek", "spolk",
+    "spolok", "verein", "platform", "iniciativ", "initiative", "komunit", "community", "nadac", "foundation",
+    "stiftung", "portal", "web", "kurz", "course", "program", "nastroj", "tool", "sluzb", "service", "newsletter",
+    "podcast", "akceler", "accelerator", "hackathon", "soutez", "sutaz", "databaz", "database", "system",
+    "firm", "company", "spolecnost", "spolocnost", "unie", "union", "hnuti", "hnutie", "sit", "siet", "network",
+    "metod", "method", "framework", "knihovn", "kniznic", "library", "format", "standard", "zakon", "law",
+)
+"""Folded prefixes of nouns that name the kind of a thing: "Aplikace Preventivka byla ..." opens with its subject.
+(Right before X alone they are no definition: "na projektu Jehlomat" says nothing of what Jehlomat is.)"""
 _SUBJECT_WORD = re.compile(r"\w+(?:[.\-–/&+']\w+)*")
 DEFINING_VERBS = (
     "je", "jsou", "byl", "byla", "bylo", "byli", "sú", "bol", "bola", "bolo", "boli", "is", "are", "was", "were",
@@ -540,7 +550,10 @@ _COPULA_AFTER = re.compile(r"\s+(?:" + "|".join(re.escape(v) for v in DEFINING_V
 _APPOSITION_COPULA_AFTER = re.compile(
     r"\s*,\s+[^,;.]{3,80},\s+(?:" + "|".join(re.escape(v) for v in DEFINING_VERBS) + r")\s+\S", re.I)
 _DASH_AFTER = re.compile(r"\s*(?:\s[-–—]|[–—])\s+\S")
-_PAREN_AFTER = re.compile(r"\s*\(\s*[^\W\d]")
+_LOWER = "a-záäčďéěíĺľňóôŕřšťúůýžöüß"
+_PAREN_AFTER = re.compile(rf"\s*\(\s*(?:[{_LOWER}][^\W\d]*[\s,)]|[^\W\d{_LOWER}][^\W\d]*\s+\w|[A-Z]{{2,}}[\s,])")
+"""A bracket after X opening with a description (lower-case word, a capitalised word followed by more, or an
+acronym with more): "Jehlomat (aplikace pro ...)", "Jan Kotara (COO, ...)"; not a bare name ("Preventivka (Loono)")."""
 _RELATIVE_AFTER = re.compile(r"\s*,\s+(?:" + "|".join(_RELATIVES) + r")\s+\S", re.I)
 
 
@@ -605,10 +618,16 @@ def _subject_spans(words: list[re.Match[str]], wanted: tuple[str, ...]) -> Itera
             yield i, i + n - 1, all(f == w for f, w in pairs)
 
 
+def _is_category(word: str) -> bool:
+    folded = fold_word(word)
+    return folded.isalpha() and folded.startswith(_CATEGORY_NOUNS) and len(folded) <= 14
+
+
 def defines(definition: DefinitionQuestion, text: str) -> int:
     """How plainly ``text`` (one sentence, Markdown) defines the subject X of ``definition``, 0..3.
 
-    3: X opening the sentence (after articles or the question's own words) followed by a copula,
+    3: X opening the sentence (after at most three articles, words of the question's subject or nouns of
+    a kind, "Aplikace Preventivka byla ...") followed by a copula,
     possibly after an apposition ("X je/is/ist ...", "X, ..., je ..."), or an acronym X in
     parentheses after words it abbreviates (one of the eight words before it starts with its first
     letter: "Jsme Unie porodních asistentek, z. s. (UNIPA), ..."); 2: X followed by a dash or a
@@ -628,7 +647,8 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
             start, end = words[first].start(), words[last].end()
             before = flat[:start].rstrip(" *_\"'„“")
             after = flat[end + len(_AFTER_SUBJECT.match(flat, end).group(0)):]  # type: ignore[union-attr]
-            opening = all(fold_word(w.group(0)) in own or w.group(0).lower() in _ARTICLES for w in words[:first])
+            opening = first <= 3 and all(fold_word(w.group(0)) in own or w.group(0).lower() in _ARTICLES
+                                         or _is_category(w.group(0)) for w in words[:first])
             acronym = flat[start:end]
             if (before.endswith("(") and flat[end:end + 1] == ")" and len(words[:first]) >= 2
                     and not any(c.islower() for c in acronym)

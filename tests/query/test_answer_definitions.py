@@ -97,10 +97,27 @@ def test_other_questions_are_no_definition_questions(question: str) -> None:
     ("Vedení UNIPA je otevřené novým nástrojům.", 0),          # UNIPA is no subject here
     ("Autorka: Veronika Quek (UNIPA).", 0),                    # no abbreviated words before it
     ("Práce na UNIPĚ – pokračuje dál.", 0),                    # inflected: no apposition of the subject
+    ("Organizace UNIPA byla založena v roce 2005.", 3),        # a noun of its kind before the subject
+    ("UNIPA (unie porodních asistentek) pomáhá.", 2),
+    ("Product Owner aplikace UNIPA (Loono), povídají.", 0),    # a bare name in brackets says nothing
+    ("Na projektu UNIPA jsme pracovali rok.", 0),
 ])
 def test_defining_sentences(sentence: str, strength: int) -> None:
     definition = definition_question("Co je UNIPA?")
     assert definition is not None and defines(definition, sentence) == strength
+
+
+@pytest.mark.parametrize(("unit", "shown"), [
+    ("**Sbírka počítačů, která vznikla, přešla.", "Sbírka počítačů, která vznikla, přešla."),
+    ("_V druhej rovine má Jehlomat za cieľ.", "V druhej rovine má Jehlomat za cieľ."),
+    ("Konec **věty.**", "Konec věty."),
+    ("Projekt **Zlatokop** měří [průtok](https://x.org).", "Projekt Zlatokop měří průtok."),
+    ("Soubor x_y_z se načte.", "Soubor x_y_z se načte."),
+])
+def test_claim_text_is_the_display_form_of_its_unit(unit: str, shown: str) -> None:
+    from query.generators import shown_text
+
+    assert shown_text(unit) == shown
 
 
 def test_one_letter_abbreviations_do_not_end_a_sentence() -> None:
