@@ -530,10 +530,13 @@ _CATEGORY_NOUNS = (
     "stiftung", "portal", "web", "kurz", "course", "program", "nastroj", "tool", "sluzb", "service", "newsletter",
     "podcast", "akceler", "accelerator", "hackathon", "soutez", "sutaz", "databaz", "database", "system",
     "firm", "company", "spolecnost", "spolocnost", "unie", "union", "hnuti", "hnutie", "sit", "siet", "network",
+    "porad", "show", "koordinator", "coordinator", "zakladatel", "founder", "reditel", "director", "clen", "member",
+    "dobrovolni", "volunteer", "expert", "manazer", "manager", "vedouc", "veduc", "lead", "designer", "vyvojar",
+    "developer",
     "metod", "method", "framework", "knihovn", "kniznic", "library", "format", "standard", "zakon", "law",
 )
-"""Folded prefixes of nouns that name the kind of a thing: "Aplikace Preventivka byla ..." opens with its subject.
-(Right before X alone they are no definition: "na projektu Jehlomat" says nothing of what Jehlomat is.)"""
+"""Folded prefixes of nouns that name the kind of a thing ("Aplikace Preventivka byla ...", "vládní iniciativa
+Digitální Česko"); a bare one after a preposition is no definition ("na projektu Jehlomat")."""
 _SUBJECT_WORD = re.compile(r"\w+(?:[.\-–/&+']\w+)*")
 DEFINING_VERBS = (
     "je", "jsou", "byl", "byla", "bylo", "byli", "sú", "bol", "bola", "bolo", "boli", "is", "are", "was", "were",
@@ -626,14 +629,16 @@ def _is_category(word: str) -> bool:
 def defines(definition: DefinitionQuestion, text: str) -> int:
     """How plainly ``text`` (one sentence, Markdown) defines the subject X of ``definition``, 0..3.
 
-    3: X opening the sentence (after at most three articles, words of the question's subject or nouns of
-    a kind, "Aplikace Preventivka byla ...") followed by a copula,
+    3: X opening the sentence (after at most three articles or words of the question's subject, and one
+    noun of its kind right before it: "Aplikace Preventivka byla ...") followed by a copula,
     possibly after an apposition ("X je/is/ist ...", "X, ..., je ..."), or an acronym X in
     parentheses after words it abbreviates (one of the eight words before it starts with its first
     letter: "Jsme Unie porodních asistentek, z. s. (UNIPA), ..."); 2: X followed by a dash or a
     bracket anywhere ("vznikl Jehlomat – aplikace, ...", "Jehlomat (aplikace ...)"); for 3 and 2 X
     is written as asked (not inflected: "na Jehlomatu – ..." is no definition); 1: X in any case form
-    followed by a relative clause ("projektu Jehlomat, který má ..."); 0: the sentence only mentions
+    followed by a relative clause ("projektu Jehlomat, který má ..."), or right after a qualified noun of
+    its kind ("vládní iniciativy Digitální Česko", "Koordinátor projektu Vojta Petrus"; "na projektu
+    Jehlomat" is no definition); 0: the sentence only mentions
     X (or not even that).  Markup is read as displayed (:func:`query.snippets.display_text`).
     """
     from .snippets import display_text
@@ -647,8 +652,14 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
             start, end = words[first].start(), words[last].end()
             before = flat[:start].rstrip(" *_\"'„“")
             after = flat[end + len(_AFTER_SUBJECT.match(flat, end).group(0)):]  # type: ignore[union-attr]
+            lead = words[:first]
             opening = first <= 3 and all(fold_word(w.group(0)) in own or w.group(0).lower() in _ARTICLES
-                                         or _is_category(w.group(0)) for w in words[:first])
+                                         or (i == first - 1 and _is_category(w.group(0)))
+                                         for i, w in enumerate(lead))
+            # "vládní iniciativa Digitální Česko", "Koordinátor projektu Vojta Petrus": a noun of its kind
+            # right before X, itself qualified by a word that is no stop word ("na projektu X" is not)
+            kind_before = (first >= 2 and _is_category(lead[-1].group(0)) and flat[lead[-1].end():start].strip() == ""
+                           and fold_word(lead[-2].group(0)) not in stop_words() and not lead[-2].group(0).isdigit())
             acronym = flat[start:end]
             if (before.endswith("(") and flat[end:end + 1] == ")" and len(words[:first]) >= 2
                     and not any(c.islower() for c in acronym)
@@ -659,6 +670,6 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
                 best = max(best, 3)
             elif exact and (_DASH_AFTER.match(after) or _PAREN_AFTER.match(after)):
                 best = max(best, 2)
-            elif _RELATIVE_AFTER.match(after):
+            elif _RELATIVE_AFTER.match(after) or kind_before:
                 best = max(best, 1)
     return best

@@ -41,6 +41,8 @@ def _blog(root: Path) -> RepoBuilder:
                                  "Příběh UNIPA ukazuje, že změna nemusí začínat velkou transformací.\n")
     repo.write("posts/mentomat.md", "---\ntitle: Hackathon v Brně\n---\nNa hackathonu jsme pracovali na projektu "
                                     "Mentomat. Mentomat jsme pak představili v Brně.\n")
+    repo.write("posts/kreslomat.md", "---\ntitle: Novinky\n---\nPředstavili jsme mobilní aplikaci Kreslomat "
+                                     "pro děti. Kreslomat jsme ukázali v Praze.\n")
     repo.write("posts/zlatokop.md", "---\ntitle: Řeka\n---\nProjekt **Zlatokop** měří průtok řeky "
                                     "[každou hodinu](https://example.org/hodiny).\n")
     repo.commit("posts")
@@ -99,8 +101,10 @@ def test_other_questions_are_no_definition_questions(question: str) -> None:
     ("Práce na UNIPĚ – pokračuje dál.", 0),                    # inflected: no apposition of the subject
     ("Organizace UNIPA byla založena v roce 2005.", 3),        # a noun of its kind before the subject
     ("UNIPA (unie porodních asistentek) pomáhá.", 2),
-    ("Product Owner aplikace UNIPA (Loono), povídají.", 0),    # a bare name in brackets says nothing
-    ("Na projektu UNIPA jsme pracovali rok.", 0),
+    ("Product Owner aplikace UNIPA (Loono), povídají.", 1),    # a bare name in brackets adds nothing: kind only
+    ("Na projektu UNIPA jsme pracovali rok.", 0),              # a bare noun of its kind after a preposition
+    ("Akcelerace organizace UNIPA je u konce.", 1),             # no opening: UNIPA is no subject; kind only
+    ("Kurzy vládní iniciativy UNIPA jsou dostupné.", 1),
 ])
 def test_defining_sentences(sentence: str, strength: int) -> None:
     definition = definition_question("Co je UNIPA?")
@@ -138,6 +142,17 @@ def test_a_definition_question_gets_the_defining_sentence(blog: dict[str, Any]) 
     unipa = ask(blog["bundle"], "Co je UNIPA?")
     assert unipa["status"] == "ok"
     assert unipa["answer"].startswith("Jsme Unie porodních asistentek, z. s. (UNIPA), nezisková profesní organizace")
+
+
+def test_a_definition_by_kind_only_is_partial(blog: dict[str, Any]) -> None:
+    body = ask(blog["bundle"], "Co je Kreslomat?")
+    assert body["status"] == "ok"
+    assert body["answer"] == "Představili jsme mobilní aplikaci Kreslomat pro děti. [S1]"
+    coverage = body["answer_coverage"]
+    assert coverage["status"] == "partial"
+    assert any("No sentence of the pages defines Kreslomat" in w for w in coverage["warnings"])
+    plain = ask(blog["bundle"], "Co je Jehlomat?")["answer_coverage"]
+    assert plain["status"] == "supported" and plain["warnings"] == []
 
 
 def test_a_thing_the_pages_only_mention_is_refused(blog: dict[str, Any]) -> None:
