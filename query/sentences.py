@@ -530,11 +530,16 @@ _CATEGORY_NOUNS = (
     "stiftung", "portal", "web", "kurz", "course", "program", "nastroj", "tool", "sluzb", "service", "newsletter",
     "podcast", "akceler", "accelerator", "hackathon", "soutez", "sutaz", "databaz", "database", "system",
     "firm", "company", "spolecnost", "spolocnost", "unie", "union", "hnuti", "hnutie", "sit", "siet", "network",
-    "porad", "show", "koordinator", "coordinator", "zakladatel", "founder", "reditel", "director", "clen", "member",
-    "dobrovolni", "volunteer", "expert", "manazer", "manager", "vedouc", "veduc", "lead", "designer", "vyvojar",
-    "developer",
+    "porad", "show",
     "metod", "method", "framework", "knihovn", "kniznic", "library", "format", "standard", "zakon", "law",
 )
+_ROLE_NOUNS = (
+    "koordinator", "coordinator", "zakladatel", "founder", "reditel", "director", "clen", "member", "dobrovolni",
+    "volunteer", "expert", "manazer", "manager", "vedouc", "veduc", "lead", "designer", "vyvojar", "developer",
+    "predsed", "chair", "autor", "author", "ambasador", "ambassador", "mentor", "lektor", "analyti", "analyst",
+)
+"""Folded prefixes of nouns that name the role of a person ("Koordinátor projektu Vojta Petrus"); before a
+thing they govern it ("koordinátorka Safezóny" is no Safezóny) and do not count."""
 """Folded prefixes of nouns that name the kind of a thing ("Aplikace Preventivka byla ...", "vládní iniciativa
 Digitální Česko"); a bare one after a preposition is no definition ("na projektu Jehlomat")."""
 _SUBJECT_WORD = re.compile(r"\w+(?:[.\-–/&+']\w+)*")
@@ -621,9 +626,10 @@ def _subject_spans(words: list[re.Match[str]], wanted: tuple[str, ...]) -> Itera
             yield i, i + n - 1, all(f == w for f, w in pairs)
 
 
-def _is_category(word: str) -> bool:
+def _is_category(word: str, kind: str = "thing") -> bool:
     folded = fold_word(word)
-    return folded.isalpha() and folded.startswith(_CATEGORY_NOUNS) and len(folded) <= 14
+    nouns = _ROLE_NOUNS + _CATEGORY_NOUNS if kind == "person" else _CATEGORY_NOUNS
+    return folded.isalpha() and folded.startswith(nouns) and len(folded) <= 14
 
 
 def defines(definition: DefinitionQuestion, text: str) -> int:
@@ -654,11 +660,12 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
             after = flat[end + len(_AFTER_SUBJECT.match(flat, end).group(0)):]  # type: ignore[union-attr]
             lead = words[:first]
             opening = first <= 3 and all(fold_word(w.group(0)) in own or w.group(0).lower() in _ARTICLES
-                                         or (i == first - 1 and _is_category(w.group(0)))
+                                         or (i == first - 1 and _is_category(w.group(0), definition.kind))
                                          for i, w in enumerate(lead))
             # "vládní iniciativa Digitální Česko", "Koordinátor projektu Vojta Petrus": a noun of its kind
             # right before X, itself qualified by a word that is no stop word ("na projektu X" is not)
-            kind_before = (first >= 2 and _is_category(lead[-1].group(0)) and flat[lead[-1].end():start].strip() == ""
+            kind_before = (first >= 2 and _is_category(lead[-1].group(0), definition.kind)
+                           and flat[lead[-1].end():start].strip() == ""
                            and fold_word(lead[-2].group(0)) not in stop_words() and not lead[-2].group(0).isdigit())
             acronym = flat[start:end]
             if (before.endswith("(") and flat[end:end + 1] == ")" and len(words[:first]) >= 2

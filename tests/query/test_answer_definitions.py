@@ -105,6 +105,7 @@ def test_other_questions_are_no_definition_questions(question: str) -> None:
     ("Na projektu UNIPA jsme pracovali rok.", 0),              # a bare noun of its kind after a preposition
     ("Akcelerace organizace UNIPA je u konce.", 1),             # no opening: UNIPA is no subject; kind only
     ("Kurzy vládní iniciativy UNIPA jsou dostupné.", 1),
+    ("Marketingová koordinátorka UNIPA Eva Malá napsala článek.", 0),  # a role noun governs a thing: no kind
 ])
 def test_defining_sentences(sentence: str, strength: int) -> None:
     definition = definition_question("Co je UNIPA?")
@@ -122,6 +123,13 @@ def test_claim_text_is_the_display_form_of_its_unit(unit: str, shown: str) -> No
     from query.generators import shown_text
 
     assert shown_text(unit) == shown
+
+
+def test_a_role_noun_before_a_person_says_who_they_are() -> None:
+    definition = definition_question("Kdo je Vojta Petrus?")
+    assert definition is not None
+    assert defines(definition, "Koordinátor projektu Vojta Petrus připravuje uživatelský výzkum.") == 1
+    assert defines(definition, "Na výzkumu pracuje Vojta Petrus od jara.") == 0
 
 
 def test_one_letter_abbreviations_do_not_end_a_sentence() -> None:
