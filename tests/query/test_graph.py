@@ -372,5 +372,9 @@ def test_a_named_thing_the_pages_mention_is_no_unknown_person(tmp_path: Path, ha
             assert ask(bundle, question)["reason"] == "unknown_person", question  # no published page names them
         assert ask(bundle, "Co dělá Karel Gott?", published_only=False)["reason"] == "unsupported_question"
         assert ask(bundle, "Kdo je Karel Gott?", published_only=False)["reason"] == "unsupported_question"
+        # people or numbers asked about a thing the pages name: the text answers, no person is unknown
+        for question in ("Proč Česko.Digital předalo Jehlomat?", "Kdo po Česko.Digital převzal Jehlomat?",
+                         "Kolik lidí pracovalo na Jehlomat?"):
+            assert ask(bundle, question)["reason"] == "unsupported_question", question
     finally:
         bundle.close()
