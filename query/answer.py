@@ -401,9 +401,9 @@ def _envelope(bundle: OpenedBundle, status: str, reason: str | None, sources: li
 
 def _weak_definition(question: str, claims: list[Claim]) -> str | None:
     """A warning when ``question`` asks what (who) X is and no delivered quote defines X plainly
-    (:func:`query.sentences.defines` below 2: only a relative clause or a noun of its kind says what it is)."""
+    (:func:`query.sentences.defines` below 3: only a relative clause or a noun of its kind says what it is)."""
     definition = definition_question(question)
-    if definition is None or not claims or max(defines(definition, c.quote) for c in claims) >= 2:
+    if definition is None or not claims or max(defines(definition, c.quote) for c in claims) >= 3:
         return None
     return (f"No sentence of the pages defines {definition.subject}; the answer only says what kind of "
             f"{'person' if definition.kind == 'person' else 'thing'} it is or what it does.")

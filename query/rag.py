@@ -305,7 +305,7 @@ def _defining_chunks(bundle: OpenedBundle, definition: DefinitionQuestion, publi
                      limit: int = 3) -> list[tuple[str, int]]:
     """``(chunk id, strength)`` of up to ``limit`` chunks (strongest first, then BM25 order) among the
     first :data:`DEFINITION_SCAN` that name every name word of the subject and hold a sentence defining it
-    with strength 2 or more (:func:`query.sentences.defines`)."""
+    with strength 3 or more (a copula, apposition, dash or bracket: :func:`query.sentences.defines`)."""
     from whoosh import query as wq
 
     from .hybrid import _chunk_id
@@ -329,7 +329,7 @@ def _defining_chunks(bundle: OpenedBundle, definition: DefinitionQuestion, publi
         if not maybe.search(fold(chunk.text)):
             continue
         strength = _defining(bundle, cid, definition)
-        if strength >= 2:
+        if strength >= 3:
             found.append((-strength, rank, cid))
     return [(cid, -neg) for neg, _, cid in sorted(found)[:limit]]
 

@@ -633,19 +633,19 @@ def _is_category(word: str, kind: str = "thing") -> bool:
 
 
 def defines(definition: DefinitionQuestion, text: str) -> int:
-    """How plainly ``text`` (one sentence, Markdown) defines the subject X of ``definition``, 0..3.
+    """How plainly ``text`` (one sentence, Markdown) defines the subject X of ``definition``, 0..4.
 
-    3: X opening the sentence (after at most three articles or words of the question's subject, and one
-    noun of its kind right before it: "Aplikace Preventivka byla ...") followed by a copula,
-    possibly after an apposition ("X je/is/ist ...", "X, ..., je ..."), or an acronym X in
-    parentheses after words it abbreviates (one of the eight words before it starts with its first
-    letter: "Jsme Unie porodních asistentek, z. s. (UNIPA), ..."); 2: X followed by a dash or a
-    bracket anywhere ("vznikl Jehlomat – aplikace, ...", "Jehlomat (aplikace ...)"); for 3 and 2 X
-    is written as asked (not inflected: "na Jehlomatu – ..." is no definition); 1: X in any case form
-    followed by a relative clause ("projektu Jehlomat, který má ..."), or right after a qualified noun of
-    its kind ("vládní iniciativy Digitální Česko", "Koordinátor projektu Vojta Petrus"; "na projektu
-    Jehlomat" is no definition); 0: the sentence only mentions
-    X (or not even that).  Markup is read as displayed (:func:`query.snippets.display_text`).
+    4: X opening the sentence (after at most three articles or words of the question's subject, and one
+    noun of its kind right before it: "Aplikace Preventivka byla ...") followed by a copula, possibly
+    after an apposition ("X je/is/ist ...", "X, ..., je ..."), or an acronym X in parentheses after
+    words it abbreviates (one of the eight words before it starts with its first letter: "Jsme Unie
+    porodních asistentek, z. s. (UNIPA), ..."); 3: X followed by a dash or a described bracket anywhere
+    ("vznikl Jehlomat – aplikace, ...", "Jehlomat (aplikace ...)"); for 4 and 3 X is written as asked
+    (not inflected: "na Jehlomatu – ..." is no definition); 2: X in any case form followed by a
+    relative clause ("projektu Jehlomat, který má ..."); 1: X right after a qualified noun of its kind
+    ("vládní iniciativy Digitální Česko", "Koordinátor projektu Vojta Petrus"; "na projektu Jehlomat"
+    is none, and Czech genitives make this the weakest sign); 0: the sentence only mentions X (or not
+    even that).  Markup is read as displayed (:func:`query.snippets.display_text`).
     """
     from .snippets import display_text
 
@@ -672,11 +672,13 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
                     and not any(c.islower() for c in acronym)
                     and any(fold_word(w.group(0))[:1] == fold_word(acronym)[:1]
                             for w in words[max(0, first - 8):first])):
-                best = max(best, 3)
+                best = max(best, 4)
             elif exact and opening and (_COPULA_AFTER.match(after) or _APPOSITION_COPULA_AFTER.match(after)):
-                best = max(best, 3)
+                best = max(best, 4)
             elif exact and (_DASH_AFTER.match(after) or _PAREN_AFTER.match(after)):
+                best = max(best, 3)
+            elif _RELATIVE_AFTER.match(after):
                 best = max(best, 2)
-            elif _RELATIVE_AFTER.match(after) or kind_before:
+            elif kind_before:
                 best = max(best, 1)
     return best

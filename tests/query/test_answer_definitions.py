@@ -90,17 +90,17 @@ def test_other_questions_are_no_definition_questions(question: str) -> None:
 
 
 @pytest.mark.parametrize(("sentence", "strength"), [
-    ("Jsme Unie porodních asistentek, z. s. (UNIPA), nezisková profesní organizace.", 3),
-    ("UNIPA je nezisková profesní organizace porodních asistentek.", 3),
-    ("UNIPA, spolek porodních asistentek, je nezisková organizace.", 3),
-    ("Vznikla **UNIPA** – organizace porodních asistentek.", 2),
-    ("Spolupracujeme s UNIPA, která sdružuje porodní asistentky.", 1),
+    ("Jsme Unie porodních asistentek, z. s. (UNIPA), nezisková profesní organizace.", 4),
+    ("UNIPA je nezisková profesní organizace porodních asistentek.", 4),
+    ("UNIPA, spolek porodních asistentek, je nezisková organizace.", 4),
+    ("Vznikla **UNIPA** – organizace porodních asistentek.", 3),
+    ("Spolupracujeme s UNIPA, která sdružuje porodní asistentky.", 2),
     ("Příběh UNIPA ukazuje, že změna nemusí začínat velkou transformací.", 0),
     ("Vedení UNIPA je otevřené novým nástrojům.", 0),          # UNIPA is no subject here
     ("Autorka: Veronika Quek (UNIPA).", 0),                    # no abbreviated words before it
     ("Práce na UNIPĚ – pokračuje dál.", 0),                    # inflected: no apposition of the subject
-    ("Organizace UNIPA byla založena v roce 2005.", 3),        # a noun of its kind before the subject
-    ("UNIPA (unie porodních asistentek) pomáhá.", 2),
+    ("Organizace UNIPA byla založena v roce 2005.", 4),        # a noun of its kind before the subject
+    ("UNIPA (unie porodních asistentek) pomáhá.", 3),
     ("Product Owner aplikace UNIPA (Loono), povídají.", 1),    # a bare name in brackets adds nothing: kind only
     ("Na projektu UNIPA jsme pracovali rok.", 0),              # a bare noun of its kind after a preposition
     ("Akcelerace organizace UNIPA je u konce.", 1),             # no opening: UNIPA is no subject; kind only
