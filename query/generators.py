@@ -88,6 +88,8 @@ def shown_text(unit_text: str) -> str:
     whitespace collapsed, and an emphasis marker left unpaired at either edge dropped (bold that spans
     several sentences opens in one unit and closes in another: ``**Sbírka počítačů, která ...``)."""
     shown = " ".join(display_text(unit_text).split())
+    if shown.startswith(("** ", "__ ")):  # bold opened before a hard break: "**\\\nJan Kotara** (COO, ...)"
+        shown = " ".join(display_text(re.sub(r"^(\*\*|__)\s+(?=\S)", r"\1", shown)).split())
     for mark in ("**", "__", "*", "_"):
         if shown.count(mark) % 2:
             if shown.startswith(mark) and not shown.startswith(mark + " "):

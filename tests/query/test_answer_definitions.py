@@ -118,6 +118,7 @@ def test_defining_sentences(sentence: str, strength: int) -> None:
     ("Konec **věty.**", "Konec věty."),
     ("Projekt **Zlatokop** měří [průtok](https://x.org).", "Projekt Zlatokop měří průtok."),
     ("Soubor x_y_z se načte.", "Soubor x_y_z se načte."),
+    ("**\\\nJan Kotara** (COO, Česko.Digital)", "Jan Kotara (COO, Česko.Digital)"),
 ])
 def test_claim_text_is_the_display_form_of_its_unit(unit: str, shown: str) -> None:
     from query.generators import shown_text
