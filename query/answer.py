@@ -16,6 +16,12 @@ graph answer                                   what ``/answer`` does
 anything else                                  text retrieval over the whole bundle (``text``)
 =============================================  ==========================================================
 
+A definition question ("Co je X?", "What is X?", "Kdo je X?";
+:func:`query.sentences.definition_question`) is answered only by a sentence that defines X
+(evidence with such sentences first, claims checked by :func:`query.checker.claim_relevance`); when
+the best one only says what kind of thing X is (a relative clause, a noun of its kind),
+``answer_coverage`` is ``partial`` with a warning.
+
 Then (``mode=answer``): no evidence above the relevance gate (:data:`query.rag.MIN_SUPPORT`) ->
 ``no_answer`` / ``insufficient_evidence`` without calling a generator; otherwise
 :func:`query.checker.run_generation` (generate -> check, incl. the claim-level relevance gate
@@ -50,6 +56,8 @@ from .evidence import Claim, EvidenceItem, GenerationOutcome, Generator, Generat
 from .graph import answer_graph, graph_index
 from .hybrid import SearchFilter, SearchOptions
 from .rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, Context, graph_context, text_context
+from .sentences import defines, definition_question
+from .snippets import display_text
 
 MAX_QUERY_CHARS = 1000
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -260,8 +268,14 @@ def _fold_ws(text: str) -> str:
     return " ".join(normalize_text(text).casefold().split())
 
 
-def _deliver(claims: list[Claim], context: Context) -> tuple[str, list[dict[str, Any]], list[Source]]:
-    """Return ``(answer text with [S..] markers, claims JSON, cited sources renumbered S1..)``."""
+def _deliver(claims: list[Claim], context: Context, *, display: bool = False) -> tuple[str, list[dict[str, Any]],
+                                                                                    list[Source]]:
+    """Return ``(answer text with [S..] markers, claims JSON, cited sources renumbered S1..)``.
+
+    ``display``: claim texts are shown as a reader sees them (:func:`query.snippets.display_text`:
+    no ``**``, link destinations or other Markdown); each evidence ``quote`` stays verbatim, as
+    the checker verified it against the source.
+    """
     by_id = {e.evidence_id: e for e in context.items}
     old_sources = {s.source_id: s for s in context.sources}
     renumber: dict[str, str] = {}
@@ -287,8 +301,9 @@ def _deliver(claims: list[Claim], context: Context) -> tuple[str, list[dict[str,
             if _fold_ws(claim.quote) in _fold_ws(item.text):
                 evidence.append({"evidence_id": eid, "source_id": sid, "chunk_id": item.chunk_id,
                                  "document_path": item.document_path, "quote": claim.quote})
-        out.append({"text": claim.text, "source_ids": sids, "evidence": evidence})
-        parts.append(f"{claim.text} " + "".join(f"[{s}]" for s in sids))
+        text = " ".join(display_text(claim.text).split()) if display else claim.text
+        out.append({"text": text, "source_ids": sids, "evidence": evidence})
+        parts.append(f"{text} " + "".join(f"[{s}]" for s in sids))
     return " ".join(parts), out, sources
 
 
@@ -384,8 +399,19 @@ def _envelope(bundle: OpenedBundle, status: str, reason: str | None, sources: li
                     truncation_reasons=sorted(set(truncation))).model_dump(mode="json")
 
 
-def _coverage_block(routed: Routed, outcome: GenerationOutcome | None, delivered: int) -> dict[str, Any]:
-    warnings: list[str] = []
+def _weak_definition(question: str, claims: list[Claim]) -> str | None:
+    """A warning when ``question`` asks what (who) X is and no delivered quote defines X plainly
+    (:func:`query.sentences.defines` below 3: only a relative clause or a noun of its kind says what it is)."""
+    definition = definition_question(question)
+    if definition is None or not claims or max(defines(definition, c.quote) for c in claims) >= 3:
+        return None
+    return (f"No sentence of the pages defines {definition.subject}; the answer only says what kind of "
+            f"{'person' if definition.kind == 'person' else 'thing'} it is or what it does.")
+
+
+def _coverage_block(routed: Routed, outcome: GenerationOutcome | None, delivered: int,
+                    weak: str | None = None) -> dict[str, Any]:
+    warnings: list[str] = [weak] if weak else []
     limitations = [f"Only the pages of commit {routed.context.items[0].commit[:12]} were used."
                    if routed.context.items else "No evidence was used."]
     if routed.engine == "graph":
@@ -402,7 +428,8 @@ def _coverage_block(routed: Routed, outcome: GenerationOutcome | None, delivered
         warnings.append(f"{dropped} claim(s) failed the evidence check and were left out.")
     if routed.complete is False:
         warnings.append("The graph list is cut; the count is exact.")
-    partial = bool(warnings) and (dropped > 0 or routed.complete is False or bool(routed.context.truncation_reasons))
+    partial = bool(warnings) and (dropped > 0 or routed.complete is False or bool(routed.context.truncation_reasons)
+                                  or weak is not None)
     return {"scope": scope, "status": "partial" if partial else "supported", "warnings": warnings,
             "limitations": limitations, "coverage": round(outcome.coverage, 4) if outcome is not None else None,
             "claims": delivered}
@@ -513,13 +540,14 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
         return finish(body)
 
     claims = list(outcome.claims)
-    text, claims_json, sources = _deliver(claims, context)
+    text, claims_json, sources = _deliver(claims, context, display=routed.engine != "graph")
     body = _envelope(bundle, "ok", None, sources, complete=routed.complete if routed.engine == "graph" else None,
                      truncation=truncation)
     body.update(base)
     body["answer"] = text
     body["claims"] = claims_json
-    body["answer_coverage"] = _coverage_block(routed, outcome, len(claims_json))
+    weak = _weak_definition(request.query, claims) if routed.engine != "graph" else None
+    body["answer_coverage"] = _coverage_block(routed, outcome, len(claims_json), weak)
     if include_debug:
         body["debug"] = _debug_report(outcome)
     return finish(body)

@@ -51,11 +51,14 @@ from .evidence import (
 )
 from .graph_names import capital_runs, damerau1, name_forms, tokenize
 from .sentences import (
+    DefinitionQuestion,
     QuestionFocus,
     WordSet,
     addresses_model,
     carries_value,
     content_words,
+    defines,
+    definition_question,
     fold_word,
     question_focus,
     stop_words,
@@ -506,7 +509,9 @@ class RelevanceGate:
     checked (every one waived), so no claim can be shown to answer it; ``weights``: per word of
     :attr:`words` (a word the index does not know weighs at most as much as the heaviest known
     one); ``unknown``: the question's first topic word when the bundle's index does not know it at
-    all (what the question asks about is likely absent from the pages: a claim must address it).
+    all (what the question asks about is likely absent from the pages: a claim must address it);
+    ``definition``: set when the question asks what or who something is ("Co je X?"): a claim's
+    quote must then define X (:func:`query.sentences.defines`), not merely mention it.
     """
 
     focus: QuestionFocus
@@ -515,6 +520,7 @@ class RelevanceGate:
     unverifiable: bool = False
     weights: tuple[float, ...] = ()
     unknown: frozenset[str] = frozenset()
+    definition: DefinitionQuestion | None = None
 
     def weight(self, word: str) -> float:
         """The weight of one of :attr:`words` (1.0 without weights)."""
@@ -576,7 +582,7 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
         checked = tuple(w for w in checked if w not in dropped)
     return RelevanceGate(focus, checked, tuple(waived), unverifiable=bool(words) and not checked,
                          weights=tuple(max(weights[w], 1e-6) for w in checked) if weights else (),
-                         unknown=head)
+                         unknown=head, definition=definition_question(question))
 
 
 def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[EvidenceItem]) -> list[str]:
@@ -589,8 +595,9 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
     topic word, unknown to the index, is not addressed either (it names something the pages never
     mention, "heslo" in "Aké je heslo na školský server?"); when they address less
     than :data:`RELEVANCE_SHARE` of them (context words at half weight) or, for a value question,
-    less than :data:`VALUE_SHARE` in the quote itself; or when a value question (count, time,
-    grade) gets a quote that states no such value.
+    less than :data:`VALUE_SHARE` in the quote itself; when a value question (count, time,
+    grade) gets a quote that states no such value; or when a definition question ("Co je X?",
+    "What is X?", "Kdo je X?") gets a quote that mentions X without defining it.
     """
     if gate.unverifiable:
         return ["none of the question's words occurs in the evidence, so no claim can be shown to answer it"]
@@ -620,6 +627,9 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
             # the most specific word is what the question is about ("plat" in "Jaký plat má Jan
             # Kotara jako CEO Česko.Digital?"): a quote about the CEO without it answers nothing asked
             details.append("the quote does not address the question's most specific word")
+    if gate.definition is not None and not defines(gate.definition, claim.quote):
+        details.append(f"the question asks {'who' if gate.definition.kind == 'person' else 'what'} "
+                       "its subject is; the quote does not define it")
     if not carries_value(gate.focus.kind, claim.quote):
         details.append(f"the question asks for {_KIND_LABEL[str(gate.focus.kind)]}; the quote states none")
     return details

@@ -6,8 +6,10 @@ each claim against the evidence before anything is delivered.
 
 * :class:`ExtractiveGenerator` picks the fewest evidence units (sentences, list items, table rows;
   :func:`query.sentences.text_units`) that cover the question's content words and delivers each
-  verbatim (``text == quote``).  A picked unit that introduces a list (``Zadanie:`` followed by
-  ``1. ...``) brings every item of that list as its own claim.
+  as its verbatim ``quote`` with the ``text`` a reader sees (:func:`query.snippets.display_text`:
+  ``Projekt **Zlatokop**`` is shown as ``Projekt Zlatokop``).  A picked unit that introduces a
+  list (``Zadanie:`` followed by ``1. ...``) brings every item of that list as its own claim.
+  A definition question ("Co je X?") gets the one unit that defines X, or nothing.
 * :class:`OpenAIGenerator` posts to ``{base_url}/chat/completions`` of any OpenAI-compatible server
   (Ollama, vLLM, llama.cpp server, LM Studio, OpenAI); :class:`AnthropicGenerator` posts to
   ``{base_url}/v1/messages``.  Both use plain aiohttp (the official ``openai``/``anthropic``
@@ -39,7 +41,17 @@ from urllib.parse import urlsplit
 from .checker import name_occurs, question_names, support_text
 from .errors import InvalidRequestError
 from .evidence import Claim, ClaimVerdict, EvidenceItem, Generator, GeneratorReply, GeneratorUnavailableError
-from .sentences import Unit, addresses_model, content_words, text_units, word_set
+from .sentences import (
+    DefinitionQuestion,
+    Unit,
+    addresses_model,
+    content_words,
+    defines,
+    definition_question,
+    text_units,
+    word_set,
+)
+from .snippets import display_text
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +81,26 @@ def _about_named(question: str, evidence: Sequence[EvidenceItem]) -> list[tuple[
         return ranked
     named = [(r, item) for r, item in ranked if any(name_occurs(n, support_text(item)) for n in names)]
     return named or ranked
+
+
+def shown_text(unit_text: str) -> str:
+    """The text a reader sees of one unit cut from a paragraph: :func:`query.snippets.display_text`,
+    whitespace collapsed, and an emphasis marker left unpaired at either edge dropped (bold that spans
+    several sentences opens in one unit and closes in another: ``**Sbírka počítačů, která ...``)."""
+    shown = " ".join(display_text(unit_text).split())
+    if shown.startswith(("** ", "__ ")):  # bold opened before a hard break: "**\\\nJan Kotara** (COO, ...)"
+        shown = " ".join(display_text(re.sub(r"^(\*\*|__)\s+(?=\S)", r"\1", shown)).split())
+    for mark in ("**", "__", "*", "_"):
+        if shown.count(mark) % 2:
+            if shown.startswith(mark) and not shown.startswith(mark + " "):
+                shown = shown[len(mark):]
+            elif shown.endswith(mark):
+                shown = shown[: -len(mark)]
+            else:
+                tail = re.search(re.escape(mark) + r"[.!?…:;,)]*$", shown)
+                if tail:
+                    shown = shown[: tail.start()] + shown[tail.start() + len(mark):]
+    return shown.strip()
 
 
 class ExtractiveGenerator:
@@ -109,6 +141,9 @@ class ExtractiveGenerator:
 
     def select(self, question: str, evidence: Sequence[EvidenceItem]) -> GeneratorReply:
         """Synchronous core of :meth:`generate` (deterministic; no I/O)."""
+        definition = definition_question(question)
+        if definition is not None:
+            return self.define(definition, evidence)
         wanted = content_words(question)
         if not wanted or not evidence:
             return GeneratorReply((), insufficient=True)
@@ -156,9 +191,27 @@ class ExtractiveGenerator:
         chosen.sort(key=lambda c: (c.rank, c.unit.order))
         claims = []
         for c in chosen:
-            text = " ".join(c.unit.text.split())
-            claims.append(Claim(text=text, evidence=(c.item.evidence_id,), quote=text))
+            quote = " ".join(c.unit.text.split())
+            claims.append(Claim(text=shown_text(c.unit.text), evidence=(c.item.evidence_id,), quote=quote))
         return GeneratorReply(tuple(claims), insufficient=not claims)
+
+    def define(self, definition: DefinitionQuestion, evidence: Sequence[EvidenceItem]) -> GeneratorReply:
+        """Answer a definition question ("Co je X?", "What is X?", "Kdo je X?") with the one unit that
+        defines X most plainly (:func:`query.sentences.defines`: copula or apposition before a relative
+        clause; then better evidence rank, then earlier position), or none: a sentence that only
+        mentions X does not say what X is, so the reply is then ``insufficient``."""
+        best: tuple[int, int, int] | None = None
+        chosen: tuple[EvidenceItem, Unit] | None = None
+        for rank, item in enumerate(evidence):
+            for unit in text_units(item.text):
+                strength = defines(definition, unit.text) if not addresses_model(unit.text) else 0
+                key = (strength, -rank, -unit.order)
+                if strength and (best is None or key > best):
+                    best, chosen = key, (item, unit)
+        if chosen is None:
+            return GeneratorReply((), insufficient=True)
+        quote = " ".join(chosen[1].text.split())
+        return GeneratorReply((Claim(text=shown_text(chosen[1].text), evidence=(chosen[0].evidence_id,), quote=quote),))
 
     def _candidates(self, wanted: list[str], evidence: Sequence[tuple[int, EvidenceItem]]) -> list[_Candidate]:
         out = []

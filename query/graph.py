@@ -77,6 +77,7 @@ from .graph_names import (
     tokenize,
 )
 from .graph_words import Vocabulary
+from .sentences import definition_question
 
 MAX_QUESTION_CHARS = 1000
 _WORD_RE = re.compile(r"\w+(?:[-’']\w+)*")
@@ -680,6 +681,9 @@ _ONE_PERSON = {"works_of_person", "title_of_work", "year_of_work", "supervisor_o
 _PERSON_CONCEPTS = ("who", "person", "author", "supervisor", "work", "start", "tag", "topic", "title", "year",
                     "common", "count", "link")
 """Question words that make a name the subject of a person question (then an unknown name is refused)."""
+_GENERIC_CONCEPTS = ("who", "person", "count")
+"""Of those, the ones that ask about people or numbers in general ("Kdo po X převzal ...?", "Kolik lidí
+přišlo na X?"): with every name of the question found in the pages, the text answers them."""
 
 
 def _named_in_pages(bundle: OpenedBundle, run: list[Token], published_only: bool) -> bool:
@@ -713,14 +717,30 @@ def _named_in_pages(bundle: OpenedBundle, run: list[Token], published_only: bool
 
 def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     needs_person = a.intent in _ONE_PERSON or a.intent in ("common_tags", "common_topics", "needs_person")
-    if (not a.persons and not a.pages and not a.document_authors and a.intent in ("needs_person", "unsupported")
-            # without works in the graph, "projekt" names no thesis
-            and not a.has(*(c for c in _PERSON_CONCEPTS if c != "work" or index.has_works))
+    if (not a.persons and not a.pages and not a.document_authors
+            and a.intent in ("needs_person", "unsupported", "content")
+            # without works in the graph, "projekt" names no thesis; "kdo"/"lidí"/"kolik" alone ask about
+            # the text's people or numbers, not about the named thing
+            and not a.has(*(c for c in _PERSON_CONCEPTS
+                            if c not in _GENERIC_CONCEPTS and (c != "work" or index.has_works)))
             and not a.work_types and a.unmatched_names
             and all(_named_in_pages(out.bundle, run, out.request.published_only) for run in a.unmatched_names)):
-        # "Co je Jehlomat?": no person question, and the pages mention the name: the text can answer
+        # "Co je Jehlomat?", "Proč si Česko.Digital nezaložilo účet na Bluesky?", "Kdo po Česko.Digital
+        # převzal Sbírku počítačů?": the names are no persons of the graph and the pages mention them, so
+        # the question is about what the pages say, not about "a person nobody has": the text answers
         return out.unsupported("The names in the question are no persons of the graph, but pages mention "
                                "them; try /search.")
+    definition = definition_question(out.request.text)
+    if (definition is not None and not a.persons and not a.pages and not a.document_authors
+            and a.intent in ("needs_person", "unsupported") and not a.work_types
+            and not a.has(*(c for c in _PERSON_CONCEPTS if c != "who" and (c != "work" or index.has_works)))
+            and (definition.kind == "thing"
+                 or all(_named_in_pages(out.bundle, run, out.request.published_only) for run in a.unmatched_names))):
+        # "Co je Jehlomat?" asks what a thing is, never who: whether or not the pages mention it, the
+        # text answers (with a sentence that defines it) or refuses for lack of evidence.  "Kdo je X?"
+        # about a name the pages mention but the graph has no person for is answered the same way.
+        return out.unsupported("The question asks what (or who) something is, which the graph does not "
+                               "describe; try /search.")
     # a name nobody has: unknown_person whatever was asked (but a page title is no person)
     unknown = [run for run in a.unmatched_names if len(run) >= 2]
     if not a.persons and not a.pages and a.intent != "links_unknown_page" and (

@@ -30,12 +30,16 @@ sits in the middle.
 ``truncation_reasons``: ``evidence_limit`` when more supported chunks than ``max_items`` (or than
 ``max_per_document`` for one document) were found, ``llm_context_budget`` when a supported chunk
 did not fit into the remaining tokens.
+
+Definition questions ("Co je X?", "What is X?", :func:`query.sentences.definition_question`): the
+supported chunks that hold a sentence defining X (:func:`query.sentences.defines`) are packed first.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,7 +53,17 @@ from .bundle import OpenedBundle
 from .contract import Source
 from .evidence import EvidenceItem
 from .hybrid import LONG_WORD, SearchFilter, SearchOptions, rank_chunks, ranking_searcher, source_url
-from .sentences import question_focus, text_language, word_set
+from .sentences import (
+    DEFINING_VERBS,
+    DefinitionQuestion,
+    analyze,
+    defines,
+    definition_question,
+    question_focus,
+    text_language,
+    text_units,
+    word_set,
+)
 
 MIN_SUPPORT = 0.5
 """Default relevance gate (support score, 0..1) for a chunk to count as evidence."""
@@ -252,6 +266,18 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
         scored.sort(key=lambda item: (-item[1], rank[item[0]]))
     best = max((s for _, s in scored), default=0.0)
     relevant = [cid for cid, s in scored if s >= min_support]
+    definition = definition_question(question)
+    if definition is not None and (relevant or (paths is None and flt is None)):
+        # "Co je X?": chunks with a sentence that defines X first (a plain definition before a
+        # relative clause), so that the defining sentence is in the evidence, not only mentions;
+        # over the whole bundle the chunks that name X outside the fused top are searched too
+        strength = {cid: _defining(bundle, cid, definition) for cid in relevant}
+        if paths is None and flt is None:
+            for cid, found in _defining_chunks(bundle, definition, published_only):
+                if cid not in strength and support(weights, _chunk_text(bundle, cid)) >= min_support:
+                    strength[cid] = found
+                    relevant.append(cid)
+        relevant.sort(key=lambda cid: -strength[cid])
     context = pack_chunks(bundle, relevant, max_tokens=max_tokens, base_url=opts.base_url, max_items=max_items,
                           max_per_document=max_per_document, best_support=best)
     if context.items:
@@ -260,6 +286,52 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
                                         unknown=unknown)
         context.unknown_words = frozenset(unknown)
     return context
+
+
+def _defining(bundle: OpenedBundle, chunk_id: str, definition: DefinitionQuestion) -> int:
+    """The strongest :func:`query.sentences.defines` of the chunk's units (0 when it does not name the subject)."""
+    text = bundle.chunks[bundle.chunk_index[chunk_id]].text
+    words = word_set(text)
+    if not all(words.has(w) for w in definition.names):
+        return 0
+    return max((defines(definition, unit.text) for unit in text_units(text)), default=0)
+
+
+DEFINITION_SCAN = 400
+"""Chunks naming the subject of a definition question that are scanned for a defining sentence (BM25 order)."""
+
+
+def _defining_chunks(bundle: OpenedBundle, definition: DefinitionQuestion, published_only: bool,
+                     limit: int = 3) -> list[tuple[str, int]]:
+    """``(chunk id, strength)`` of up to ``limit`` chunks (strongest first, then BM25 order) among the
+    first :data:`DEFINITION_SCAN` that name every name word of the subject and hold a sentence defining it
+    with strength 3 or more (a copula, apposition, dash or bracket: :func:`query.sentences.defines`)."""
+    from whoosh import query as wq
+
+    from .hybrid import _chunk_id
+
+    terms = [t for name in definition.names for t in analyze(name)]
+    if not terms:
+        return []
+    # cheap pre-check before sentence splitting: X followed by a copula, dash, bracket or comma, or "(X)"
+    name = r"[\W_]+".join(re.escape(w) for w in definition.names)
+    verbs = "|".join(re.escape(fold(v)) for v in DEFINING_VERBS)
+    maybe = re.compile(rf"(?<!\w){name}[*_)\]\"'”“»]*(?:\s*[-–—(,]|\s+(?:{verbs})\b)|\(\s*{name}\s*\)")
+    searcher: Any = ranking_searcher(bundle)
+    hits = searcher.search(wq.And([wq.Or([wq.Term("body", t), wq.Term("title", t)]) for t in terms]),
+                           limit=DEFINITION_SCAN)
+    found: list[tuple[int, int, str]] = []
+    for rank, (_, docnum) in enumerate(hits.top_n):
+        cid = _chunk_id(bundle, searcher, docnum)
+        chunk = bundle.chunks[bundle.chunk_index[cid]]
+        if published_only and not chunk.published:
+            continue
+        if not maybe.search(fold(chunk.text)):
+            continue
+        strength = _defining(bundle, cid, definition)
+        if strength >= 3:
+            found.append((-strength, rank, cid))
+    return [(cid, -neg) for neg, _, cid in sorted(found)[:limit]]
 
 
 def _chunk_text(bundle: OpenedBundle, chunk_id: str) -> str:

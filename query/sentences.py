@@ -9,6 +9,8 @@ lists and headings are recognised the same way; sentences inside paragraphs and 
 from pysbd.  Splitter choice (measured on 17 hand-segmented real paragraphs from ms-docs-sk,
 thesis-wiki, cesko-digital-blog and obsidian-help sk/cs/en): pysbd with its Slovak rules split
 15/17 exactly with 0 false boundaries (2 missed: ``PhD.`` and ``atd.`` before a capital);
+one-letter abbreviations it splits (``Unie porodních asistentek, z. s. (UNIPA), nezisková ...``) are
+joined again when the next piece cannot open a sentence (lower case, a bracket, another ``s.``);
 simplemma 2.0's ``split_sentences`` split 13/17 with 3 false boundaries (after ``Ing.``,
 ``napr.`` and ``např.``), which would cut a verbatim claim in half.  pysbd has no Czech rules; its
 Slovak ones serve Czech as well (same abbreviations), and English text (no Slovak/Czech letters)
@@ -33,6 +35,7 @@ _SLAVIC_LETTERS = set("áäčďéěíĺľňóôŕřšťúůýžÁÄČĎÉĚÍĹ�
 _INNER_END = re.compile(r"[.!?…][\"'”’»)\]]*\s+\S")
 _LIST_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
 _HEADING_MARKER = re.compile(r"[ \t]*#{1,6}[ \t]+")
+_HARD_BREAK_LEAD = re.compile(r"(?:\\\s+)*")
 _STOP_LANGS = ("sk", "cs", "en", "de", "pl")
 _INSTRUCTION = re.compile(
     r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:previous|prior|above|earlier|former)\s+"
@@ -91,11 +94,12 @@ def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     if not stripped:
         return ()
     lead = len(text) - len(text.lstrip())
-    if not _INNER_END.search(stripped.replace("\n", " ")):
+    if not _INNER_END.search(re.sub(r"\\(?=\n)", " ", stripped).replace("\n", " ")):
         return ((lead, lead + len(stripped)),)
     spans = []
     pos = 0
-    flat = text.replace("\n", " ")  # a soft line break is not a sentence end; same offsets
+    # a soft line break is not a sentence end; a hard one ("\\" at a line end) is read as a space; same offsets
+    flat = re.sub(r"\\(?=\n)", " ", text).replace("\n", " ")
     for piece in _segmenter(_language(text)).segment(flat):
         piece = piece.strip()
         if not piece:
@@ -107,9 +111,18 @@ def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
                 at = flat.find(rest, pos)
                 spans.append((at, at + len(rest)))
             break
-        spans.append((at, at + len(piece)))
+        if spans and _ABBREVIATION_END.search(flat[spans[-1][0]:spans[-1][1]]) and _CONTINUES.match(piece):
+            spans[-1] = (spans[-1][0], at + len(piece))  # "z. s. (UNIPA), nezisková": one sentence
+        else:
+            spans.append((at, at + len(piece)))
         pos = at + len(piece)
     return tuple(spans)
+
+
+_ABBREVIATION_END = re.compile(r"(?:^|[\s(])[^\W\d]\.$")
+"""A piece ending in a one-letter abbreviation (``z.`` of ``z. s.``, ``s. r. o.``, ``a. s.``)."""
+_CONTINUES = re.compile(r"[(\[,;]|[^\W\d]\.(?:\s|$)|[a-záäčďéěíĺľňóôŕřšťúůýž]")
+"""A piece that cannot open a sentence: lower case, a bracket, or another one-letter abbreviation."""
 
 
 def _line_offsets(text: str) -> list[int]:
@@ -176,6 +189,10 @@ def _text_units(text: str) -> tuple[Unit, ...]:
             kind = "item" if list_stack else "sentence"
             last = None
             for s, e in sentence_spans(block):
+                # a hard line break ("\\" at a line end) of the sentence before is no part of this one
+                s += len(_HARD_BREAK_LEAD.match(block, s).group(0))  # type: ignore[union-attr]
+                if s >= e:
+                    continue
                 unit = Unit(kind, start + s, start + e, text[start + s : start + e],
                             tuple(h for _, h in headings), list_stack[-1] if list_stack else None,
                             None, len(units))
@@ -484,3 +501,183 @@ def text_language(text: str) -> str | None:
     czech = sum(1 for w in lower if any(ch in _CZECH_LETTERS for ch in w))
     slovak = sum(1 for w in lower if any(ch in _SLOVAK_LETTERS for ch in w))
     return "cs" if czech > slovak else "sk"
+
+
+# --------------------------------------------------------------------------- definition questions
+
+_DEFINITION_FRAMES: dict[str, tuple[tuple[str, str], ...]] = {
+    # language -> (frame, kind); ``(?P<x>...)`` is the subject.  Matched on the question in NFC, lower-cased
+    # for the frame words only, without a final ``?``/``!``/``.``.
+    "cs": ((r"(?:a\s+)?co\s+(?:to\s+)?(?:je|jsou|byl[aoiy]?)\s+(?:to\s+)?(?:za\s+)?(?P<x>.+)", "thing"),
+           (r"co\s+znamená\s+(?:zkratka\s+|slovo\s+|pojem\s+)?(?P<x>.+)", "thing"),
+           (r"(?:a\s+)?kdo\s+(?:to\s+)?(?:je|jsou|byl[aoiy]?)\s+(?:to\s+)?(?P<x>.+)", "person")),
+    "sk": ((r"(?:a\s+)?čo\s+(?:to\s+)?(?:je|sú|bol[aoi]?)\s+(?:to\s+)?(?:za\s+)?(?P<x>.+)", "thing"),
+           (r"čo\s+znamená\s+(?:skratka\s+|slovo\s+|pojem\s+)?(?P<x>.+)", "thing"),
+           (r"(?:a\s+)?kto\s+(?:to\s+)?(?:je|sú|bol[aoi]?)\s+(?:to\s+)?(?P<x>.+)", "person")),
+    "en": ((r"what(?:'s|’s|\s+is|\s+are|\s+was|\s+were)\s+(?P<x>.+)", "thing"),
+           (r"what\s+does\s+(?P<x>.+?)\s+(?:mean|stand\s+for)", "thing"),
+           (r"who(?:'s|’s|\s+is|\s+are|\s+was|\s+were)\s+(?P<x>.+)", "person")),
+    "de": ((r"was\s+(?:ist|sind|war|waren|bedeutet)\s+(?P<x>.+)", "thing"),
+           (r"wer\s+(?:ist|sind|war|waren)\s+(?P<x>.+)", "person")),
+}
+"""Question frames that ask what (``thing``) or who (``person``) something is, per language."""
+
+_ARTICLES = frozenset("the a an der die das ein eine einen".split())
+_CATEGORY_NOUNS = (
+    "projekt", "project", "aplikac", "app", "organizac", "organisation", "organization", "organi", "spolek", "spolk",
+    "spolok", "verein", "platform", "iniciativ", "initiative", "komunit", "community", "nadac", "foundation",
+    "stiftung", "portal", "web", "kurz", "course", "program", "nastroj", "tool", "sluzb", "service", "newsletter",
+    "podcast", "akceler", "accelerator", "hackathon", "soutez", "sutaz", "databaz", "database", "system",
+    "firm", "company", "spolecnost", "spolocnost", "unie", "union", "hnuti", "hnutie", "sit", "siet", "network",
+    "porad", "show",
+    "metod", "method", "framework", "knihovn", "kniznic", "library", "format", "standard", "zakon", "law",
+)
+_ROLE_NOUNS = (
+    "koordinator", "coordinator", "zakladatel", "founder", "reditel", "director", "clen", "member", "dobrovolni",
+    "volunteer", "expert", "manazer", "manager", "vedouc", "veduc", "lead", "designer", "vyvojar", "developer",
+    "predsed", "chair", "autor", "author", "ambasador", "ambassador", "mentor", "lektor", "analyti", "analyst",
+)
+"""Folded prefixes of nouns that name the role of a person ("Koordinátor projektu Vojta Petrus"); before a
+thing they govern it ("koordinátorka Safezóny" is no Safezóny) and do not count."""
+"""Folded prefixes of nouns that name the kind of a thing ("Aplikace Preventivka byla ...", "vládní iniciativa
+Digitální Česko"); a bare one after a preposition is no definition ("na projektu Jehlomat")."""
+_SUBJECT_WORD = re.compile(r"\w+(?:[.\-–/&+']\w+)*")
+DEFINING_VERBS = (
+    "je", "jsou", "byl", "byla", "bylo", "byli", "sú", "bol", "bola", "bolo", "boli", "is", "are", "was", "were",
+    "ist", "sind", "war", "waren", "znamená", "znamenal", "means", "stands for", "představuje", "predstavuje",
+    "označuje", "refers to", "bedeutet",
+)
+"""Verbs that state what a subject is (copulas and "means"), cs/sk/en/de."""
+_RELATIVES = (
+    "který", "která", "které", "kterou", "jenž", "jež", "ktorý", "ktorá", "ktoré", "ktorú", "which", "who", "that",
+    "der", "die", "das", "welche", "welcher", "welches",
+)
+_AFTER_SUBJECT = re.compile(r"[)\]\"'”“»*_]*")
+_COPULA_AFTER = re.compile(r"\s+(?:" + "|".join(re.escape(v) for v in DEFINING_VERBS) + r")\s+\S+\s+\S", re.I)
+_APPOSITION_COPULA_AFTER = re.compile(
+    r"\s*,\s+[^,;.]{3,80},\s+(?:" + "|".join(re.escape(v) for v in DEFINING_VERBS) + r")\s+\S", re.I)
+_DASH_AFTER = re.compile(r"\s*(?:\s[-–—]|[–—])\s+\S")
+_LOWER = "a-záäčďéěíĺľňóôŕřšťúůýžöüß"
+_PAREN_AFTER = re.compile(rf"\s*\(\s*(?:[{_LOWER}][^\W\d]*[\s,)]|[^\W\d{_LOWER}][^\W\d]*\s+\w|[A-Z]{{2,}}[\s,])")
+"""A bracket after X opening with a description (lower-case word, a capitalised word followed by more, or an
+acronym with more): "Jehlomat (aplikace pro ...)", "Jan Kotara (COO, ...)"; not a bare name ("Preventivka (Loono)")."""
+_RELATIVE_AFTER = re.compile(r"\s*,\s+(?:" + "|".join(_RELATIVES) + r")\s+\S", re.I)
+
+
+@dataclass(frozen=True)
+class DefinitionQuestion:
+    """A question that asks what (``kind`` ``thing``: "Co je X?", "What is X?", "Was ist X?") or who
+    (``person``: "Kdo je X?", "Who is X?") ``subject`` is.
+
+    ``words``: the subject's folded words (articles dropped); ``names``: those written with a capital
+    letter, a digit or an inner dot (``Jehlomat``, ``UNIPA``, ``Česko.Digital``), else all ``words``:
+    a sentence must name them to be about the subject ("projekt Jehlomat" is about ``jehlomat``).
+    """
+
+    kind: str
+    subject: str
+    words: tuple[str, ...]
+    names: tuple[str, ...]
+
+
+def definition_question(question: str) -> DefinitionQuestion | None:
+    """Return the :class:`DefinitionQuestion` of ``question`` (cs, sk, en, de), or ``None``.
+
+    Only a whole question of the form *frame + subject* counts, with a subject of 1-5 words that
+    contains no lower-case stop word (a leading article is dropped) and no possessive: "What is the title of
+    X's thesis?" and "Čo je v zadaní práce?" ask for something else.
+    """
+    text = " ".join(normalize_text(question).split()).rstrip(" ?!.")
+    match = None
+    kind = ""
+    for frames in _DEFINITION_FRAMES.values():
+        for frame, frame_kind in frames:
+            match = re.fullmatch(frame, text, re.IGNORECASE)
+            if match:
+                kind = frame_kind
+                break
+        if match:
+            break
+    if match is None:
+        return None
+    subject = match.group("x").strip(" \"'„“”‚‘’«»*")
+    raw = _SUBJECT_WORD.findall(subject)
+    while raw and raw[0].lower() in _ARTICLES:
+        raw = raw[1:]
+    if not 1 <= len(raw) <= 5 or re.search(r"['’]s\b", subject):
+        return None
+    stops = stop_words()
+    words = tuple(fold_word(w) for w in raw)
+    if any(fold_word(w) in stops for w in raw if w.islower()):
+        return None  # "Co je v zadání", "Co je nového": no subject (a capitalised "Nový" is a name word)
+    names = tuple(fold_word(w) for w in raw if not w.islower() or any(c.isdigit() or c == "." for c in w))
+    return DefinitionQuestion(kind, " ".join(raw), words, names or words)
+
+
+def _subject_spans(words: list[re.Match[str]], wanted: tuple[str, ...]) -> Iterable[tuple[int, int, bool]]:
+    """``(first, last, exact)`` word indices where ``wanted`` occurs as consecutive words (inflected
+    forms match; ``exact``: every word as asked, i.e. in the question's case)."""
+    n = len(wanted)
+    folded = [fold_word(m.group(0)) for m in words]
+    for i in range(len(folded) - n + 1):
+        pairs = list(zip(folded[i:i + n], wanted, strict=True))
+        if all(f == w or words_match(f, w) for f, w in pairs):
+            yield i, i + n - 1, all(f == w for f, w in pairs)
+
+
+def _is_category(word: str, kind: str = "thing") -> bool:
+    folded = fold_word(word)
+    nouns = _ROLE_NOUNS + _CATEGORY_NOUNS if kind == "person" else _CATEGORY_NOUNS
+    return folded.isalpha() and folded.startswith(nouns) and len(folded) <= 14
+
+
+def defines(definition: DefinitionQuestion, text: str) -> int:
+    """How plainly ``text`` (one sentence, Markdown) defines the subject X of ``definition``, 0..4.
+
+    4: X opening the sentence (after at most three articles or words of the question's subject, and one
+    noun of its kind right before it: "Aplikace Preventivka byla ...") followed by a copula, possibly
+    after an apposition ("X je/is/ist ...", "X, ..., je ..."), or an acronym X in parentheses after
+    words it abbreviates (one of the eight words before it starts with its first letter: "Jsme Unie
+    porodních asistentek, z. s. (UNIPA), ..."); 3: X followed by a dash or a described bracket anywhere
+    ("vznikl Jehlomat – aplikace, ...", "Jehlomat (aplikace ...)"); for 4 and 3 X is written as asked
+    (not inflected: "na Jehlomatu – ..." is no definition); 2: X in any case form followed by a
+    relative clause ("projektu Jehlomat, který má ..."); 1: X right after a qualified noun of its kind
+    ("vládní iniciativy Digitální Česko", "Koordinátor projektu Vojta Petrus"; "na projektu Jehlomat"
+    is none, and Czech genitives make this the weakest sign); 0: the sentence only mentions X (or not
+    even that).  Markup is read as displayed (:func:`query.snippets.display_text`).
+    """
+    from .snippets import display_text
+
+    flat = " ".join(display_text(text).split())
+    words = list(_SUBJECT_WORD.finditer(flat))
+    best = 0
+    own = set(definition.words)
+    for wanted in dict.fromkeys((definition.words, definition.names)):
+        for first, last, exact in _subject_spans(words, wanted):
+            start, end = words[first].start(), words[last].end()
+            before = flat[:start].rstrip(" *_\"'„“")
+            after = flat[end + len(_AFTER_SUBJECT.match(flat, end).group(0)):]  # type: ignore[union-attr]
+            lead = words[:first]
+            opening = first <= 3 and all(fold_word(w.group(0)) in own or w.group(0).lower() in _ARTICLES
+                                         or (i == first - 1 and _is_category(w.group(0), definition.kind))
+                                         for i, w in enumerate(lead))
+            # "vládní iniciativa Digitální Česko", "Koordinátor projektu Vojta Petrus": a noun of its kind
+            # right before X, itself qualified by a word that is no stop word ("na projektu X" is not)
+            kind_before = (first >= 2 and _is_category(lead[-1].group(0), definition.kind)
+                           and flat[lead[-1].end():start].strip() == ""
+                           and fold_word(lead[-2].group(0)) not in stop_words() and not lead[-2].group(0).isdigit())
+            acronym = flat[start:end]
+            if (before.endswith("(") and flat[end:end + 1] == ")" and len(words[:first]) >= 2
+                    and not any(c.islower() for c in acronym)
+                    and any(fold_word(w.group(0))[:1] == fold_word(acronym)[:1]
+                            for w in words[max(0, first - 8):first])):
+                best = max(best, 4)
+            elif exact and opening and (_COPULA_AFTER.match(after) or _APPOSITION_COPULA_AFTER.match(after)):
+                best = max(best, 4)
+            elif exact and (_DASH_AFTER.match(after) or _PAREN_AFTER.match(after)):
+                best = max(best, 3)
+            elif _RELATIVE_AFTER.match(after):
+                best = max(best, 2)
+            elif kind_before:
+                best = max(best, 1)
+    return best

@@ -337,7 +337,9 @@ def test_extractive_english_list_items_come_separately_and_verbatim() -> None:
     outcome = asyncio.run(run_generation("How do I pick a backup target folder?", ev, ExtractiveGenerator()))
     assert outcome.status == "ok"
     texts = [c.text for c in outcome.claims]
-    assert "Select *Backup* and pick a target folder." in texts  # marker "2." left out, inline markup kept
+    # marker "2." left out; the quote keeps the inline markup verbatim, the text shows what a reader sees
+    assert "Select Backup and pick a target folder." in texts
+    assert "Select *Backup* and pick a target folder." in [c.quote for c in outcome.claims]
     assert all(not t.startswith(("1.", "2.", "-")) for t in texts)
 
 

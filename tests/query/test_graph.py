@@ -353,7 +353,9 @@ def test_supervised_works_and_documents_with_a_tag(wiki: dict[str, Any]) -> None
 def test_a_named_thing_the_pages_mention_is_no_unknown_person(tmp_path: Path, hash_embedder) -> None:  # type: ignore[no-untyped-def]
     """A new user's "Co je Jehlomat?" on a blog was refused as unknown_person, so /answer never looked
     at the post about Jehlomat. A capitalised name the pages mention, in a question without person
-    words, goes to the text (unsupported_question); a name no published page mentions stays refused."""
+    words, goes to the text (unsupported_question); so does "Co je X?" about a name no page mentions (it
+    asks what a thing is, never who: the text refuses it for lack of evidence). A person question about a
+    name no published page mentions stays refused as unknown_person."""
     repo = RepoBuilder(tmp_path / "blog")
     repo.write("posts/jehlomat.md", "---\ntitle: Předání projektu\nauthor: Petra Malá\n---\n"
                                     "Jehlomat je aplikace pro hlášení nalezených stříkaček. Česko.Digital ji předalo "
@@ -363,10 +365,16 @@ def test_a_named_thing_the_pages_mention_is_no_unknown_person(tmp_path: Path, ha
     result = build_bundle(repo.path, tmp_path / "store", embedder=hash_embedder)
     bundle = open_bundle(result.bundle_path, verify=False, load_model=False)
     try:
-        for question in ("Co je Jehlomat?", "Které organizaci Česko.Digital předalo projekt Jehlomat?"):
+        for question in ("Co je Jehlomat?", "Které organizaci Česko.Digital předalo projekt Jehlomat?",
+                         "Co je Zlatomat?", "What is Zlatomat?", "Was ist Zlatomat?", "Čo je Nový Zlatomat?"):
             assert ask(bundle, question)["reason"] == "unsupported_question", question
-        for question in ("Co dělá Karel Gott?", "Kdo je Jan Novák?", "Co je Zlatomat?"):
+        for question in ("Co dělá Karel Gott?", "Kdo je Jan Novák?", "Kdo je Karel Gott?", "Who is Zlatomat?"):
             assert ask(bundle, question)["reason"] == "unknown_person", question  # no published page names them
         assert ask(bundle, "Co dělá Karel Gott?", published_only=False)["reason"] == "unsupported_question"
+        assert ask(bundle, "Kdo je Karel Gott?", published_only=False)["reason"] == "unsupported_question"
+        # people or numbers asked about a thing the pages name: the text answers, no person is unknown
+        for question in ("Proč Česko.Digital předalo Jehlomat?", "Kdo po Česko.Digital převzal Jehlomat?",
+                         "Kolik lidí pracovalo na Jehlomat?"):
+            assert ask(bundle, question)["reason"] == "unsupported_question", question
     finally:
         bundle.close()
