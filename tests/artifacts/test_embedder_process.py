@@ -12,6 +12,7 @@ from artifacts.embedding import (
     EmbedderProcess,
     HashEmbedder,
     embed_passages_segmented,
+    fix_mmap_threshold,
     load_embedder,
     open_build_embedder,
 )
@@ -25,6 +26,7 @@ HEADERS = [f"Titulok {i}\nA > B" if i % 2 else "" for i in range(11)]
 
 
 def test_child_process_gives_the_in_process_vectors_across_replacements() -> None:
+    assert fix_mmap_threshold()  # glibc here; the child sets it too
     local = HashEmbedder(64)
     proc = EmbedderProcess("hash-64", recycle_after=3)
     try:
