@@ -457,14 +457,27 @@ class EmbedderProcess:
                 proc.join()
             self.peak_rss_mb = max(self.peak_rss_mb, _children_peak_rss_mb())
 
+    def _kill(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.is_alive():
+            proc.kill()
+        self._stop()
+
     def _call(self, method: str, *args: object, count: int = 0) -> object:
         with self._lock:
             if self._conn is None:
                 self._start()
                 self.restarts += 1
             assert self._conn is not None
-            self._conn.send((method, args))
-            status, value = self._receive()
+            try:
+                self._conn.send((method, args))
+                status, value = self._receive()
+            except OSError as exc:  # the child is gone (killed, out of memory)
+                self._kill()
+                raise EmbedderError(f"the embedding process for {self.name!r} ended unexpectedly") from exc
+            except BaseException:  # Ctrl-C while the child computes: do not wait for its batch
+                self._kill()
+                raise
             self._embedded += count
             if self.recycle_after and self._embedded >= self.recycle_after:
                 self._stop()

@@ -56,6 +56,20 @@ def test_a_model_that_cannot_load_is_an_embedder_error_from_the_child() -> None:
         EmbedderProcess("no-such-org/no-such-model-xyz")
 
 
+def test_a_child_that_dies_is_an_embedder_error_and_the_next_call_starts_another() -> None:
+    proc = EmbedderProcess("hash-16")
+    try:
+        assert proc._proc is not None
+        proc._proc.kill()
+        proc._proc.join()
+        with pytest.raises(EmbedderError, match="ended unexpectedly"):
+            proc.embed_query("a")
+        assert proc._proc is None
+        assert np.array_equal(proc.embed_query("a"), HashEmbedder(16).embed_query("a"))
+    finally:
+        proc.release()
+
+
 def test_hash_embedders_stay_in_process() -> None:
     assert isinstance(open_build_embedder("hash-32"), HashEmbedder)
 
