@@ -26,7 +26,14 @@ sys.path.insert(0, str(ROOT))
 
 from query.bundle import open_bundle  # noqa: E402
 from query.eval import document_ranking, load_questions, select_questions  # noqa: E402
-from query.hybrid import SearchOptions, allowed_paths, apply_anchor, fuse_rankings, rank_chunks  # noqa: E402
+from query.hybrid import (  # noqa: E402
+    Ranking,
+    SearchOptions,
+    allowed_paths,
+    apply_anchor,
+    fuse_rankings,
+    rank_chunks,
+)
 from query.metrics import mean_scores, score_question  # noqa: E402
 
 
@@ -42,6 +49,9 @@ def main() -> None:
     parser.add_argument("--vectors-from", type=Path, default=None,
                         help="take each question's dense arm from a --dump file of the same bundle instead of "
                              "running the model (BM25 runs with the current code: score a BM25 change alone)")
+    parser.add_argument("--from-dump", type=Path, default=None,
+                        help="take both arms and the lexical anchor from a --dump file of the same bundle (no "
+                             "model, no BM25: score fusion variants offline in seconds)")
     args = parser.parse_args()
 
     bundle = open_bundle(args.bundle)
@@ -50,13 +60,27 @@ def main() -> None:
     base = SearchOptions()
     # Rankings carry the unrestricted lexical anchor; each variant below restricts it itself.
     unrestricted = base.model_copy(update={"anchor_bm25_rank": 10**9})
+    if args.from_dump is not None and (args.vectors_from is not None or args.dump is not None):
+        parser.error("--from-dump cannot be combined with --vectors-from or --dump")
     dumped: dict[str, list[tuple[str, float]]] | None = None
+    stored: dict[str, dict] = {}
+    if args.from_dump is not None:
+        with args.from_dump.open(encoding="utf-8") as fh:
+            stored = {row["id"]: row for row in map(json.loads, fh)}
+        missing = [q.id for q in questions if q.id not in stored]
+        if missing:
+            parser.error(f"{len(missing)} question(s) are not in the dump, e.g. {missing[0]}")
     if args.vectors_from is not None:
         with args.vectors_from.open(encoding="utf-8") as fh:
             dumped = {row["id"]: [(cid, float(sc)) for cid, _, sc in row["vector"]] for row in map(json.loads, fh)}
     runs = []
     for q in questions:
-        if dumped is None:
+        if args.from_dump is not None:
+            row = stored[q.id]
+            ranking = Ranking(bm25=[(cid, float(sc)) for cid, _, sc in row["bm25"]],
+                              vector=[(cid, float(sc)) for cid, _, sc in row["vector"]],
+                              fused=[], fused_scores={}, anchor=row["anchor"])
+        elif dumped is None:
             ranking = rank_chunks(bundle, q.question, depth=base.candidates, flt=q.filter, options=unrestricted)
         else:
             ranking = rank_chunks(bundle, q.question, depth=base.candidates, flt=q.filter, options=unrestricted,
