@@ -52,6 +52,9 @@ def main() -> None:
     parser.add_argument("--from-dump", type=Path, default=None,
                         help="take both arms and the lexical anchor from a --dump file of the same bundle (no "
                              "model, no BM25: score fusion variants offline in seconds)")
+    parser.add_argument("--no-grid", action="store_true",
+                        help="score only the arms, the default, blind RRF and the confidence thresholds, not the "
+                             "RRF grid (k, weights, level, anchor): quicker on large question files")
     args = parser.parse_args()
 
     bundle = open_bundle(args.bundle)
@@ -124,7 +127,7 @@ def main() -> None:
     for z_none, z_full in ((1.0, 2.5), (2.0, 4.0), (3.0, 5.0), (4.0, 8.0)):
         opts = base.model_copy(update={"confidence_z_none": z_none, "confidence_z_full": z_full})
         rows[f"hybrid confidence z {z_none}-{z_full}"] = score(lambda r, o=opts: fused(r, o, base.anchor_bm25_rank))
-    for level in ("chunk", "document"):
+    for level in () if args.no_grid else ("chunk", "document"):
         for k in (5, 10, 20, 60):
             for wv in (0.25, 0.5, 0.75, 1.0):
                 for anchor_rank in (None, 0, 1, 3):
