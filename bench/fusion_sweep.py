@@ -5,7 +5,8 @@ question, keeps both chunk rankings, and scores several ways of fusing them at t
 (a document takes the rank of its best chunk): RRF over chunks (what the server did up to
 embedding input version 2), RRF over documents, each with other k and vector weights, and the
 lexical anchor off, unrestricted, or restricted to BM25's top 1 or 3 documents; and the default
-with blind RRF (no dense-arm confidence) and other confidence thresholds.
+with blind RRF (no dense-arm confidence), other confidence thresholds and a confidence floor when the
+dense arm's best document is among BM25's best (``confidence_top_floor``).
 
     .venv/bin/python bench/fusion_sweep.py --bundle STORE/bundles/<id> \\
         --questions ../shared/bench/xquad-de.qrels.jsonl --split dev [--json]
@@ -127,6 +128,11 @@ def main() -> None:
     for z_none, z_full in ((1.0, 2.5), (2.0, 4.0), (3.0, 5.0), (4.0, 8.0)):
         opts = base.model_copy(update={"confidence_z_none": z_none, "confidence_z_full": z_full})
         rows[f"hybrid confidence z {z_none}-{z_full}"] = score(lambda r, o=opts: fused(r, o, base.anchor_bm25_rank))
+    for top_depth in (3, 10):
+        for top_floor in (0.5, 1.0):
+            opts = base.model_copy(update={"confidence_top_floor": top_floor, "confidence_top_depth": top_depth})
+            rows[f"hybrid confidence >= {top_floor} if dense top1 in bm25 top{top_depth}"] = score(
+                lambda r, o=opts: fused(r, o, base.anchor_bm25_rank))
     for level in () if args.no_grid else ("chunk", "document"):
         for k in (5, 10, 20, 60):
             for wv in (0.25, 0.5, 0.75, 1.0):
