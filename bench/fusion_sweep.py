@@ -5,7 +5,8 @@ question, keeps both chunk rankings, and scores several ways of fusing them at t
 (a document takes the rank of its best chunk): RRF over chunks (what the server did up to
 embedding input version 2), RRF over documents, each with other k and vector weights, and the
 lexical anchor off, unrestricted, or restricted to BM25's top 1 or 3 documents; and the default
-with blind RRF (no dense-arm confidence) and other confidence thresholds.
+with blind RRF (no dense-arm confidence), other confidence thresholds and a confidence floor when the
+dense arm's best document is among BM25's best (``confidence_top_floor``).
 
     .venv/bin/python bench/fusion_sweep.py --bundle STORE/bundles/<id> \\
         --questions ../shared/bench/xquad-de.qrels.jsonl --split dev [--json]
@@ -26,7 +27,14 @@ sys.path.insert(0, str(ROOT))
 
 from query.bundle import open_bundle  # noqa: E402
 from query.eval import document_ranking, load_questions, select_questions  # noqa: E402
-from query.hybrid import SearchOptions, allowed_paths, apply_anchor, fuse_rankings, rank_chunks  # noqa: E402
+from query.hybrid import (  # noqa: E402
+    Ranking,
+    SearchOptions,
+    allowed_paths,
+    apply_anchor,
+    fuse_rankings,
+    rank_chunks,
+)
 from query.metrics import mean_scores, score_question  # noqa: E402
 
 
@@ -42,6 +50,12 @@ def main() -> None:
     parser.add_argument("--vectors-from", type=Path, default=None,
                         help="take each question's dense arm from a --dump file of the same bundle instead of "
                              "running the model (BM25 runs with the current code: score a BM25 change alone)")
+    parser.add_argument("--from-dump", type=Path, default=None,
+                        help="take both arms and the lexical anchor from a --dump file of the same bundle (no "
+                             "model, no BM25: score fusion variants offline in seconds)")
+    parser.add_argument("--no-grid", action="store_true",
+                        help="score only the arms, the default, blind RRF and the confidence thresholds, not the "
+                             "RRF grid (k, weights, level, anchor): quicker on large question files")
     args = parser.parse_args()
 
     bundle = open_bundle(args.bundle)
@@ -50,13 +64,27 @@ def main() -> None:
     base = SearchOptions()
     # Rankings carry the unrestricted lexical anchor; each variant below restricts it itself.
     unrestricted = base.model_copy(update={"anchor_bm25_rank": 10**9})
+    if args.from_dump is not None and (args.vectors_from is not None or args.dump is not None):
+        parser.error("--from-dump cannot be combined with --vectors-from or --dump")
     dumped: dict[str, list[tuple[str, float]]] | None = None
+    stored: dict[str, dict] = {}
+    if args.from_dump is not None:
+        with args.from_dump.open(encoding="utf-8") as fh:
+            stored = {row["id"]: row for row in map(json.loads, fh)}
+        missing = [q.id for q in questions if q.id not in stored]
+        if missing:
+            parser.error(f"{len(missing)} question(s) are not in the dump, e.g. {missing[0]}")
     if args.vectors_from is not None:
         with args.vectors_from.open(encoding="utf-8") as fh:
             dumped = {row["id"]: [(cid, float(sc)) for cid, _, sc in row["vector"]] for row in map(json.loads, fh)}
     runs = []
     for q in questions:
-        if dumped is None:
+        if args.from_dump is not None:
+            row = stored[q.id]
+            ranking = Ranking(bm25=[(cid, float(sc)) for cid, _, sc in row["bm25"]],
+                              vector=[(cid, float(sc)) for cid, _, sc in row["vector"]],
+                              fused=[], fused_scores={}, anchor=row["anchor"])
+        elif dumped is None:
             ranking = rank_chunks(bundle, q.question, depth=base.candidates, flt=q.filter, options=unrestricted)
         else:
             ranking = rank_chunks(bundle, q.question, depth=base.candidates, flt=q.filter, options=unrestricted,
@@ -100,7 +128,12 @@ def main() -> None:
     for z_none, z_full in ((1.0, 2.5), (2.0, 4.0), (3.0, 5.0), (4.0, 8.0)):
         opts = base.model_copy(update={"confidence_z_none": z_none, "confidence_z_full": z_full})
         rows[f"hybrid confidence z {z_none}-{z_full}"] = score(lambda r, o=opts: fused(r, o, base.anchor_bm25_rank))
-    for level in ("chunk", "document"):
+    for top_depth in (3, 10):
+        for top_floor in (0.5, 1.0):
+            opts = base.model_copy(update={"confidence_top_floor": top_floor, "confidence_top_depth": top_depth})
+            rows[f"hybrid confidence >= {top_floor} if dense top1 in bm25 top{top_depth}"] = score(
+                lambda r, o=opts: fused(r, o, base.anchor_bm25_rank))
+    for level in () if args.no_grid else ("chunk", "document"):
         for k in (5, 10, 20, 60):
             for wv in (0.25, 0.5, 0.75, 1.0):
                 for anchor_rank in (None, 0, 1, 3):

@@ -142,7 +142,10 @@ class SearchOptions(BaseModel):
     among BM25's best this many documents (an inflected form that happens to be rare elsewhere must
     not override a better lexical match); ``vector_confidence``: scale the vector weight per query by
     :func:`vector_confidence` (an arm with no signal then counts for nothing, see there);
-    ``confidence_z_none`` / ``confidence_z_full``: its z thresholds; ``base_url``: prefix of ``source_url``.
+    ``confidence_z_none`` / ``confidence_z_full``: its z thresholds; ``confidence_top_floor`` /
+    ``confidence_top_depth``: the least confidence when the dense arm's best document is among
+    BM25's best ``confidence_top_depth`` documents (0 = off, the default; see :func:`vector_confidence`);
+    ``base_url``: prefix of ``source_url``.
     """
 
     rrf_k: int = Field(5, ge=1)
@@ -159,6 +162,8 @@ class SearchOptions(BaseModel):
     vector_confidence: bool = True
     confidence_z_none: float = CONFIDENCE_Z[0]
     confidence_z_full: float = CONFIDENCE_Z[1]
+    confidence_top_floor: float = Field(0.0, ge=0, le=1)
+    confidence_top_depth: int = Field(CONFIDENCE_DEPTH, ge=1)
     base_url: str | None = None
 
     def retrieval_config(self) -> dict[str, Any]:
@@ -837,7 +842,8 @@ def _matrix_anchor(bundle: OpenedBundle, matrix: BM25Matrix, text: str, allow: n
 
 def vector_confidence(bm25_docs: list[str], vector_docs: list[str], n_docs: int,
                       z_none: float = CONFIDENCE_Z[0], z_full: float = CONFIDENCE_Z[1],
-                      depth: int = CONFIDENCE_DEPTH) -> float:
+                      depth: int = CONFIDENCE_DEPTH, top_floor: float = 0.0,
+                      top_depth: int = CONFIDENCE_DEPTH) -> float:
     """Return how much the dense arm's ranking of one query can be trusted, in [0, 1].
 
     The arms' agreement is tested against chance: ``o`` of the dense arm's best ``depth`` documents
@@ -850,18 +856,23 @@ def vector_confidence(bm25_docs: list[str], vector_docs: list[str], n_docs: int,
     scale.  ``bm25_docs``/``vector_docs``: document paths, best first; ``n_docs``: documents the
     query can reach.  Without BM25 documents, in a corpus of fewer than ``2 * depth`` documents (too
     small to tell agreement from chance) or when chance alone fills the overlap: 1 (plain RRF).
+    ``top_floor`` (0 = off): when the dense arm's best document is among BM25's best ``top_depth``
+    documents, the confidence is at least ``top_floor`` (an arm whose favourite BM25 also finds
+    plausible may reorder BM25's top; an arm without signal hits it with probability
+    ``top_depth / n_docs`` only).
     """
     b = set(bm25_docs[:depth])
     v = set(vector_docs[:depth])
     n = max(n_docs, len(b | v))
     if not b or not v or n < 2 * depth:
         return 1.0
+    floor = top_floor if top_floor > 0 and vector_docs[0] in bm25_docs[:top_depth] else 0.0
     expected = len(b) * len(v) / n
     variance = expected * (1 - len(b) / n) * (n - len(v)) / (n - 1)
     if variance <= 1e-9:
         return 1.0
     z = (len(b & v) - expected) / math.sqrt(variance)
-    return max(0.0, min(1.0, (z - z_none) / (z_full - z_none)))
+    return max(floor, min(1.0, (z - z_none) / (z_full - z_none)))
 
 
 @dataclass
@@ -913,7 +924,9 @@ def fuse_rankings(bundle: OpenedBundle, bm25: list[tuple[str, float]], dense: li
         bm25_docs = top_documents(bundle, (cid for cid, _ in bm25), len(bm25))
         dense_docs = top_documents(bundle, (cid for cid, _ in dense), len(dense))
         vector_weight *= vector_confidence(bm25_docs, dense_docs, n_docs or len(bundle.docs),
-                                           opts.confidence_z_none, opts.confidence_z_full)
+                                           opts.confidence_z_none, opts.confidence_z_full,
+                                           top_floor=opts.confidence_top_floor,
+                                           top_depth=opts.confidence_top_depth)
     shown_weight = round(vector_weight, 4)
     rrf_k = opts.rrf_k
     for arm, hits, weight in (("bm25", bm25, opts.bm25_weight), ("vector", dense, vector_weight)):

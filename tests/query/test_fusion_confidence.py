@@ -32,6 +32,15 @@ def test_confidence_is_agreement_beyond_chance() -> None:
     assert vector_confidence([], bm25, 100) == 1.0  # nothing to compare with: plain RRF
 
 
+def test_confidence_floor_when_the_dense_favourite_is_among_bm25s_best() -> None:
+    bm25 = [f"d{i}" for i in range(10)]
+    chance = [f"d{i}" for i in range(9, 19)]  # agreement by chance only: no weight
+    assert vector_confidence(bm25, chance, 100, top_floor=0.5, top_depth=3) == 0.0  # d9 is not in its top 3
+    assert vector_confidence(bm25, chance, 100, top_floor=0.5, top_depth=10) == 0.5
+    assert vector_confidence(bm25, ["d0", "d1", "d2", "d3", "d4", "y"], 100, top_floor=0.5, top_depth=10) == 1.0
+    assert vector_confidence(bm25, ["x"] + chance, 100, top_floor=0.5, top_depth=10) == 0.0
+
+
 @pytest.fixture
 def wiki(repo: RepoBuilder, tmp_path: Path) -> RepoBuilder:
     for i, topic in enumerate(TOPICS):
