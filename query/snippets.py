@@ -46,6 +46,10 @@ _DISPLAY_RULES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     (re.compile(r"!\[([^\]]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)"), r"\1", ("![",)),  # ![alt](src "title")
     (re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)"), r"\1", ("](",)),  # [text](url)
     (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1", ("][",)),                    # [text][ref]
+    (re.compile(r"\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)"), "", ("](",)),  # a link's tail, its [ cut off
+    (re.compile(r"\[([^\]\n]+)\]\([^)\s]*\Z"), r"\1", ("](",)),                 # a link cut inside its URL
+    (re.compile("[\u200b\u200c\u200d\u2060\ufeff]"), "",
+     ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff")),                   # zero-width characters
     (re.compile(r"<((?:https?|mailto):[^>\s]+)>"), r"\1", ("<",)),                # <https://autolink>
     (re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>"), " ", ("<",)),       # HTML tags (<iframe ...>)
     (re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), r"\1", ("**",)),                     # **bold**

@@ -59,6 +59,12 @@ def test_snippet_shows_the_words_a_reader_sees_not_markdown_syntax() -> None:
     # raw HTML (an embedded player found by the vector arm alone) is no snippet text
     iframe = '<iframe style="border-radius:12px" src="https://open.spotify.com/embed/x" width="100%"></iframe>'
     assert make_snippet(iframe + "\n\nPodcast o dobrovolnictví.", {}) == "Podcast o dobrovolnictví."
+    # a chunk that starts or ends inside a link (a new user saw "dotazník](https://docs.google.com/…)")
+    cut = "pokud s ním vyplníš tento dotazník](https://docs.google.com/forms/d/e/1FAI/viewform) Na čem pracujeme"
+    assert display_text(cut) == "pokud s ním vyplníš tento dotazník Na čem pracujeme"
+    assert display_text("viz [tento dotazník](https://docs.goo") == "viz tento dotazník"
+    # a zero-width no-break space pasted inside a word ("C\ufeffhceš") is not shown
+    assert display_text("C\ufeffhceš pomoct?") == "Chceš pomoct?"
 
 
 @pytest.fixture
