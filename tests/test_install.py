@@ -56,6 +56,8 @@ def test_install_drops_missing_local_index_warnings_and_says_it_is_done(tmp_path
     assert done.returncode == 0, done.stderr
     assert NOISE not in done.stderr and NOISE not in done.stdout
     assert "Would install pip" in done.stdout  # pip's own output still comes through
+    # the quiet minutes say what is being installed (a new user saw ~5 minutes of silence)
+    assert "1/3" in done.stderr and "2/3 installing torch" in done.stderr and "3/3 installing gitrag" in done.stderr
     calls = (tmp_path / "pip-calls").read_text(encoding="utf-8").splitlines()
     assert len(calls) == 3 and calls[-1].startswith("HNSWLIB_NO_NATIVE=1 ") and ".[models,test]" in calls[-1]
     last = done.stdout.strip().splitlines()[-1]
