@@ -111,8 +111,14 @@ def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
                 at = flat.find(rest, pos)
                 spans.append((at, at + len(rest)))
             break
-        if spans and _ABBREVIATION_END.search(flat[spans[-1][0]:spans[-1][1]]) and _CONTINUES.match(piece):
-            spans[-1] = (spans[-1][0], at + len(piece))  # "z. s. (UNIPA), nezisková": one sentence
+        previous = flat[spans[-1][0]:spans[-1][1]] if spans else ""
+        if spans and (
+            (_ABBREVIATION_END.search(previous) and _CONTINUES.match(piece))
+            or (_ORDINAL_END.search(previous) and _CONTINUES_ORDINAL.match(piece))
+            or ((_ORDINAL_START.match(piece) or _LOWER_START.match(piece)) and not _TERMINAL_END.search(previous))
+        ):
+            # "z. s. (UNIPA), nezisková", "ve čtvrtek 28. 11. od 9.00", "Potom 1. ledna": one sentence
+            spans[-1] = (spans[-1][0], at + len(piece))
         else:
             spans.append((at, at + len(piece)))
         pos = at + len(piece)
@@ -123,6 +129,15 @@ _ABBREVIATION_END = re.compile(r"(?:^|[\s(])[^\W\d]\.$")
 """A piece ending in a one-letter abbreviation (``z.`` of ``z. s.``, ``s. r. o.``, ``a. s.``)."""
 _CONTINUES = re.compile(r"[(\[,;]|[^\W\d]\.(?:\s|$)|[a-záäčďéěíĺľňóôŕřšťúůýž]")
 """A piece that cannot open a sentence: lower case, a bracket, or another one-letter abbreviation."""
+_ORDINAL_END = re.compile(r"(?:^|[\s(])\d{1,3}\.$")
+"""A piece ending in an ordinal number or a day/month of a date (``28.`` of ``28. 11. 2019``, ``2.`` of ``2. ročník``)."""
+_CONTINUES_ORDINAL = re.compile(r"\d|[(\[,;]|[a-záäčďéěíĺľňóôŕřšťúůýž]")
+"""After an ordinal: a number (the month or year of a date), lower case (``ledna``, ``ročník``) or a bracket."""
+_ORDINAL_START = re.compile(r"\d{1,3}\.(?:\s|$)")
+"""A piece opening with an ordinal (``1. ledna``); pysbd may cut it (or ``o 2. ročník``) off the words before it."""
+_LOWER_START = re.compile(r"[a-záäčďéěíĺľňóôŕřšťúůýž]")
+_TERMINAL_END = re.compile(r"[.!?…:][\"'”’»)\]*]*$")
+"""A piece that ends like a sentence (terminal punctuation, maybe closing quotes or brackets)."""
 
 
 def _line_offsets(text: str) -> list[int]:
