@@ -64,6 +64,7 @@ from .sentences import (
     stop_words,
     text_language,
     text_units,
+    verb_words,
     word_set,
 )
 
@@ -472,6 +473,8 @@ VALUE_SHARE = 0.5
 not weighted: each names what the value is of) in the claim's own quote and list introduction
 (headings do not count: a chapter's page count under the thesis heading is not the thesis's page
 count)."""
+KEY_SHARE = 0.9
+"""Question words weighing at least this share of the heaviest (non-verb) word count as its most specific words."""
 _CONTEXT_WEIGHT = 0.5
 _KIND_LABEL = {"count": "a number", "time": "a date or time", "grade": "a grade"}
 
@@ -511,7 +514,9 @@ class RelevanceGate:
     one); ``unknown``: the question's first topic word when the bundle's index does not know it at
     all (what the question asks about is likely absent from the pages: a claim must address it);
     ``definition``: set when the question asks what or who something is ("Co je X?"): a claim's
-    quote must then define X (:func:`query.sentences.defines`), not merely mention it.
+    quote must then define X (:func:`query.sentences.defines`), not merely mention it; ``verbs``:
+    those of :attr:`words` that are verb forms (:func:`query.sentences.verb_words`), never the
+    question's most specific word while it has other words.
     """
 
     focus: QuestionFocus
@@ -521,6 +526,7 @@ class RelevanceGate:
     weights: tuple[float, ...] = ()
     unknown: frozenset[str] = frozenset()
     definition: DefinitionQuestion | None = None
+    verbs: frozenset[str] = frozenset()
 
     def weight(self, word: str) -> float:
         """The weight of one of :attr:`words` (1.0 without weights)."""
@@ -582,7 +588,8 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
         checked = tuple(w for w in checked if w not in dropped)
     return RelevanceGate(focus, checked, tuple(waived), unverifiable=bool(words) and not checked,
                          weights=tuple(max(weights[w], 1e-6) for w in checked) if weights else (),
-                         unknown=head, definition=definition_question(question))
+                         unknown=head, definition=definition_question(question),
+                         verbs=verb_words(question) & frozenset(checked))
 
 
 def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[EvidenceItem]) -> list[str]:
@@ -636,9 +643,14 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
 
 
 def _key_words(gate: RelevanceGate) -> list[str]:
-    """The question's most specific words: those of the highest weight (idf over the bundle; ties kept)."""
-    top = max(gate.weights)
-    return [w for w, weight in zip(gate.words, gate.weights, strict=True) if weight >= top - 1e-9]
+    """The question's most specific words: those within :data:`KEY_SHARE` of the highest weight (idf over
+    the bundle) among its words that are no verb forms ("hackday" and "prvnim", not the rarer "seslo",
+    in "Kolik lidí se sešlo na prvním hackdayi?": a verb says what happened, the pages may word it
+    otherwise); all words when every one is a verb form."""
+    pairs = [(w, weight) for w, weight in zip(gate.words, gate.weights, strict=True) if w not in gate.verbs]
+    pairs = pairs or list(zip(gate.words, gate.weights, strict=True))
+    top = max(weight for _, weight in pairs)
+    return [w for w, weight in pairs if weight >= KEY_SHARE * top - 1e-9]
 
 
 def question_names(question: str) -> list[tuple[str, ...]]:

@@ -72,6 +72,7 @@ from .graph_names import (
     Token,
     capital_runs,
     find_years,
+    looks_like_person_name,
     name_forms,
     name_tokens,
     tokenize,
@@ -741,8 +742,11 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
         # about a name the pages mention but the graph has no person for is answered the same way.
         return out.unsupported("The question asks what (or who) something is, which the graph does not "
                                "describe; try /search.")
-    # a name nobody has: unknown_person whatever was asked (but a page title is no person)
-    unknown = [run for run in a.unmatched_names if len(run) >= 2]
+    # a name nobody has: unknown_person whatever was asked (but a page title is no person); only a
+    # run that looks like a person's name counts, unless the question asks who ("Ministry of
+    # Defence", "Open Data Day", "Česko.Digital Mastodon" are no unknown persons)
+    asks_person = needs_person or a.has("who")
+    unknown = [run for run in a.unmatched_names if len(run) >= 2 and (asks_person or looks_like_person_name(run))]
     if not a.persons and not a.pages and a.intent != "links_unknown_page" and (
             unknown or (needs_person and (a.unmatched_names or a.document_authors))):
         return _unknown_person(out, a)

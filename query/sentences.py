@@ -277,6 +277,33 @@ def content_words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in analyze(text) if w not in stops and (len(w) > 1 or w.isdigit())))
 
 
+_INFINITIVE = re.compile(r"(?:[aeiouyáéěíóúůý]|ou)(?:t|ť|ti)$|ci$")
+"""A Czech/Slovak infinitive ending (``sejít``, ``vybudovať``, ``pracovat``, ``ísť``, ``péci``)."""
+
+
+def verb_words(text: str) -> frozenset[str]:
+    """Return the folded words of ``text`` that are Czech or Slovak verb forms.
+
+    A word is a verb form when simplemma (cs, sk) lemmatises it to another word that ends like an
+    infinitive: ``sešlo`` -> ``sejít``, ``vybudoval`` -> ``vybudovat``.  Words simplemma leaves as
+    they are (``kontrakt``, ``student``, unknown words like ``hackdayi``) and capitalised words (names) are not.  Used to tell what
+    a question is about (its nouns) from what it says happened (a verb the pages may paraphrase).
+    """
+    return frozenset(fold_word(w) for w in re.findall(r"[^\W\d_]+", text) if w.islower() and _is_verb(w))
+
+
+@lru_cache(maxsize=16384)
+def _is_verb(word: str) -> bool:
+    import simplemma
+
+    lower = word.lower()
+    for lang in ("cs", "sk"):
+        lemma = simplemma.lemmatize(lower, lang=lang).lower()
+        if lemma != lower and _INFINITIVE.search(lemma):
+            return True
+    return False
+
+
 _COGNATE = re.compile(r"ie|ou")
 
 
