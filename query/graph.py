@@ -747,8 +747,11 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     # Defence", "Open Data Day", "Česko.Digital Mastodon" are no unknown persons)
     asks_person = needs_person or a.has("who")
     unknown = [run for run in a.unmatched_names if len(run) >= 2 and (asks_person or looks_like_person_name(run))]
+    # the generic "needs_person" intent (no template matched) counts only name-like runs as well
+    named = [run for run in a.unmatched_names
+             if asks_person and a.intent != "needs_person" or a.has("who") or looks_like_person_name(run, single=True)]
     if not a.persons and not a.pages and a.intent != "links_unknown_page" and (
-            unknown or (needs_person and (a.unmatched_names or a.document_authors))):
+            unknown or (needs_person and (named or a.document_authors))):
         return _unknown_person(out, a)
     if a.intent == "content":
         return out.unsupported("Questions about the content of documents are answered by /search.")

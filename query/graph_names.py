@@ -254,14 +254,15 @@ def find_years(tokens: Sequence[Token]) -> list[int]:
     return list(dict.fromkeys(int(t.text) for t in tokens if _YEAR.fullmatch(t.text)))
 
 
-def looks_like_person_name(run: Sequence[Token]) -> bool:
-    """Whether a run of capitalised question words can be a person's name: two to four words of
+def looks_like_person_name(run: Sequence[Token], single: bool = False) -> bool:
+    """Whether a run of capitalised question words can be a person's name: two to four words (one
+    also, with ``single``: a bare surname) of
     letters only, each capitalised and not all capitals (no acronym), none glued to the previous one
     (``Česko.Digital``), and not every one an English dictionary word (simplemma's English lexicon:
     ``Ministry Defence``, ``Open Data Day``, ``Code Germany`` are no names; Czech and Slovak
     lexicons list given names and surnames, so they cannot tell).  An English name made of
     dictionary words (``Grace Hopper``) is not recognised as one."""
-    if not 2 <= len(run) <= 4:
+    if not (1 if single else 2) <= len(run) <= 4:
         return False
     for i, token in enumerate(run):
         letters = token.text.replace("-", "").replace("'", "").replace("’", "")
