@@ -130,7 +130,7 @@ _ABBREVIATION_END = re.compile(r"(?:^|[\s(])[^\W\d]\.$")
 _CONTINUES = re.compile(r"[(\[,;]|[^\W\d]\.(?:\s|$)|[a-záäčďéěíĺľňóôŕřšťúůýž]")
 """A piece that cannot open a sentence: lower case, a bracket, or another one-letter abbreviation."""
 _ORDINAL_END = re.compile(r"(?:^|[\s(])\d{1,3}\.$")
-"""A piece ending in an ordinal number or a day/month of a date (``28.`` of ``28. 11. 2019``, ``2.`` of ``2. ročník``)."""
+"""A piece ending in an ordinal or a day/month of a date (``28.`` of ``28. 11. 2019``, ``2.`` of ``2. ročník``)."""
 _CONTINUES_ORDINAL = re.compile(r"\d|[(\[,;]|[a-záäčďéěíĺľňóôŕřšťúůýž]")
 """After an ordinal: a number (the month or year of a date), lower case (``ledna``, ``ročník``) or a bracket."""
 _ORDINAL_START = re.compile(r"\d{1,3}\.(?:\s|$)")
@@ -286,8 +286,9 @@ def verb_words(text: str) -> frozenset[str]:
 
     A word is a verb form when simplemma (cs, sk) lemmatises it to another word that ends like an
     infinitive: ``sešlo`` -> ``sejít``, ``vybudoval`` -> ``vybudovat``.  Words simplemma leaves as
-    they are (``kontrakt``, ``student``, unknown words like ``hackdayi``) and capitalised words (names) are not.  Used to tell what
-    a question is about (its nouns) from what it says happened (a verb the pages may paraphrase).
+    they are (``kontrakt``, ``student``, unknown words like ``hackdayi``) and capitalised words (names)
+    are not.  Used to tell what a question is about (its nouns) from what it says happened (a verb the
+    pages may paraphrase).
     """
     return frozenset(fold_word(w) for w in re.findall(r"[^\W\d_]+", text) if w.islower() and _is_verb(w))
 
