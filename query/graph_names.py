@@ -254,13 +254,14 @@ def find_years(tokens: Sequence[Token]) -> list[int]:
     return list(dict.fromkeys(int(t.text) for t in tokens if _YEAR.fullmatch(t.text)))
 
 
-def looks_like_person_name(run: Sequence[Token], single: bool = False) -> bool:
+def looks_like_person_name(run: Sequence[Token], single: bool = False, lexicon: bool = True) -> bool:
     """Whether a run of capitalised question words can be a person's name: two to four words (one
     also, with ``single``: a bare surname) of
     letters only, each capitalised and not all capitals (no acronym), none glued to the previous one
     (``Česko.Digital``), and not every one an English dictionary word (simplemma's English lexicon:
     ``Ministry Defence``, ``Open Data Day``, ``Code Germany`` are no names; Czech and Slovak
-    lexicons list given names and surnames, so they cannot tell).  An English name made of
+    lexicons list given names and surnames, so they cannot tell; ``lexicon=False`` skips this test,
+    for a word a person question names: ``Eva`` in "Aké práce má Eva?").  An English name made of
     dictionary words (``Grace Hopper``) is not recognised as one."""
     if not (1 if single else 2) <= len(run) <= 4:
         return False
@@ -270,7 +271,7 @@ def looks_like_person_name(run: Sequence[Token], single: bool = False) -> bool:
             return False
         if i and token.joined:
             return False
-    return not all(_english_word(t.lower) for t in run)
+    return not lexicon or not all(_english_word(t.lower) for t in run)
 
 
 def _english_word(word: str) -> bool:

@@ -225,6 +225,7 @@ def test_person_name_shapes(words: str, single: bool, expected: bool) -> None:
     "What app did Česko.Digital build with the Ministry of Defence?",
     "Kolik lidí přišlo na Open Data Day v Praze?",
     "What is Code for Germany?",
+    "Kdy vzniklo Česko.Digital?",
 ])
 def test_capital_runs_that_are_no_names_are_no_unknown_person(blog: dict[str, Any], question: str) -> None:
     body = answer_graph(blog["bundle"], {"question": question})
