@@ -482,15 +482,25 @@ _KIND_LABEL = {"count": "a number", "time": "a date or time", "grade": "a grade"
 def _claim_words(quote: str, item: EvidenceItem) -> tuple[WordSet, WordSet]:
     """``(own, context)`` words of a quote in ``item``: own = the quote and, for a list item, the
     sentence that introduces its list; context = the headings above it, the item's title and heading path."""
-    return _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))
+    own, context, _ = _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))
+    return own, context
+
+
+def _section_words(quote: str, item: EvidenceItem) -> WordSet:
+    """The words of the section a quote sits in: its headings (above it in the chunk, and the chunk's
+    heading path), or the document title when it sits under none.  A newsletter's title names all its
+    topics ("Novinky za září 2019: První HackDay | Jak to u nás chodí | …"); a sentence under
+    "Meetup #2 v STRV" is about that meetup, not about every topic of the title."""
+    return _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))[2]
 
 
 @lru_cache(maxsize=1024)
-def _quote_words(quote: str, text: str, title: str, heading_path: tuple[str, ...]) -> tuple[WordSet, WordSet]:
+def _quote_words(quote: str, text: str, title: str,
+                 heading_path: tuple[str, ...]) -> tuple[WordSet, WordSet, WordSet]:
     target = normalize_quote(quote)
     units = text_units(text)
     own = [quote]
-    headings: list[str] = [title, *heading_path]
+    headings: list[str] = [*heading_path]
     for unit in units:
         text = normalize_quote(unit.text)
         if not text or not (text in target or target in text):
@@ -498,7 +508,8 @@ def _quote_words(quote: str, text: str, title: str, heading_path: tuple[str, ...
         headings.extend(unit.headings)
         if unit.list_id is not None:
             own.extend(u.text for u in units if u.leads == unit.list_id)
-    return word_set("\n".join(own)), word_set("\n".join(headings))
+    section = headings or [title]
+    return word_set("\n".join(own)), word_set("\n".join([title, *headings])), word_set("\n".join(section))
 
 
 @dataclass(frozen=True)
@@ -630,9 +641,13 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
         elif gate.focus.kind and len(own_words) / len(gate.words) < VALUE_SHARE:
             details.append(f"the quote itself names too little of what the question asks a value of "
                            f"({len(own_words) / len(gate.words):.2f} < {VALUE_SHARE})")
-        elif gate.weights and len(gate.words) >= 2 and not (set(_key_words(gate)) & {*own_words, *context_words}):
+        elif gate.weights and len(gate.words) >= 2 and not (
+                set(_key_words(gate)) & {w for w in gate.words
+                                         if any(o.has(w) for o, _ in pairs)
+                                         or any(_section_words(claim.quote, item).has(w) for item in items)}):
             # the most specific word is what the question is about ("plat" in "Jaký plat má Jan
-            # Kotara jako CEO Česko.Digital?"): a quote about the CEO without it answers nothing asked
+            # Kotara jako CEO Česko.Digital?"): a quote about the CEO without it answers nothing asked;
+            # it must be in the quote or the headings of its section, not only in a title of many topics
             details.append("the quote does not address the question's most specific word")
     if gate.definition is not None and not defines(gate.definition, claim.quote):
         details.append(f"the question asks {'who' if gate.definition.kind == 'person' else 'what'} "

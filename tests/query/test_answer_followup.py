@@ -44,7 +44,9 @@ RECAP = ("### Co přinesl Hackday #1\n\nPrvní Hackday Česko.Digital je za nám
 def _repo(root: Path) -> RepoBuilder:
     repo = RepoBuilder(root / "blog")
     repo.write("posts/2019-11-13-novinky.md", "---\ntitle: Novinky z listopadu\n---\n" + ANNOUNCEMENT + "\n")
-    repo.write("posts/2019-10-22-novinky.md", "---\ntitle: Novinky z října\n---\n## Co je nového?\n\n" + MEETING + "\n")
+    newsletter = ("---\ntitle: \"Novinky za září 2019: První HackDay | Jak to u nás chodí\"\n---\n"
+                  "## Co je nového?\n\n### Meetup #2 v STRV\n\n")
+    repo.write("posts/2019-10-22-novinky.md", newsletter + MEETING + "\n")
     repo.write("posts/2019-12-19-novinky.md", "---\ntitle: Novinky z prosince\n---\n" + RECAP + "\n")
     repo.write("posts/rozhovor.md", "---\ntitle: Rozhovor o komunitě\nauthor: Petra Malá\n---\n"
                                     "Petra Malá je koordinátorka dobrovolníků v Brně. Komunitu vede od roku 2019.\n")
@@ -142,6 +144,24 @@ def test_a_claim_about_another_meeting_does_not_answer_the_hackday_question() ->
     # without the verb rule the same claim passed (the old gate): the verb was the key word
     old = RelevanceGate(gate.focus, gate.words, weights=weights)
     assert claim_relevance(old, wrong, [meeting, recap]) == []
+
+
+def test_a_title_of_many_topics_does_not_address_the_key_word_for_a_sentence_under_another_heading() -> None:
+    """The real newsletter's title names the first hackday; the sentence sits under "Meetup #2 v STRV"."""
+    question = "Kolik lidí se sešlo na prvním hackdayi?"
+    gate = RelevanceGate(question_focus(question), ("lidi", "seslo", "prvnim", "hackday"),
+                         weights=(1.835, 6.239, 4.209, 3.96), verbs=frozenset({"seslo"}))
+    sentence = MEETING.split(" Záznamy")[0]
+    wrong = Claim(text=sentence, evidence=("E1",), quote=sentence)
+    titled = EvidenceItem(evidence_id="E1", kind="chunk", source_id="S1", chunk_id="n#0",
+                          document_path="posts/2019-10-22-novinky.md", commit="0" * 40, text=MEETING,
+                          title="Novinky za září 2019: První HackDay | Jak to u nás chodí",
+                          heading_path=("Co je nového?", "Meetup #2 v STRV"))
+    assert "the quote does not address the question's most specific word" in claim_relevance(gate, wrong, [titled])
+    # a sentence directly under the title (no section heading) is about the title's topic
+    plain = EvidenceItem(evidence_id="E1", kind="chunk", source_id="S1", chunk_id="n#0",
+                         document_path="posts/hackday.md", commit="0" * 40, text=MEETING, title="První hackday")
+    assert "the quote does not address the question's most specific word" not in claim_relevance(gate, wrong, [plain])
 
 
 def test_the_hackday_count_is_never_the_other_meeting(blog: dict[str, Any]) -> None:
