@@ -194,9 +194,11 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
     if min_support is None:
         min_support = MIN_SUPPORT_RESTRICTED if paths else MIN_SUPPORT
     names = [w for p in entities.get("persons") or [] for w in str(p.get("matched") or "").split()]
+    # "Kdo je X?": X is what the pages must be searched for, even when the graph knows X as a person
+    search_names = [] if definition_question(request.query) is not None else names
     context = text_context(bundle, request.query, max_tokens=budget, options=options, flt=request.filter,
                            published_only=request.published_only, paths=paths or None, min_support=min_support,
-                           resolved_words=names)
+                           resolved_words=search_names)
     timings["retrieval"] = _ms(started)
     return Routed(engine, context, graph_body=body, timings=timings, resolved_words=tuple(names))
 
@@ -442,6 +444,19 @@ def _debug_report(outcome: GenerationOutcome | None) -> dict[str, Any] | None:
             "status": outcome.status, "reason": outcome.reason}
 
 
+def _refusal_report(routed: Routed) -> dict[str, Any]:
+    """The ``debug`` report of a refusal decided before generation: the route taken, the graph's
+    verdict, and what text retrieval checked (:attr:`query.rag.Context.retrieval`)."""
+    graph = routed.graph_body or {}
+    entities = graph.get("entities") or {}
+    return {"route": routed.engine,
+            "graph": {"status": graph.get("status"), "reason": graph.get("reason"),
+                      "persons": [p.get("matched") or p.get("name") for p in entities.get("persons") or []],
+                      "unknown_names": list(entities.get("unknown_names") or [])},
+            "retrieval": dict(routed.context.retrieval) or None,
+            "evidence_items": len(routed.context.items), "attempts": []}
+
+
 def _dropped(outcome: GenerationOutcome | None) -> int:
     """Claims of the last attempt that failed the checker (they were left out)."""
     if outcome is None or not outcome.attempts:
@@ -499,6 +514,8 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
         if routed.candidates is not None:
             body["candidates"] = routed.candidates
             body["sources"] = (routed.graph_body or {}).get("sources", [])
+        if include_debug:
+            body["debug"] = _refusal_report(routed)
         return finish(body)
 
     if request.mode == "retrieve":
@@ -512,6 +529,8 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
     if not context.items:
         body = _envelope(bundle, "no_answer", "insufficient_evidence", [], complete=None, truncation=truncation)
         body.update(base)
+        if include_debug:
+            body["debug"] = _refusal_report(routed)
         return finish(body)
 
     from .checker import run_generation
@@ -537,6 +556,8 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
         body.update(base)
         if include_debug:
             body["debug"] = _debug_report(outcome)
+            body["debug"]["route"] = routed.engine
+            body["debug"]["retrieval"] = dict(context.retrieval) or None
         return finish(body)
 
     claims = list(outcome.claims)
@@ -550,6 +571,8 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
     body["answer_coverage"] = _coverage_block(routed, outcome, len(claims_json), weak)
     if include_debug:
         body["debug"] = _debug_report(outcome)
+        body["debug"]["route"] = routed.engine
+        body["debug"]["retrieval"] = dict(context.retrieval) or None
     return finish(body)
 
 

@@ -64,6 +64,7 @@ from .sentences import (
     stop_words,
     text_language,
     text_units,
+    verb_words,
     word_set,
 )
 
@@ -472,6 +473,8 @@ VALUE_SHARE = 0.5
 not weighted: each names what the value is of) in the claim's own quote and list introduction
 (headings do not count: a chapter's page count under the thesis heading is not the thesis's page
 count)."""
+KEY_SHARE = 0.9
+"""Question words weighing at least this share of the heaviest (non-verb) word count as its most specific words."""
 _CONTEXT_WEIGHT = 0.5
 _KIND_LABEL = {"count": "a number", "time": "a date or time", "grade": "a grade"}
 
@@ -479,15 +482,25 @@ _KIND_LABEL = {"count": "a number", "time": "a date or time", "grade": "a grade"
 def _claim_words(quote: str, item: EvidenceItem) -> tuple[WordSet, WordSet]:
     """``(own, context)`` words of a quote in ``item``: own = the quote and, for a list item, the
     sentence that introduces its list; context = the headings above it, the item's title and heading path."""
-    return _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))
+    own, context, _ = _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))
+    return own, context
+
+
+def _section_words(quote: str, item: EvidenceItem) -> WordSet:
+    """The words of the section a quote sits in: its headings (above it in the chunk, and the chunk's
+    heading path), or the document title when it sits under none.  A newsletter's title names all its
+    topics ("Novinky za září 2019: První HackDay | Jak to u nás chodí | …"); a sentence under
+    "Meetup #2 v STRV" is about that meetup, not about every topic of the title."""
+    return _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))[2]
 
 
 @lru_cache(maxsize=1024)
-def _quote_words(quote: str, text: str, title: str, heading_path: tuple[str, ...]) -> tuple[WordSet, WordSet]:
+def _quote_words(quote: str, text: str, title: str,
+                 heading_path: tuple[str, ...]) -> tuple[WordSet, WordSet, WordSet]:
     target = normalize_quote(quote)
     units = text_units(text)
     own = [quote]
-    headings: list[str] = [title, *heading_path]
+    headings: list[str] = [*heading_path]
     for unit in units:
         text = normalize_quote(unit.text)
         if not text or not (text in target or target in text):
@@ -495,7 +508,8 @@ def _quote_words(quote: str, text: str, title: str, heading_path: tuple[str, ...
         headings.extend(unit.headings)
         if unit.list_id is not None:
             own.extend(u.text for u in units if u.leads == unit.list_id)
-    return word_set("\n".join(own)), word_set("\n".join(headings))
+    section = headings or [title]
+    return word_set("\n".join(own)), word_set("\n".join([title, *headings])), word_set("\n".join(section))
 
 
 @dataclass(frozen=True)
@@ -511,7 +525,9 @@ class RelevanceGate:
     one); ``unknown``: the question's first topic word when the bundle's index does not know it at
     all (what the question asks about is likely absent from the pages: a claim must address it);
     ``definition``: set when the question asks what or who something is ("Co je X?"): a claim's
-    quote must then define X (:func:`query.sentences.defines`), not merely mention it.
+    quote must then define X (:func:`query.sentences.defines`), not merely mention it; ``verbs``:
+    those of :attr:`words` that are verb forms (:func:`query.sentences.verb_words`), never the
+    question's most specific word while it has other words.
     """
 
     focus: QuestionFocus
@@ -521,6 +537,7 @@ class RelevanceGate:
     weights: tuple[float, ...] = ()
     unknown: frozenset[str] = frozenset()
     definition: DefinitionQuestion | None = None
+    verbs: frozenset[str] = frozenset()
 
     def weight(self, word: str) -> float:
         """The weight of one of :attr:`words` (1.0 without weights)."""
@@ -582,7 +599,8 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
         checked = tuple(w for w in checked if w not in dropped)
     return RelevanceGate(focus, checked, tuple(waived), unverifiable=bool(words) and not checked,
                          weights=tuple(max(weights[w], 1e-6) for w in checked) if weights else (),
-                         unknown=head, definition=definition_question(question))
+                         unknown=head, definition=definition_question(question),
+                         verbs=verb_words(question) & frozenset(checked))
 
 
 def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[EvidenceItem]) -> list[str]:
@@ -623,9 +641,13 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
         elif gate.focus.kind and len(own_words) / len(gate.words) < VALUE_SHARE:
             details.append(f"the quote itself names too little of what the question asks a value of "
                            f"({len(own_words) / len(gate.words):.2f} < {VALUE_SHARE})")
-        elif gate.weights and len(gate.words) >= 2 and not (set(_key_words(gate)) & {*own_words, *context_words}):
+        elif gate.weights and len(gate.words) >= 2 and not (
+                set(_key_words(gate)) & {w for w in gate.words
+                                         if any(o.has(w) for o, _ in pairs)
+                                         or any(_section_words(claim.quote, item).has(w) for item in items)}):
             # the most specific word is what the question is about ("plat" in "Jaký plat má Jan
-            # Kotara jako CEO Česko.Digital?"): a quote about the CEO without it answers nothing asked
+            # Kotara jako CEO Česko.Digital?"): a quote about the CEO without it answers nothing asked;
+            # it must be in the quote or the headings of its section, not only in a title of many topics
             details.append("the quote does not address the question's most specific word")
     if gate.definition is not None and not defines(gate.definition, claim.quote):
         details.append(f"the question asks {'who' if gate.definition.kind == 'person' else 'what'} "
@@ -636,9 +658,14 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
 
 
 def _key_words(gate: RelevanceGate) -> list[str]:
-    """The question's most specific words: those of the highest weight (idf over the bundle; ties kept)."""
-    top = max(gate.weights)
-    return [w for w, weight in zip(gate.words, gate.weights, strict=True) if weight >= top - 1e-9]
+    """The question's most specific words: those within :data:`KEY_SHARE` of the highest weight (idf over
+    the bundle) among its words that are no verb forms ("hackday" and "prvnim", not the rarer "seslo",
+    in "Kolik lidí se sešlo na prvním hackdayi?": a verb says what happened, the pages may word it
+    otherwise); all words when every one is a verb form."""
+    pairs = [(w, weight) for w, weight in zip(gate.words, gate.weights, strict=True) if w not in gate.verbs]
+    pairs = pairs or list(zip(gate.words, gate.weights, strict=True))
+    top = max(weight for _, weight in pairs)
+    return [w for w, weight in pairs if weight >= KEY_SHARE * top - 1e-9]
 
 
 def question_names(question: str) -> list[tuple[str, ...]]:

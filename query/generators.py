@@ -98,8 +98,13 @@ def shown_text(unit_text: str) -> str:
                 shown = shown[: -len(mark)]
             else:
                 tail = re.search(re.escape(mark) + r"[.!?…:;,)]*$", shown)
+                first = shown.find(mark)
+                end = first + len(mark)
                 if tail:
                     shown = shown[: tail.start()] + shown[tail.start() + len(mark):]
+                elif first > 0 and not shown[first - 1].isspace() and (end == len(shown) or not shown[end].isalnum()):
+                    # a closer whose opener the display form dropped: "Jan Kotara** (COO, ...)"
+                    shown = shown[:first] + shown[end:]
     return shown.strip()
 
 

@@ -72,6 +72,7 @@ from .graph_names import (
     Token,
     capital_runs,
     find_years,
+    looks_like_person_name,
     name_forms,
     name_tokens,
     tokenize,
@@ -741,10 +742,19 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
         # about a name the pages mention but the graph has no person for is answered the same way.
         return out.unsupported("The question asks what (or who) something is, which the graph does not "
                                "describe; try /search.")
-    # a name nobody has: unknown_person whatever was asked (but a page title is no person)
-    unknown = [run for run in a.unmatched_names if len(run) >= 2]
+    # a name nobody has: unknown_person whatever was asked (but a page title is no person); only a
+    # run that looks like a person's name counts, unless the question asks who: "Ministry of Defence",
+    # "Open Data Day", "Česko.Digital Mastodon" are no persons
+    who = a.has("who")
+    slot = (needs_person and a.intent != "needs_person") or a.has(*(c for c in _PERSON_CONCEPTS
+                                                                    if c not in _GENERIC_CONCEPTS))
+    unknown = [run for run in a.unmatched_names if len(run) >= 2 and (who or looks_like_person_name(run))]
+    # a single word counts as a name only in a question with a person slot ("Aké práce má Eva?"),
+    # not in "What is Code for Germany?"
+    named = [run for run in a.unmatched_names if who or looks_like_person_name(run)
+             or (slot and looks_like_person_name(run, single=True, lexicon=False))]
     if not a.persons and not a.pages and a.intent != "links_unknown_page" and (
-            unknown or (needs_person and (a.unmatched_names or a.document_authors))):
+            unknown or (needs_person and (named or a.document_authors))):
         return _unknown_person(out, a)
     if a.intent == "content":
         return out.unsupported("Questions about the content of documents are answered by /search.")

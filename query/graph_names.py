@@ -81,13 +81,16 @@ def damerau1(a: str, b: str) -> bool:
 
 @dataclass(frozen=True)
 class Token:
-    """A word of the question: position, text as written, lowercase, folded, capitalised?"""
+    """A word of the question: position, text as written, lowercase, folded, capitalised?
+    ``joined``: the word is glued to the previous one by a character other than white space
+    (``Digital`` in ``Česko.Digital``)."""
 
     index: int
     text: str
     lower: str
     folded: str
     capital: bool
+    joined: bool = False
 
 
 def tokenize(question: str, possessive_suffixes: Sequence[str] = ()) -> list[Token]:
@@ -95,13 +98,16 @@ def tokenize(question: str, possessive_suffixes: Sequence[str] = ()) -> list[Tok
     (``"'s"``) is taken without it (``Holp's`` -> ``Holp``)."""
     text = unicodedata.normalize("NFC", question)
     tokens = []
+    previous_end = -2
     for i, match in enumerate(_WORD.finditer(text)):
         word = match.group(0)
+        joined = match.start() == previous_end + 1 and not text[previous_end].isspace()
+        previous_end = match.end()
         for suffix in possessive_suffixes:
             if len(word) > len(suffix) + 1 and word.lower().endswith(suffix):
                 word = word[: -len(suffix)]
                 break
-        tokens.append(Token(i, word, word.lower(), fold(word).replace(" ", ""), word[:1].isupper()))
+        tokens.append(Token(i, word, word.lower(), fold(word).replace(" ", ""), word[:1].isupper(), joined))
     return tokens
 
 
@@ -246,6 +252,32 @@ def _best_assignment(
 def find_years(tokens: Sequence[Token]) -> list[int]:
     """Four-digit years 1900-2099 in question order, de-duplicated."""
     return list(dict.fromkeys(int(t.text) for t in tokens if _YEAR.fullmatch(t.text)))
+
+
+def looks_like_person_name(run: Sequence[Token], single: bool = False, lexicon: bool = True) -> bool:
+    """Whether a run of capitalised question words can be a person's name: two to four words (one
+    also, with ``single``: a bare surname) of
+    letters only, each capitalised and not all capitals (no acronym), none glued to the previous one
+    (``Česko.Digital``), and not every one an English dictionary word (simplemma's English lexicon:
+    ``Ministry Defence``, ``Open Data Day``, ``Code Germany`` are no names; Czech and Slovak
+    lexicons list given names and surnames, so they cannot tell; ``lexicon=False`` skips this test,
+    for a word a person question names: ``Eva`` in "Aké práce má Eva?").  An English name made of
+    dictionary words (``Grace Hopper``) is not recognised as one."""
+    if not (1 if single else 2) <= len(run) <= 4:
+        return False
+    for i, token in enumerate(run):
+        letters = token.text.replace("-", "").replace("'", "").replace("’", "")
+        if not letters.isalpha() or not token.text[:1].isupper() or (len(letters) > 1 and letters.isupper()):
+            return False
+        if i and token.joined:
+            return False
+    return not lexicon or not all(_english_word(t.lower) for t in run)
+
+
+def _english_word(word: str) -> bool:
+    import simplemma
+
+    return bool(simplemma.is_known(word, lang="en"))
 
 
 def capital_runs(tokens: Sequence[Token], ignore: set[str]) -> list[list[Token]]:

@@ -98,7 +98,11 @@ class Context:
     evidence); ``tokens``: sum of the items' tokens; ``word_weights``: the question's words with
     their idf over the bundle (text evidence only; a word the index does not know keeps the highest
     idf), for the claim-level relevance gate (:func:`query.checker.relevance_gate`);
-    ``unknown_words``: those of them the index does not know at all (not even within the typo distance).
+    ``unknown_words``: those of them the index does not know at all (not even within the typo distance);
+    ``retrieval``: what text retrieval checked, for the ``debug`` report (``{candidates: chunks
+    scored, best_support, min_support, words: {question word: idf} the support was computed over,
+    resolved_words: names left out (the graph resolved them), definition: the subject of a
+    definition question or null, defining: chunks added for a defining sentence}``; empty for graph evidence).
     """
 
     items: list[EvidenceItem] = field(default_factory=list)
@@ -108,6 +112,7 @@ class Context:
     tokens: int = 0
     word_weights: dict[str, float] = field(default_factory=dict)
     unknown_words: frozenset[str] = frozenset()
+    retrieval: dict[str, Any] = field(default_factory=dict)
 
     def public_items(self) -> list[dict[str, Any]]:
         """Return the items as JSON objects (``mode=retrieve``'s ``evidence``)."""
@@ -267,6 +272,7 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
     best = max((s for _, s in scored), default=0.0)
     relevant = [cid for cid, s in scored if s >= min_support]
     definition = definition_question(question)
+    found_relevant = len(relevant)
     if definition is not None and (relevant or (paths is None and flt is None)):
         # "Co je X?": chunks with a sentence that defines X first (a plain definition before a
         # relative clause), so that the defining sentence is in the evidence, not only mentions;
@@ -280,6 +286,13 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
         relevant.sort(key=lambda cid: -strength[cid])
     context = pack_chunks(bundle, relevant, max_tokens=max_tokens, base_url=opts.base_url, max_items=max_items,
                           max_per_document=max_per_document, best_support=best)
+    context.retrieval = {
+        "candidates": len(scored), "relevant": found_relevant, "best_support": round(best, 4),
+        "min_support": min_support, "words": {w: round(v, 3) for w, v in weights.items()},
+        "resolved_words": sorted(set(resolved_words)), "restricted_to_documents": len(paths) if paths else None,
+        "definition": definition.subject if definition is not None else None,
+        "defining": len(relevant) - found_relevant,
+    }
     if context.items:
         unknown: set[str] = set()
         context.word_weights = _weights(bundle, list(question_focus(question).words), drop_unknown=False,

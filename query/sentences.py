@@ -111,8 +111,14 @@ def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
                 at = flat.find(rest, pos)
                 spans.append((at, at + len(rest)))
             break
-        if spans and _ABBREVIATION_END.search(flat[spans[-1][0]:spans[-1][1]]) and _CONTINUES.match(piece):
-            spans[-1] = (spans[-1][0], at + len(piece))  # "z. s. (UNIPA), nezisková": one sentence
+        previous = flat[spans[-1][0]:spans[-1][1]] if spans else ""
+        if spans and (
+            (_ABBREVIATION_END.search(previous) and _CONTINUES.match(piece))
+            or (_ORDINAL_END.search(previous) and _CONTINUES_ORDINAL.match(piece))
+            or ((_ORDINAL_START.match(piece) or _LOWER_START.match(piece)) and not _TERMINAL_END.search(previous))
+        ):
+            # "z. s. (UNIPA), nezisková", "ve čtvrtek 28. 11. od 9.00", "Potom 1. ledna": one sentence
+            spans[-1] = (spans[-1][0], at + len(piece))
         else:
             spans.append((at, at + len(piece)))
         pos = at + len(piece)
@@ -123,6 +129,15 @@ _ABBREVIATION_END = re.compile(r"(?:^|[\s(])[^\W\d]\.$")
 """A piece ending in a one-letter abbreviation (``z.`` of ``z. s.``, ``s. r. o.``, ``a. s.``)."""
 _CONTINUES = re.compile(r"[(\[,;]|[^\W\d]\.(?:\s|$)|[a-záäčďéěíĺľňóôŕřšťúůýž]")
 """A piece that cannot open a sentence: lower case, a bracket, or another one-letter abbreviation."""
+_ORDINAL_END = re.compile(r"(?:^|[\s(])\d{1,3}\.$")
+"""A piece ending in an ordinal or a day/month of a date (``28.`` of ``28. 11. 2019``, ``2.`` of ``2. ročník``)."""
+_CONTINUES_ORDINAL = re.compile(r"\d|[(\[,;]|[a-záäčďéěíĺľňóôŕřšťúůýž]")
+"""After an ordinal: a number (the month or year of a date), lower case (``ledna``, ``ročník``) or a bracket."""
+_ORDINAL_START = re.compile(r"\d{1,3}\.(?:\s|$)")
+"""A piece opening with an ordinal (``1. ledna``); pysbd may cut it (or ``o 2. ročník``) off the words before it."""
+_LOWER_START = re.compile(r"[a-záäčďéěíĺľňóôŕřšťúůýž]")
+_TERMINAL_END = re.compile(r"[.!?…:][\"'”’»)\]*]*$")
+"""A piece that ends like a sentence (terminal punctuation, maybe closing quotes or brackets)."""
 
 
 def _line_offsets(text: str) -> list[int]:
@@ -260,6 +275,34 @@ def content_words(text: str) -> list[str]:
     """Return the distinct folded content words of ``text`` in order (stop words dropped)."""
     stops = stop_words()
     return list(dict.fromkeys(w for w in analyze(text) if w not in stops and (len(w) > 1 or w.isdigit())))
+
+
+_INFINITIVE = re.compile(r"(?:[aeiouyáéěíóúůý]|ou)(?:t|ť|ti)$|ci$")
+"""A Czech/Slovak infinitive ending (``sejít``, ``vybudovať``, ``pracovat``, ``ísť``, ``péci``)."""
+
+
+def verb_words(text: str) -> frozenset[str]:
+    """Return the folded words of ``text`` that are Czech or Slovak verb forms.
+
+    A word is a verb form when simplemma (cs, sk) lemmatises it to another word that ends like an
+    infinitive: ``sešlo`` -> ``sejít``, ``vybudoval`` -> ``vybudovat``.  Words simplemma leaves as
+    they are (``kontrakt``, ``student``, unknown words like ``hackdayi``) and capitalised words (names)
+    are not.  Used to tell what a question is about (its nouns) from what it says happened (a verb the
+    pages may paraphrase).
+    """
+    return frozenset(fold_word(w) for w in re.findall(r"[^\W\d_]+", text) if w.islower() and _is_verb(w))
+
+
+@lru_cache(maxsize=16384)
+def _is_verb(word: str) -> bool:
+    import simplemma
+
+    lower = word.lower()
+    for lang in ("cs", "sk"):
+        lemma = simplemma.lemmatize(lower, lang=lang).lower()
+        if lemma != lower and _INFINITIVE.search(lemma):
+            return True
+    return False
 
 
 _COGNATE = re.compile(r"ie|ou")
