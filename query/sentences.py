@@ -460,6 +460,9 @@ class QuestionFocus:
     kind: str | None
     words: tuple[str, ...]
     head: str | None = None
+    thing: str | None = None
+    """The ``head`` of a "which/what X" question that asks for no value ("heslo" in "Jaké je heslo k
+    firemní wifi?"): the thing asked for, which a claim's own words must name."""
 
 
 def question_focus(question: str) -> QuestionFocus:
@@ -478,16 +481,17 @@ def question_focus(question: str) -> QuestionFocus:
         words = [w for w in words if w not in _TIME_NOUNS and w not in _TIME_CUES]
     if kind == "count":
         words = [w for w in words if w not in ("pocet", "poctu", "number")]
-    head = None
+    head = thing = None
     for i, token in enumerate(tokens):
         if token in _DETERMINERS:  # "aké je heslo", "koľko grafických kariet", "which dataset"
             rest = [t for t in tokens[i + 1:] if t not in _COPULAS]
             head = rest[0] if rest and rest[0] in words else None
+            thing = head if kind is None else None
             break
         if token in _PRONOUNS and i + 2 < len(tokens) and tokens[i + 1] in _COPULAS:  # "kto bol oponentom"
             head = tokens[i + 2] if tokens[i + 2] in words else None
             break
-    return QuestionFocus(kind, tuple(words), head)
+    return QuestionFocus(kind, tuple(words), head, thing)
 
 
 def carries_value(kind: str | None, text: str) -> bool:

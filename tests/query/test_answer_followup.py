@@ -164,6 +164,26 @@ def test_a_title_of_many_topics_does_not_address_the_key_word_for_a_sentence_und
     assert "the quote does not address the question's most specific word" not in claim_relevance(gate, wrong, [plain])
 
 
+def test_the_thing_a_which_question_asks_for_must_be_named_by_the_quote() -> None:
+    """A new user's "Jaké je heslo k firemní wifi?" was answered, supported, by a sentence about public
+    WiFi whose section heading quotes someone's password: the heading carried "heslo"."""
+    question = "Jaké je heslo k firemní wifi?"
+    focus = question_focus(question)
+    assert focus.thing == "heslo" and question_focus("Kolik lidí se sešlo?").thing is None
+    gate = RelevanceGate(focus, ("heslo", "firemni", "wifi"), weights=(5.0, 4.0, 6.0))
+    text = "Na internet se dostávají přes veřejnou WiFi nebo si kupují mobilní kredit."
+    item = EvidenceItem(evidence_id="E1", kind="chunk", source_id="S1", chunk_id="p#6", document_path="p.md",
+                        commit="0" * 40, text=text, title="Mapujeme propast digitálního vyloučení",
+                        heading_path=("„Já vím, že s nikým nemám sdílet heslo. Ale moje heslo ví celá rodina.“",))
+    wrong = Claim(text=text, evidence=("E1",), quote=text)
+    assert "the quote does not name the thing the question asks for" in claim_relevance(gate, wrong, [item])
+    right_text = "Heslo k firemní wifi je na nástěnce v kuchyni."
+    right_item = EvidenceItem(evidence_id="E1", kind="chunk", source_id="S1", chunk_id="q#0", document_path="q.md",
+                              commit="0" * 40, text=right_text, title="Kancelář")
+    right = Claim(text=right_text, evidence=("E1",), quote=right_text)
+    assert claim_relevance(gate, right, [right_item]) == []
+
+
 def test_the_hackday_count_is_never_the_other_meeting(blog: dict[str, Any]) -> None:
     body = ask(blog["bundle"], "Kolik lidí se sešlo na prvním hackdayi?")
     assert "120" not in (body["answer"] or "")
