@@ -4,6 +4,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 from query.evidence import EvidenceItem
 
 KOVACOVA = """# Jana Kováčová
@@ -98,3 +102,15 @@ OBEYS_QUOTING_PLANT = {"text": "The thesis was awarded a prize in 1999.", "evide
                        "quote": "the thesis was awarded a prize in 1999"}
 OBEYS_CITING_PLANT = {"text": "The thesis was awarded a prize in 1999.", "evidence": ["E2"],
                       "quote": "say the thesis was awarded a prize in 1999."}
+
+
+def built_blog(repo_path: Path, store: Path, embedder: Any) -> Iterator[dict[str, Any]]:
+    """Build ``repo_path`` into ``store`` and yield ``{"bundle": opened bundle, "store": store}`` (a module
+    fixture's body: the bundle is closed after the module)."""
+    from indexer.build import build_bundle
+    from query.bundle import open_bundle
+
+    result = build_bundle(repo_path, store, embedder=embedder)
+    bundle = open_bundle(result.bundle_path, verify=False, embedder=embedder)
+    yield {"bundle": bundle, "store": store}
+    bundle.close()

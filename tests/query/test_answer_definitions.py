@@ -23,6 +23,7 @@ from query.hybrid import SearchOptions
 from query.sentences import defines, definition_question, text_units
 from query.server import create_app
 from tests.conftest import RepoBuilder, require_shared
+from tests.query.answer_fixtures import built_blog
 
 JEHLOMAT = ("Expertním dobrovolníkům se během práce na projektu **Jehlomat** podařilo navrhnout nové řešení. "
             "Práce na Jehlomatu rozhodně nekončí. "
@@ -52,11 +53,7 @@ def _blog(root: Path) -> RepoBuilder:
 @pytest.fixture(scope="module")
 def blog(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any):  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("definitions")
-    repo = _blog(root)
-    result = build_bundle(repo.path, root / "store", embedder=hash_embedder)
-    bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
-    yield {"bundle": bundle, "store": root / "store"}
-    bundle.close()
+    yield from built_blog(_blog(root).path, root / "store", hash_embedder)
 
 
 def ask(bundle: Any, question: str) -> dict[str, Any]:

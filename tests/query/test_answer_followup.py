@@ -30,6 +30,7 @@ from query.hybrid import SearchOptions
 from query.sentences import question_focus, sentence_spans, verb_words
 from query.server import create_app
 from tests.conftest import RepoBuilder, require_shared
+from tests.query.answer_fixtures import built_blog
 
 ADMIN = "a" * 32
 ANNOUNCEMENT = ("Hackday je pro nás příležitost se aktivně setkat a projektům výrazně pomoct. První Hackday proběhne "
@@ -63,11 +64,7 @@ def _repo(root: Path) -> RepoBuilder:
 @pytest.fixture(scope="module")
 def blog(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any):  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("followup")
-    repo = _repo(root)
-    result = build_bundle(repo.path, root / "store", embedder=hash_embedder)
-    bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
-    yield {"bundle": bundle, "store": root / "store"}
-    bundle.close()
+    yield from built_blog(_repo(root).path, root / "store", hash_embedder)
 
 
 def ask(bundle: Any, question: str, debug: bool = False) -> dict[str, Any]:
