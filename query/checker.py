@@ -482,7 +482,7 @@ _KIND_LABEL = {"count": "a number", "time": "a date or time", "grade": "a grade"
 def _claim_words(quote: str, item: EvidenceItem) -> tuple[WordSet, WordSet]:
     """``(own, context)`` words of a quote in ``item``: own = the quote and, for a list item, the
     sentence that introduces its list; context = the headings above it, the item's title and heading path."""
-    own, context, _, _ = _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))
+    own, context, _, _, _ = _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))
     return own, context
 
 
@@ -499,41 +499,34 @@ LABEL_WORDS = 5
 "Úlohy práce"); a longer one is a sentence (a quotation used as a heading) and names nothing asked."""
 
 
-def _label_words(quote: str, item: EvidenceItem) -> WordSet:
-    """The words of the short headings (labels, :data:`LABEL_WORDS`) of the section a quote sits in."""
-    return _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))[3]
-
-
-@lru_cache(maxsize=1024)
-def _in_list(quote: str, text: str) -> bool:
-    """Whether ``quote`` is (part of) a list item of ``text``: a list enumerates the things a "which
-    X" question asks for ("Aké úlohy …?" answered by the task list) without naming X in each item."""
-    target = normalize_quote(quote)
-    for unit in text_units(text):
-        unit_text = normalize_quote(unit.text)
-        if unit_text and (unit_text in target or target in unit_text) and unit.list_id is not None:
-            return True
-    return False
+def _names_thing(quote: str, item: EvidenceItem, thing: str) -> bool:
+    """Whether the section of ``quote`` names ``thing`` in a short heading (a label, :data:`LABEL_WORDS`),
+    or ``quote`` is a list item: a list enumerates the things a "which X" question asks for ("Aké úlohy
+    …?" answered by the task list under "Zadanie") without naming X in each item."""
+    _, _, _, labels, in_list = _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))
+    return in_list or labels.has(thing)
 
 
 @lru_cache(maxsize=1024)
 def _quote_words(quote: str, text: str, title: str,
-                 heading_path: tuple[str, ...]) -> tuple[WordSet, WordSet, WordSet, WordSet]:
+                 heading_path: tuple[str, ...]) -> tuple[WordSet, WordSet, WordSet, WordSet, bool]:
     target = normalize_quote(quote)
     units = text_units(text)
     own = [quote]
     headings: list[str] = [*heading_path]
+    in_list = False
     for unit in units:
         text = normalize_quote(unit.text)
         if not text or not (text in target or target in text):
             continue
+        in_list = in_list or unit.list_id is not None
         headings.extend(unit.headings)
         if unit.list_id is not None:
             own.extend(u.text for u in units if u.leads == unit.list_id)
     section = headings or [title]
     labels = [h for h in headings if len(h.split()) <= LABEL_WORDS]
     return (word_set("\n".join(own)), word_set("\n".join([title, *headings])), word_set("\n".join(section)),
-            word_set("\n".join(labels)))
+            word_set("\n".join(labels)), in_list)
 
 
 @dataclass(frozen=True)
@@ -663,8 +656,7 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
         elif share < RELEVANCE_SHARE:
             details.append(f"the quote addresses too little of the question ({share:.2f} < {RELEVANCE_SHARE})")
         elif gate.focus.thing in gate.words and gate.focus.thing not in own_words and len(gate.words) >= 2 \
-                and not any(_label_words(claim.quote, item).has(gate.focus.thing)
-                            or _in_list(claim.quote, item.text) for item in items):
+                and not any(_names_thing(claim.quote, item, gate.focus.thing) for item in items):
             # "Jaké je heslo k firemní wifi?" is not answered by a sentence about public WiFi under a
             # heading that quotes someone's password: the thing asked for must be named by the quote,
             # its list introduction or a short heading of its section; a list item enumerates the things
