@@ -523,27 +523,26 @@ def allowed_rows(bundle: OpenedBundle, matrix: BM25Matrix, paths: set[str] | Non
     bundle, or ``None`` when every document is published.
     """
     if paths is not None:
-        by_path = _rows_by_path(bundle, matrix)
-        mask = np.zeros(matrix.n_rows, dtype=bool)
-        for path in paths:
-            rows = by_path.get(path)
-            if rows is not None:
-                mask[rows] = True
-        return mask
+        return _rows_mask(bundle, matrix, paths, allowed=True)
     unpublished = unpublished_paths(bundle) if published_only else frozenset()
     if not unpublished:
         return None
 
     def compute() -> np.ndarray:
-        by_path = _rows_by_path(bundle, matrix)
-        mask = np.ones(matrix.n_rows, dtype=bool)
-        for path in unpublished:
-            rows = by_path.get(path)
-            if rows is not None:
-                mask[rows] = False
-        return mask
+        return _rows_mask(bundle, matrix, unpublished, allowed=False)
 
     return bundle.derive("published_rows", compute)  # type: ignore[no-any-return]
+
+
+def _rows_mask(bundle: OpenedBundle, matrix: BM25Matrix, paths: Iterable[str], *, allowed: bool) -> np.ndarray:
+    """Bool mask over the matrix rows: ``allowed`` for the chunks of ``paths``, the opposite for every other row."""
+    by_path = _rows_by_path(bundle, matrix)
+    mask = np.full(matrix.n_rows, not allowed, dtype=bool)
+    for path in paths:
+        rows = by_path.get(path)
+        if rows is not None:
+            mask[rows] = allowed
+    return mask
 
 
 def ranking_searcher(bundle: OpenedBundle) -> Any:
