@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -112,5 +114,22 @@ def built_blog(repo_path: Path, store: Path, embedder: Any) -> Iterator[dict[str
 
     result = build_bundle(repo_path, store, embedder=embedder)
     bundle = open_bundle(result.bundle_path, verify=False, embedder=embedder)
-    yield {"bundle": bundle, "store": store}
-    bundle.close()
+    try:
+        yield {"bundle": bundle, "store": store}
+    finally:
+        bundle.close()
+
+
+@contextmanager
+def real_blog(tmp_path: Path, embedder: Any) -> Iterator[Any]:
+    """Clone the shared Czech blog (skips without it), build it into ``tmp_path`` and yield the opened bundle."""
+    from tests.conftest import require_shared
+
+    repo = tmp_path / "blog"
+    subprocess.run(["git", "clone", "-q", str(require_shared("corpora/cesko-digital-blog.bundle")), str(repo)],
+                   check=True)
+    built = built_blog(repo, tmp_path / "store", embedder)
+    try:
+        yield next(built)["bundle"]
+    finally:
+        built.close()  # closes the bundle, also when the test failed

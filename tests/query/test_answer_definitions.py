@@ -5,7 +5,6 @@ real Czech blog (shared corpus, slow)."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,17 +12,15 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from indexer.build import build_bundle
 from query.answer import answer, parse_answer_request
-from query.bundle import open_bundle
 from query.checker import claim_relevance, relevance_gate
 from query.evidence import Claim, EvidenceItem
 from query.generators import ExtractiveGenerator
 from query.hybrid import SearchOptions
 from query.sentences import defines, definition_question, text_units
 from query.server import create_app
-from tests.conftest import RepoBuilder, require_shared
-from tests.query.answer_fixtures import built_blog
+from tests.conftest import RepoBuilder
+from tests.query.answer_fixtures import built_blog, real_blog
 
 JEHLOMAT = ("Expertním dobrovolníkům se během práce na projektu **Jehlomat** podařilo navrhnout nové řešení. "
             "Práce na Jehlomatu rozhodně nekončí. "
@@ -221,12 +218,7 @@ def test_definitions_over_http(blog: dict[str, Any], hash_embedder: Any) -> None
 @pytest.mark.slow
 def test_definitions_on_the_real_blog(tmp_path: Path, hash_embedder: Any) -> None:
     """The new user's questions on the Czech blog: a defining sentence, never a mere mention."""
-    source = require_shared("corpora/cesko-digital-blog.bundle")
-    repo = tmp_path / "blog"
-    subprocess.run(["git", "clone", "-q", str(source), str(repo)], check=True)
-    result = build_bundle(repo, tmp_path / "store", embedder=hash_embedder)
-    bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
-    try:
+    with real_blog(tmp_path, hash_embedder) as bundle:
         expected = {
             "Co je Jehlomat?": "vznikl Jehlomat – aplikace",
             "Co je UNIPA?": "Jsme Unie porodních asistentek, z. s. (UNIPA)",
@@ -240,5 +232,3 @@ def test_definitions_on_the_real_blog(tmp_path: Path, hash_embedder: Any) -> Non
         for question in ("Co je Zlatomat?", "What is Kubernetes?"):
             body = ask(bundle, question)
             assert (body["status"], body["reason"], body["engine"]) == ("no_answer", "insufficient_evidence", "text")
-    finally:
-        bundle.close()

@@ -9,7 +9,6 @@ real blog bundle).
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from indexer.build import build_bundle
 from query.answer import answer, parse_answer_request
-from query.bundle import open_bundle
 from query.checker import RelevanceGate, claim_relevance
 from query.config import ServerConfig
 from query.evidence import Claim, EvidenceItem
@@ -29,8 +26,8 @@ from query.graph_names import looks_like_person_name, tokenize
 from query.hybrid import SearchOptions
 from query.sentences import question_focus, sentence_spans, verb_words
 from query.server import create_app
-from tests.conftest import RepoBuilder, require_shared
-from tests.query.answer_fixtures import built_blog
+from tests.conftest import RepoBuilder
+from tests.query.answer_fixtures import built_blog, real_blog
 
 ADMIN = "a" * 32
 ANNOUNCEMENT = ("Hackday je pro nás příležitost se aktivně setkat a projektům výrazně pomoct. První Hackday proběhne "
@@ -286,12 +283,7 @@ def test_unknown_names_and_who_questions_stay_unknown_person(blog: dict[str, Any
 
 @pytest.mark.slow
 def test_followup_questions_on_the_real_blog(tmp_path: Path, hash_embedder: Any) -> None:
-    source = require_shared("corpora/cesko-digital-blog.bundle")
-    repo = tmp_path / "blog"
-    subprocess.run(["git", "clone", "-q", str(source), str(repo)], check=True)
-    result = build_bundle(repo, tmp_path / "store", embedder=hash_embedder)
-    bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
-    try:
+    with real_blog(tmp_path, hash_embedder) as bundle:
         body = ask(bundle, "Kdy proběhl první hackday?")
         assert body["status"] == "ok" and "28. 11. od 9.00" in body["answer"], body["answer"]
         body = ask(bundle, "Kolik lidí se sešlo na prvním hackdayi?")
@@ -300,5 +292,3 @@ def test_followup_questions_on_the_real_blog(tmp_path: Path, hash_embedder: Any)
         assert body["status"] == "ok" and body["answer"].startswith("Jakub Nešetřil je"), body
         body = ask(bundle, "What app did Česko.Digital build with the Ministry of Defence?")
         assert body["reason"] != "unknown_person"
-    finally:
-        bundle.close()
