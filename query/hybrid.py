@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -750,73 +750,66 @@ def lexical_anchor(bundle: OpenedBundle, text: str, paths: set[str] | None, publ
     if engine == "matrix" and matrix is None:
         raise RetrievalUnavailableError("bundle has no BM25 matrix")
     if matrix is not None:
-        return _matrix_anchor(bundle, matrix, text, allowed_rows(bundle, matrix, paths, published_only),
-                              max_chunks, terms)
+        allow_rows = allowed_rows(bundle, matrix, paths, published_only)
+
+        def rows_ids(rows: np.ndarray) -> list[str]:
+            rows = rows if allow_rows is None else rows[allow_rows[rows]]
+            return [matrix.chunk_ids[r] for r in rows.tolist()]
+
+        def word_df(word: str) -> int:
+            return matrix.doc_frequency("title", word) + matrix.doc_frequency("body", word)
+
+        def word_chunks(word: str, limit: int) -> list[str]:
+            return rows_ids(np.union1d(matrix.term_rows("title", word), matrix.term_rows("body", word)))
+
+        def phrase_chunks(words: list[str], limit: int) -> list[str]:
+            rows = matrix.term_rows("body", words[0])
+            for w in words[1:]:
+                rows = np.intersect1d(rows, matrix.term_rows("body", w), assume_unique=True)
+            return rows_ids(rows)
+
+        return _anchor_document(bundle, text, terms, max_chunks, word_df, word_chunks, phrase_chunks)
     searcher: Any = ranking_searcher(bundle)
     allow = allowed_docnums(bundle, searcher, paths, published_only)
     if allow is not None and not allow:  # Whoosh reads an empty filter as "no filter"
         return None
 
-    def paths_of(results: Any) -> set[str]:
-        return {chunk_path(_chunk_id(bundle, searcher, n)) for _, n in results.top_n}
+    def search_ids(q: wq.Query, limit: int, scored: bool) -> list[str]:
+        # At most limit + 1 ids: more than ``limit`` says "too many" as the matrix's full list does.
+        results = searcher.search(q, limit=limit + 1, filter=allow, scored=scored)
+        return [_chunk_id(bundle, searcher, n) for _, n in results.top_n]
 
-    candidates: list[wq.Query] = []
-    for term in terms:
-        word = term.folded
-        if not _anchor_word(word):
-            continue
-        df = searcher.doc_frequency("title", word) + searcher.doc_frequency("body", word)
-        if 0 < df <= max_chunks:
-            candidates.append(wq.Or([wq.Term("title", word), wq.Term("body", word)]))
-    docs: set[str] = set()
-    for q in candidates:
-        results = searcher.search(q, limit=max_chunks + 1, filter=allow)
-        if results.scored_length() == 0 or results.scored_length() > max_chunks:
-            continue
-        found = paths_of(results)
-        if len(found) == 1:
-            docs |= found
-    for match in _PHRASE.finditer(normalize_text(text)):
+    def whoosh_df(word: str) -> int:
+        return searcher.doc_frequency("title", word) + searcher.doc_frequency("body", word)
+
+    def whoosh_word_chunks(word: str, limit: int) -> list[str]:
+        return search_ids(wq.Or([wq.Term("title", word), wq.Term("body", word)]), limit, True)
+
+    def whoosh_phrase_chunks(words: list[str], limit: int) -> list[str]:
         # Phrases are checked on the chunk text rather than with Whoosh position queries, whose
         # position decoding is not reliable in whoosh-ng 5.4.
-        phrase = fold(match.group(1) or match.group(2))
-        words = phrase.split()
-        if len(words) < 2:
-            continue
-        results = searcher.search(wq.And([wq.Term("body", w) for w in words]), limit=PHRASE_ANCHOR_MAX_CHUNKS + 1,
-                                  filter=allow, scored=False)
-        if results.scored_length() > PHRASE_ANCHOR_MAX_CHUNKS:
-            continue
-        found = set()
-        for _, n in results.top_n:
-            chunk = bundle.chunks[bundle.chunk_index[_chunk_id(bundle, searcher, n)]]
-            if phrase in fold(chunk.text):
-                found.add(chunk.path)
-        if len(found) == 1:
-            docs |= found
-    return docs.pop() if len(docs) == 1 else None
+        return search_ids(wq.And([wq.Term("body", w) for w in words]), limit, False)
+
+    return _anchor_document(bundle, text, terms, max_chunks, whoosh_df, whoosh_word_chunks, whoosh_phrase_chunks)
 
 
-def _matrix_anchor(bundle: OpenedBundle, matrix: BM25Matrix, text: str, allow: np.ndarray | None,
-                   max_chunks: int, terms: list[QueryTerm]) -> str | None:
-    """:func:`lexical_anchor` on the BM25 matrix (``allow``: row mask from :func:`allowed_rows`)."""
-    def chunk_of(row: int) -> Any:
-        return bundle.chunks[bundle.chunk_index[matrix.chunk_ids[row]]]
+def _anchor_document(bundle: OpenedBundle, text: str, terms: list[QueryTerm], max_chunks: int,
+                     word_df: Callable[[str], int], word_chunks: Callable[[str, int], list[str]],
+                     phrase_chunks: Callable[[list[str], int], list[str]]) -> str | None:
+    """The rule of :func:`lexical_anchor`, over one engine's lookups.
 
-    def allowed(rows: np.ndarray) -> np.ndarray:
-        return rows if allow is None else rows[allow[rows]]
-
+    ``word_df(word)``: chunks holding the word in title or body, unfiltered; ``word_chunks(word,
+    limit)`` / ``phrase_chunks(words, limit)``: ids of the allowed chunks holding the word (title or
+    body) / all the words (body), where more than ``limit`` ids means "too many".
+    """
     docs: set[str] = set()
     for term in terms:
         word = term.folded
-        if not _anchor_word(word):
+        if not _anchor_word(word) or not 0 < word_df(word) <= max_chunks:
             continue
-        df = matrix.doc_frequency("title", word) + matrix.doc_frequency("body", word)
-        if not 0 < df <= max_chunks:
-            continue
-        rows = allowed(np.union1d(matrix.term_rows("title", word), matrix.term_rows("body", word)))
-        if 0 < rows.size <= max_chunks:
-            found = {chunk_path(matrix.chunk_ids[r]) for r in rows.tolist()}
+        ids = word_chunks(word, max_chunks)
+        if 0 < len(ids) <= max_chunks:
+            found = {chunk_path(chunk_id) for chunk_id in ids}
             if len(found) == 1:
                 docs |= found
     for match in _PHRASE.finditer(normalize_text(text)):
@@ -824,13 +817,11 @@ def _matrix_anchor(bundle: OpenedBundle, matrix: BM25Matrix, text: str, allow: n
         words = phrase.split()
         if len(words) < 2:
             continue
-        rows = matrix.term_rows("body", words[0])
-        for w in words[1:]:
-            rows = np.intersect1d(rows, matrix.term_rows("body", w), assume_unique=True)
-        rows = allowed(rows)
-        if rows.size > PHRASE_ANCHOR_MAX_CHUNKS:
+        ids = phrase_chunks(words, PHRASE_ANCHOR_MAX_CHUNKS)
+        if len(ids) > PHRASE_ANCHOR_MAX_CHUNKS:
             continue
-        found = {chunk.path for chunk in map(chunk_of, rows.tolist()) if phrase in fold(chunk.text)}
+        found = {chunk.path for chunk in (bundle.chunks[bundle.chunk_index[i]] for i in ids)
+                 if phrase in fold(chunk.text)}
         if len(found) == 1:
             docs |= found
     return docs.pop() if len(docs) == 1 else None
