@@ -17,8 +17,10 @@ over its weight and tokenizer files, so a bundle records exactly which model mad
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import multiprocessing
+import multiprocessing.util  # its exit handler must be registered before _release_all (atexit runs LIFO)
 import os
 import re
 import resource
@@ -97,6 +99,25 @@ def load_embedder(name: str | None = None) -> Embedder:
 
 
 _PROCESSES: dict[str, EmbedderProcess] = {}
+
+
+def _release_all() -> None:
+    """End every embedding child cleanly at interpreter exit.
+
+    Registered after :mod:`multiprocessing.util` is imported (above), so it runs before that module's
+    exit handler, which would *terminate* a daemonic child still running: a child killed that
+    way never unlinks the named semaphores its libraries created (tqdm's lock under "spawn"), and
+    the resource tracker then prints a "leaked semaphore objects" warning after the command's output.
+    """
+    for process in list(_PROCESSES.values()):
+        if process._lock.acquire(timeout=1):  # noqa: SLF001 - a call still running keeps its child
+            try:
+                process._stop()  # noqa: SLF001
+            finally:
+                process._lock.release()  # noqa: SLF001
+
+
+atexit.register(_release_all)
 
 
 def open_build_embedder(name: str | None = None) -> Embedder:
@@ -570,9 +591,13 @@ def _serve_embedder(name: str, conn) -> None:  # type: ignore[no-untyped-def]
             else:
                 raise ValueError(f"unknown method {method!r}")
         except Exception as exc:  # noqa: BLE001 - the parent raises it as EmbedderError
-            conn.send(("error", f"embedding failed: {type(exc).__name__}: {exc}"))
-            continue
-        conn.send(("ok", value))
+            value, status = f"embedding failed: {type(exc).__name__}: {exc}", "error"
+        else:
+            status = "ok"
+        try:
+            conn.send((status, value))
+        except OSError:  # the parent has gone (interrupted): nothing to answer
+            return
 
 
 def cap_header(header: str, count: Callable[[str], int], budget: int) -> str:

@@ -116,3 +116,26 @@ def test_minilm_in_a_child_process_gives_the_in_process_vectors() -> None:
         proc.release()
     assert owners == want_owners and len(owners) > len(texts)  # the long body was segmented
     assert np.array_equal(got, want)
+
+
+def test_a_cli_build_ends_its_embedding_child_cleanly(repo: RepoBuilder, tmp_path: Path) -> None:
+    """A small build (fewer inputs than RELEASE_AFTER, so the child is still running at exit) ends
+    its child before multiprocessing would terminate it: no "leaked semaphore" warning after the
+    command's output (MiniLM's tqdm lock is a named semaphore in a "spawn" child)."""
+    import subprocess
+    import sys
+
+    try:
+        load_embedder(MINILM)
+    except EmbedderError:
+        pytest.skip("MiniLM is not installed")
+    repo.write("a.md", "# Hory\n\nText o horách a sieťach.\n")
+    repo.commit()
+    script = ("import sys; from artifacts.cli import main; sys.argv = ['gitrag', 'build', '--repo', sys.argv[1], "
+              "'--store', sys.argv[2], '--embedder', sys.argv[3], '--quiet']; main()")
+    done = subprocess.run([sys.executable, "-c", script, str(repo.path), str(tmp_path / "store"), MINILM],
+                          capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert "CURRENT" in done.stdout + done.stderr
+    assert "leaked semaphore" not in done.stderr
+    assert "Traceback" not in done.stderr
