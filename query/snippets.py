@@ -12,7 +12,13 @@ and generators (a third of a search's time on a 50k-chunk vault); ``tests/query/
 checks it gives Whoosh's passages.  Weights are the words' idf, so a passage with the rare words of
 a query beats one full of function words; words that occur in most chunks are not marked at all.
 
-A chunk found only by the vector arm may contain no query word: its snippet is the chunk start.
+A chunk found only by the vector arm may contain no query word.  Its snippet is then the passage
+with the most *related* words: words that are a query word up to inflection, derivation or a
+Slovak/Czech cognate by the rule the answer checker uses (:func:`query.sentences.words_match`:
+``krizový`` relates ``krizovou`` and ``krize``), scored and cut by the same passage rule and marked
+the same way; only when no word of the chunk relates to the query is the snippet the chunk start.
+This costs one tokenisation of the chunk and no model call (the search result's ``match`` field
+says which retrieval arm found the chunk, see :func:`query.hybrid.search`).
 Marks are ``**word**`` (Markdown bold), which is plain text in JSON and safe to show anywhere.
 
 Snippets show the words a reader sees, not Markdown syntax (:func:`display_text`): link and
@@ -26,13 +32,14 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 import operator
 import re
 from typing import Any
 
 from artifacts.analysis import fold_aligned, folded_spans, normalize_text, token_spans
 
-from .sentences import stop_words
+from .sentences import stop_words, words_match
 
 MARK = "**"
 SNIPPET_CHARS = 240
@@ -124,6 +131,11 @@ _REPLACE: dict[str, Any] = {"WIKI": _wikilink_text, r"\1": operator.methodcaller
 """Replacements as callables: Python 3.11 expands a template such as ``\\1`` in Python code per match."""
 
 
+RARE_STOP_WEIGHT = math.log(1 + 10)
+"""Weight (``ln(1 + N / (df + 1))``, :func:`query.hybrid.snippet_terms`) from which a stop word is marked like
+any word: it is in fewer than about one chunk in ten of the bundle, so no function word there (``pro``, ``the``
+are in far more) but a content word of the stop list (``web`` in 6 % of a Czech blog's chunks)."""
+
 _CHARLIMIT = 2**15
 """Tokens ending beyond this character are not looked at (Whoosh's ``DEFAULT_CHARLIMIT``)."""
 
@@ -198,7 +210,33 @@ def best_passage(text: str, words: dict[str, float], prefixes: dict[str, float],
     """
     if not words and not prefixes:
         return None
-    found = _matched_tokens(text, words, prefixes)
+    return _passage_of(text, _matched_tokens(text, words, prefixes), maxchars)
+
+
+def related_tokens(text: str, words: dict[str, float]) -> list[_Match]:
+    """Return the tokens of ``text`` related to a query word, in order, as ``(start, end, word, weight)``.
+
+    Related: :func:`query.sentences.words_match` of the token's folded form and the folded query
+    word (inflection, derivation, Slovak/Czech cognates; words shorter than 4 letters only match
+    exactly; function words never relate).  ``word`` is the query word matched (so two forms of
+    one word count once when a passage is scored), ``weight`` its weight in ``words``.
+    """
+    stops = stop_words()
+    query = [(w, weight) for w, weight in words.items() if w.isalpha() and len(w) >= 4 and w not in stops]
+    if not query:
+        return []
+    seen: dict[str, tuple[str, float] | None] = {}
+    found: list[_Match] = []
+    for folded, start, end in folded_spans(text):
+        if folded not in seen:
+            seen[folded] = next(((w, weight) for w, weight in query if words_match(w, folded)), None)
+        if (hit := seen[folded]) is not None:
+            found.append((start, end, hit[0], hit[1]))
+    return found
+
+
+def _passage_of(text: str, found: list[_Match], maxchars: int) -> tuple[int, int, list[_Match]] | None:
+    """The best passage of ``text`` around the matched tokens ``found`` (see :func:`best_passage`)."""
     if not found:
         return None
     spans = token_spans(text)
@@ -287,17 +325,23 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
                  maxchars: int = SNIPPET_CHARS) -> str:
     """Return the best passage of ``text`` (about ``maxchars`` characters) with matched words in ``**``.
 
-    ``words``: folded query words -> weight (e.g. idf); stop words (sk, cs, en, de, pl) among them
-    are not marked when another word is; ``prefixes``: folded stem prefixes -> weight (a token
+    ``words``: folded query words -> weight (idf as :func:`query.hybrid.snippet_terms` gives it); stop
+    words (sk, cs, en, de, pl) among them are not marked when another word is, unless rare in the
+    bundle (weight at least :data:`RARE_STOP_WEIGHT`: stopwords-iso's English list holds content
+    words such as ``web``, ``information``, ``research``); ``prefixes``: folded stem prefixes -> weight (a token
     starting with one matches).  Whitespace is collapsed to single spaces; ``…``
-    marks text cut at either end.  Without any match, the start of ``text`` is returned.
+    marks text cut at either end.  Without any match, the passage with the most words related to
+    a query word (:func:`related_tokens`) is returned, those words marked; without any, the start
+    of ``text``.
     """
     text = display_text(normalize_text(text))
     prefixes = prefixes or {}
-    content = {w: weight for w, weight in words.items() if w not in stop_words()}
+    content = {w: weight for w, weight in words.items() if weight >= RARE_STOP_WEIGHT or w not in stop_words()}
     if content:  # function words ("pro", "the", "v") are not marked unless the query has nothing else
         words = content
     passage = best_passage(text, words, prefixes, maxchars)
+    if passage is None:  # no query word: the passage with the most related words, if any
+        passage = _passage_of(text, related_tokens(text, words), maxchars)
     if passage is not None:
         start, end, matches = passage
         body = mark_passage(text, start, end, matches)
