@@ -32,14 +32,16 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import math
 import operator
 import re
+from collections.abc import Callable
 from typing import Any
 
 from artifacts.analysis import fold_aligned, folded_spans, normalize_text, token_spans
 
-from .sentences import stop_words, words_match
+from .sentences import cognate_key, stop_words, words_match
 
 MARK = "**"
 SNIPPET_CHARS = 240
@@ -167,30 +169,42 @@ def _matched_tokens(text: str, words: dict[str, float], prefixes: dict[str, floa
     """
     prefix_items = tuple(prefixes.items())
 
-    def weight(folded: str) -> float | None:
+    def judge(folded: str) -> tuple[str, float] | None:
         found = words.get(folded)
         if found is None:
             for prefix, w in prefix_items:
                 if folded.startswith(prefix):
-                    return w
-        return found
+                    return folded, w
+            return None
+        return folded, found
 
+    return _scan_tokens(text, tuple(words) + tuple(prefixes), judge)
+
+
+def _scan_tokens(text: str, starts: tuple[str, ...],
+                 judge: Callable[[str], tuple[str, float] | None]) -> list[_Match]:
+    """Return ``(start, end, word, weight)`` of the tokens of ``text`` that ``judge`` accepts, in order.
+
+    ``judge(folded token)`` gives ``(word, weight)`` or ``None``; only tokens whose folded text
+    starts with one of ``starts`` are judged (found by one regular-expression pass over the aligned
+    fold of ``text``; without one every token is folded and judged, so ``starts`` must cover every
+    token ``judge`` accepts).
+    """
     folded_text = fold_aligned(text)
     if folded_text is None:
-        return [(start, end, folded, w) for folded, start, end in folded_spans(text)
-                if (w := weight(folded)) is not None]
+        return [(start, end, *hit) for folded, start, end in folded_spans(text) if (hit := judge(folded)) is not None]
     found: list[_Match] = []
     word_char = _WORD_CHAR.match
-    for match in _candidates(tuple(words) + tuple(prefixes)).finditer(folded_text):
+    for match in _candidates(starts).finditer(folded_text):
         start = match.start()
         # A token starts after a character that is no word character and no joiner following one
         # (Whoosh's tokeniser joins "x.y" into one token, as TOKEN_PATTERN does).
         if start and (word_char(folded_text, start - 1) or (
                 start > 1 and folded_text[start - 1] in _JOINERS and word_char(folded_text, start - 2))):
             continue
-        w = weight(match.group())
-        if w is not None:
-            found.append((start, match.end(), match.group(), w))
+        hit = judge(match.group())
+        if hit is not None:
+            found.append((start, match.end(), *hit))
     return found
 
 
@@ -225,14 +239,25 @@ def related_tokens(text: str, words: dict[str, float]) -> list[_Match]:
     query = [(w, weight) for w, weight in words.items() if w.isalpha() and len(w) >= 4 and w not in stops]
     if not query:
         return []
+    # words_match needs the first 3 letters shared, directly or after cognate_key (a prefix of at least 4
+    # letters of the words or of their keys): only tokens starting so are judged.  cognate_key shortens
+    # "ie" to "i" and "ou" to "u", so a token whose key starts with "mis" may start with "mies".
+    starts: set[str] = set()
+    for w, _ in query:
+        for key in {w[:3], cognate_key(w)[:3]}:
+            starts.update(map("".join, itertools.product(*(_COGNATE_SPELLINGS.get(c, (c,)) for c in key))))
     seen: dict[str, tuple[str, float] | None] = {}
-    found: list[_Match] = []
-    for folded, start, end in folded_spans(text):
+
+    def judge(folded: str) -> tuple[str, float] | None:
         if folded not in seen:
             seen[folded] = next(((w, weight) for w, weight in query if words_match(w, folded)), None)
-        if (hit := seen[folded]) is not None:
-            found.append((start, end, hit[0], hit[1]))
-    return found
+        return seen[folded]
+
+    return _scan_tokens(text, tuple(sorted(starts)), judge)
+
+
+_COGNATE_SPELLINGS = {"i": ("i", "ie"), "u": ("u", "ou")}
+"""Spellings :func:`query.sentences.cognate_key` merges into one letter."""
 
 
 def _passage_of(text: str, found: list[_Match], maxchars: int) -> tuple[int, int, list[_Match]] | None:
