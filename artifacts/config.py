@@ -50,12 +50,17 @@ PARSER_VERSION = 2
   digits), TOML front matter (``+++``), skip reasons ``lfs_pointer`` and ``front_matter_too_large``.
 """
 
-CHUNKING_VERSION = 2
+CHUNKING_VERSION = 3
 """Version of the chunk boundaries and chunk text (:mod:`indexer.chunking`); bump on any change.
 
 1 (manifests without ``chunking_version``): sections at ATX headings found by a line scanner.
 2: sections at the parser's top-level headings (setext included; none inside HTML comments, HTML
   blocks or code); HTML comments and Office XML (``<w:...>``) removed from chunk text.
+3: front-matter ``description`` / ``summary`` / ``excerpt`` / ``abstract`` become the document's first
+  chunk(s), heading path ``[key]``, unless the body already holds their text (body chunks' ordinals
+  shift by one per such chunk).  Embedding inputs are built as before (embedding input version 4),
+  so a build over an older store re-chunks everything but takes every unchanged chunk's vector
+  from a bundle of the same embedder; only the new chunks are embedded.
 """
 
 TOKENIZER = "cl100k_base"

@@ -17,6 +17,12 @@
    ``max_tokens // 2``) from the end of the previous piece: whole sentences/lines where possible
    (whole lines inside fences and tables), never from a whole fence or table, and none when it
    would push a chunk over ``max_tokens``.  Every chunk is verified with :func:`count_tokens`.
+6. Front matter: each summary field (``description``, ``summary``, ``excerpt``, ``abstract``; see
+   :func:`indexer.markdown.summary_fields`) becomes its own chunk(s) *before* the body's, with the
+   heading path ``[key]`` (e.g. ``["description"]``) and the value as text, chunked like a body (a
+   long abstract is split).  A value whose words the body's lead already holds (the words a
+   reader sees, folded, in order: a description that is also the first paragraph, with or without
+   links) is not added again.
 """
 
 from __future__ import annotations
@@ -30,16 +36,18 @@ from typing import NamedTuple
 
 import tiktoken
 
+from artifacts.analysis import folded_spans
 from artifacts.config import ChunkConfig
 from artifacts.records import Chunk, Document, make_chunk_id
 
-from .markdown import outline
+from .markdown import outline, summary_fields, visible_text
 
 _TABLE_DELIM_RE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _LIST_ITEM_RE = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _SENTENCE_SEP_RE = re.compile(r"([ \t]*\n\s*|(?<=[.!?])\s+)")
 _LEADING_BLANK_LINES_RE = re.compile(r"\A(?:[ \t]*\n)+")
 _MIN_SPLIT_BUDGET = 4  # tokens; one UTF-8 character is at most 4 tokens
+_LEAD_CHARS = 1000  # characters of a body (plus twice a summary's length) searched for a summary's text
 
 
 @functools.cache
@@ -60,11 +68,14 @@ def chunk_document(doc: Document, config: ChunkConfig) -> list[Chunk]:
     :param doc: the parsed document; ``path``, ``title`` and ``published`` are copied to each chunk.
     :param config: ``max_tokens`` (hard upper bound per chunk), ``overlap_tokens`` and
         ``min_tokens``, all in ``cl100k_base`` tokens.
-    :returns: chunks in document order with ordinals ``0..n-1``; never an empty or whitespace-only
-        chunk, never one above ``config.max_tokens``.  An empty body gives ``[]``.
+    :returns: chunks in document order with ordinals ``0..n-1``: first those of the front matter's
+        summary fields (heading path ``[key]``, step 6 of the module docstring), then the body's; never
+        an empty or whitespace-only chunk, never one above ``config.max_tokens``.  An empty body and no
+        summary field give ``[]``.
     """
+    body = _chunk_body(doc.body, config)
     chunks = []
-    for ordinal, piece in enumerate(_chunk_body(doc.body, config)):
+    for ordinal, piece in enumerate(_front_matter_pieces(doc, config) + body):
         digest = hashlib.sha256(piece.text.encode("utf-8")).hexdigest()
         chunks.append(
             Chunk(
@@ -80,6 +91,30 @@ def chunk_document(doc: Document, config: ChunkConfig) -> list[Chunk]:
             )
         )
     return chunks
+
+
+def _front_matter_pieces(doc: Document, config: ChunkConfig) -> list[_Piece]:
+    """Pieces of the front matter's summary fields not already in the body, heading path ``(key, ...)``."""
+    fields = summary_fields(doc.front_matter)
+    if not fields:
+        return []
+    # The body's lead, as words a reader sees: "[Obsidian Sync](https://...) is ..." holds "Obsidian Sync is ..."
+    lead = _words(visible_text(doc.body[: _LEAD_CHARS + 2 * max(len(text) for _, text in fields)]))
+    pieces: list[_Piece] = []
+    for key, text in fields:
+        if _words(visible_text(text)) in lead:
+            continue  # e.g. a description that is also the first paragraph
+        tokens = count_tokens(text)
+        if tokens <= config.max_tokens and "\n" not in text:  # one line (most are): no Markdown structure to cut at
+            pieces.append(_Piece(text, text, tokens, (key,)))
+            continue
+        pieces.extend(piece._replace(heading_path=(key, *piece.heading_path)) for piece in _chunk_body(text, config))
+    return pieces
+
+
+def _words(text: str) -> str:
+    """Folded words of ``text`` (the index's tokens), each between spaces: a containment test of word runs."""
+    return " " + " ".join(word for word, _, _ in folded_spans(text)) + " "
 
 
 class _Piece(NamedTuple):

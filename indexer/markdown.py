@@ -38,8 +38,8 @@ from artifacts.records import Document, Link
 
 from .errors import SkipFile
 
-__all__ = ["Heading", "Outline", "SkipFile", "extract_links", "headings", "outline", "parse_markdown",
-           "resolve_links"]
+__all__ = ["SUMMARY_KEYS", "Heading", "Outline", "SkipFile", "extract_links", "headings", "outline", "parse_markdown",
+           "resolve_links", "summary_fields", "visible_text"]
 
 _YAML_DELIM = re.compile(r"---[ \t]*")
 _TOML_DELIM = re.compile(r"\+\+\+[ \t]*")
@@ -63,6 +63,10 @@ _HIDDEN = re.compile(
 )
 _WIKILINK_SPAN = re.compile(r"\[\[[^\[\]\n]*\]\]")
 _DATE_KEYS = ("date", "created", "updated", "modified")
+SUMMARY_KEYS = ("description", "summary", "excerpt", "abstract")
+"""Front-matter keys whose string value is prose about the page (Hugo, Jekyll, Decap CMS, Grav, Obsidian
+Publish ``description``; Hugo ``summary``; Jekyll ``excerpt``; ``abstract`` of papers and theses): indexed as
+text of the document (:func:`summary_fields`, :func:`indexer.chunking.chunk_document`)."""
 _FOLDER_NOTES = ("readme.md", "index.md", "_index.md")
 _FM_MIN_LIMIT = 64 * 1024  # bytes; the expanded front matter may always be this large
 _FM_NODE_BYTES = 8  # counted per value besides its text, so that many tiny values also add up
@@ -564,6 +568,54 @@ def _scalar_text(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     return str(value).strip() or None
+
+
+def summary_fields(front_matter: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return ``[(key, text)]`` of the front matter's summary fields (:data:`SUMMARY_KEYS`, in that order).
+
+    Only a non-blank string value counts (a mapping such as Grav's ``summary: {enabled: true}``, a list,
+    a number or a boolean is no prose); the key must be spelled in lower case.  ``text`` is the value
+    with HTML comments and Office XML removed (:func:`strip_hidden`) and outer whitespace stripped,
+    otherwise verbatim (so a quote of it is a substring of the value).  A value equal to an earlier
+    key's (case and whitespace ignored) is left out.
+    """
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for key in SUMMARY_KEYS:
+        value = front_matter.get(key)
+        if not isinstance(value, str):
+            continue
+        text = strip_hidden(value).strip()
+        folded = " ".join(text.casefold().split())
+        if folded and folded not in seen:
+            seen.add(folded)
+            found.append((key, text))
+    return found
+
+
+def visible_text(markdown: str) -> str:
+    """Return the text a reader sees of ``markdown`` (one CommonMark parse, not cached).
+
+    Inline text and code spans, link texts (not their destinations), image alt texts, wikilink
+    aliases (else their targets), code blocks; raw HTML is dropped; HTML comments and Office XML
+    are removed first (:func:`strip_hidden`).  Blocks end with a newline.
+    """
+    source = strip_hidden(markdown)
+    out: list[str] = []
+    for token in _MD.parse(_WIKILINK_SPAN.sub(_escape_pipes, source) if "[[" in source else source):
+        if token.type in ("fence", "code_block"):
+            out.append(token.content)
+        elif token.type == "inline":
+            for child in token.children or []:
+                if child.type in ("text", "code_inline", "image"):
+                    out.append(child.content)  # an image's content is its alt text
+                elif child.type == "wikilink":
+                    target, _, alias = child.content.replace("\\|", "|").partition("|")
+                    out.append(alias or target.partition("#")[0])
+                elif child.type in ("softbreak", "hardbreak"):
+                    out.append(" ")
+            out.append("\n")
+    return "".join(out)
 
 
 def _title(fm: dict[str, Any], parsed: Outline, path: str) -> tuple[str, str]:

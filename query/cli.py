@@ -87,7 +87,8 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
     for result in body["results"]:
         heading = " > ".join(result["heading_path"])
         click.echo(f"{result['rank']:>2}. {result['document_path']}  [{result['title']}]"
-                   + (f"  § {heading}" if heading else "") + f"  score={result['score']:.4f}")
+                   + (f"  § {heading}" if heading else "") + f"  score={result['score']:.4f}"
+                   + ("  (matched by meaning)" if result.get("match") == "semantic" else ""))
         click.echo(f"    {_emphasise(result['snippet'], color)}")
         if debug and "debug" in result:
             arms = result["debug"]

@@ -1030,12 +1030,25 @@ def snippet_terms(bundle: OpenedBundle, text: str) -> tuple[dict[str, float], di
     return words, prefixes
 
 
+MATCH_KINDS = ("lexical", "semantic", "both")
+"""Values of a search result's ``match``: which retrieval arm found the chunk."""
+
+
+def match_kind(info: dict[str, Any]) -> str:
+    """Return which arm found a chunk, from its :func:`fuse_rankings` ``info``: ``"both"`` when it is in
+    the BM25 and the vector ranking, ``"lexical"`` when in BM25's only (its words), ``"semantic"``
+    when in the vector arm's only (matched by meaning: its snippet may show no query word)."""
+    lexical, semantic = info.get("bm25_rank") is not None, info.get("vector_rank") is not None
+    return "both" if lexical and semantic else "semantic" if semantic else "lexical"
+
+
 def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions | None = None) -> dict[str, Any]:
     """Run hybrid retrieval and return the response body (contract envelope + ``results``).
 
     ``results``: list of ``{rank, source_id, chunk_id, document_path, title, heading_path, text,
-    snippet, source_url, score}`` (``score`` is the fused RRF score; ``snippet`` the chunk's
-    best-matching passage with matched words in ``**``, see :mod:`query.snippets`); with
+    snippet, source_url, score, match}`` (``score`` is the fused RRF score; ``snippet`` the chunk's
+    best-matching passage with matched words in ``**``, see :mod:`query.snippets`; ``match``
+    ``"lexical"``, ``"semantic"`` or ``"both"``, see :func:`match_kind`); with
     ``request.debug`` each result also has ``debug: {bm25_rank, bm25_score, vector_rank,
     vector_score, vector_weight, fused_score, anchor}``.
     ``complete`` is null (a ranking is never provably exhaustive); ``truncated`` lists the limits
@@ -1096,6 +1109,7 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
             "snippet": snippets[cid],
             "source_url": url,
             "score": round(fused[cid], 6),
+            "match": match_kind(ranking.info.get(cid, {})),
         }
         if request.debug:
             result["debug"] = {**ranking.info[cid], "fused_score": round(fused[cid], 6),

@@ -9,7 +9,7 @@ error envelope, which is what OpenWebUI needs to use the server as a tool server
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -44,6 +44,10 @@ class SearchResult(BaseModel):
     snippet: str = Field(description="best-matching passage of the chunk, matched words in **")
     source_url: str | None
     score: float = Field(description="fused reciprocal-rank score")
+    match: Literal["lexical", "semantic", "both"] = Field(
+        description="which retrieval arm found the chunk: lexical (BM25, its words), semantic (the vector arm "
+                    "only, matched by meaning: the snippet then marks related word forms or shows the chunk "
+                    "start) or both")
     debug: dict[str, Any] | None = None
 
 

@@ -12,7 +12,13 @@ and generators (a third of a search's time on a 50k-chunk vault); ``tests/query/
 checks it gives Whoosh's passages.  Weights are the words' idf, so a passage with the rare words of
 a query beats one full of function words; words that occur in most chunks are not marked at all.
 
-A chunk found only by the vector arm may contain no query word: its snippet is the chunk start.
+A chunk found only by the vector arm may contain no query word.  Its snippet is then the passage
+with the most *related* words: words that are a query word up to inflection, derivation or a
+Slovak/Czech cognate by the rule the answer checker uses (:func:`query.sentences.words_match`:
+``krizový`` relates ``krizovou`` and ``krize``), scored and cut by the same passage rule and marked
+the same way; only when no word of the chunk relates to the query is the snippet the chunk start.
+This costs one tokenisation of the chunk and no model call (the search result's ``match`` field
+says which retrieval arm found the chunk, see :func:`query.hybrid.search`).
 Marks are ``**word**`` (Markdown bold), which is plain text in JSON and safe to show anywhere.
 
 Snippets show the words a reader sees, not Markdown syntax (:func:`display_text`): link and
@@ -26,13 +32,16 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
+import math
 import operator
 import re
+from collections.abc import Callable
 from typing import Any
 
 from artifacts.analysis import fold_aligned, folded_spans, normalize_text, token_spans
 
-from .sentences import stop_words
+from .sentences import cognate_key, stop_words, words_match
 
 MARK = "**"
 SNIPPET_CHARS = 240
@@ -124,6 +133,11 @@ _REPLACE: dict[str, Any] = {"WIKI": _wikilink_text, r"\1": operator.methodcaller
 """Replacements as callables: Python 3.11 expands a template such as ``\\1`` in Python code per match."""
 
 
+RARE_STOP_WEIGHT = math.log(1 + 10)
+"""Weight (``ln(1 + N / (df + 1))``, :func:`query.hybrid.snippet_terms`) from which a stop word is marked like
+any word: it is in fewer than about one chunk in ten of the bundle, so no function word there (``pro``, ``the``
+are in far more) but a content word of the stop list (``web`` in 6 % of a Czech blog's chunks)."""
+
 _CHARLIMIT = 2**15
 """Tokens ending beyond this character are not looked at (Whoosh's ``DEFAULT_CHARLIMIT``)."""
 
@@ -155,30 +169,42 @@ def _matched_tokens(text: str, words: dict[str, float], prefixes: dict[str, floa
     """
     prefix_items = tuple(prefixes.items())
 
-    def weight(folded: str) -> float | None:
+    def judge(folded: str) -> tuple[str, float] | None:
         found = words.get(folded)
         if found is None:
             for prefix, w in prefix_items:
                 if folded.startswith(prefix):
-                    return w
-        return found
+                    return folded, w
+            return None
+        return folded, found
 
+    return _scan_tokens(text, tuple(words) + tuple(prefixes), judge)
+
+
+def _scan_tokens(text: str, starts: tuple[str, ...],
+                 judge: Callable[[str], tuple[str, float] | None]) -> list[_Match]:
+    """Return ``(start, end, word, weight)`` of the tokens of ``text`` that ``judge`` accepts, in order.
+
+    ``judge(folded token)`` gives ``(word, weight)`` or ``None``; only tokens whose folded text
+    starts with one of ``starts`` are judged (found by one regular-expression pass over the aligned
+    fold of ``text``; without one every token is folded and judged, so ``starts`` must cover every
+    token ``judge`` accepts).
+    """
     folded_text = fold_aligned(text)
     if folded_text is None:
-        return [(start, end, folded, w) for folded, start, end in folded_spans(text)
-                if (w := weight(folded)) is not None]
+        return [(start, end, *hit) for folded, start, end in folded_spans(text) if (hit := judge(folded)) is not None]
     found: list[_Match] = []
     word_char = _WORD_CHAR.match
-    for match in _candidates(tuple(words) + tuple(prefixes)).finditer(folded_text):
+    for match in _candidates(starts).finditer(folded_text):
         start = match.start()
         # A token starts after a character that is no word character and no joiner following one
         # (Whoosh's tokeniser joins "x.y" into one token, as TOKEN_PATTERN does).
         if start and (word_char(folded_text, start - 1) or (
                 start > 1 and folded_text[start - 1] in _JOINERS and word_char(folded_text, start - 2))):
             continue
-        w = weight(match.group())
-        if w is not None:
-            found.append((start, match.end(), match.group(), w))
+        hit = judge(match.group())
+        if hit is not None:
+            found.append((start, match.end(), *hit))
     return found
 
 
@@ -198,7 +224,44 @@ def best_passage(text: str, words: dict[str, float], prefixes: dict[str, float],
     """
     if not words and not prefixes:
         return None
-    found = _matched_tokens(text, words, prefixes)
+    return _passage_of(text, _matched_tokens(text, words, prefixes), maxchars)
+
+
+def related_tokens(text: str, words: dict[str, float]) -> list[_Match]:
+    """Return the tokens of ``text`` related to a query word, in order, as ``(start, end, word, weight)``.
+
+    Related: :func:`query.sentences.words_match` of the token's folded form and the folded query
+    word (inflection, derivation, Slovak/Czech cognates; words shorter than 4 letters only match
+    exactly; function words never relate).  ``word`` is the query word matched (so two forms of
+    one word count once when a passage is scored), ``weight`` its weight in ``words``.
+    """
+    stops = stop_words()
+    query = [(w, weight) for w, weight in words.items() if w.isalpha() and len(w) >= 4 and w not in stops]
+    if not query:
+        return []
+    # words_match needs the first 3 letters shared, directly or after cognate_key (a prefix of at least 4
+    # letters of the words or of their keys): only tokens starting so are judged.  cognate_key shortens
+    # "ie" to "i" and "ou" to "u", so a token whose key starts with "mis" may start with "mies".
+    starts: set[str] = set()
+    for w, _ in query:
+        for key in {w[:3], cognate_key(w)[:3]}:
+            starts.update(map("".join, itertools.product(*(_COGNATE_SPELLINGS.get(c, (c,)) for c in key))))
+    seen: dict[str, tuple[str, float] | None] = {}
+
+    def judge(folded: str) -> tuple[str, float] | None:
+        if folded not in seen:
+            seen[folded] = next(((w, weight) for w, weight in query if words_match(w, folded)), None)
+        return seen[folded]
+
+    return _scan_tokens(text, tuple(sorted(starts)), judge)
+
+
+_COGNATE_SPELLINGS = {"i": ("i", "ie"), "u": ("u", "ou")}
+"""Spellings :func:`query.sentences.cognate_key` merges into one letter."""
+
+
+def _passage_of(text: str, found: list[_Match], maxchars: int) -> tuple[int, int, list[_Match]] | None:
+    """The best passage of ``text`` around the matched tokens ``found`` (see :func:`best_passage`)."""
     if not found:
         return None
     spans = token_spans(text)
@@ -287,17 +350,23 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
                  maxchars: int = SNIPPET_CHARS) -> str:
     """Return the best passage of ``text`` (about ``maxchars`` characters) with matched words in ``**``.
 
-    ``words``: folded query words -> weight (e.g. idf); stop words (sk, cs, en, de, pl) among them
-    are not marked when another word is; ``prefixes``: folded stem prefixes -> weight (a token
+    ``words``: folded query words -> weight (idf as :func:`query.hybrid.snippet_terms` gives it); stop
+    words (sk, cs, en, de, pl) among them are not marked when another word is, unless rare in the
+    bundle (weight at least :data:`RARE_STOP_WEIGHT`: stopwords-iso's English list holds content
+    words such as ``web``, ``information``, ``research``); ``prefixes``: folded stem prefixes -> weight (a token
     starting with one matches).  Whitespace is collapsed to single spaces; ``…``
-    marks text cut at either end.  Without any match, the start of ``text`` is returned.
+    marks text cut at either end.  Without any match, the passage with the most words related to
+    a query word (:func:`related_tokens`) is returned, those words marked; without any, the start
+    of ``text``.
     """
     text = display_text(normalize_text(text))
     prefixes = prefixes or {}
-    content = {w: weight for w, weight in words.items() if w not in stop_words()}
+    content = {w: weight for w, weight in words.items() if weight >= RARE_STOP_WEIGHT or w not in stop_words()}
     if content:  # function words ("pro", "the", "v") are not marked unless the query has nothing else
         words = content
     passage = best_passage(text, words, prefixes, maxchars)
+    if passage is None:  # no query word: the passage with the most related words, if any
+        passage = _passage_of(text, related_tokens(text, words), maxchars)
     if passage is not None:
         start, end, matches = passage
         body = mark_passage(text, start, end, matches)

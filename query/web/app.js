@@ -215,7 +215,10 @@
           r.document_path, commit)),
         heading ? el("p", { class: "headings" }, heading) : null,
         el("p", { class: "snippet" }, markedSnippet(r.snippet || "")),
-        el("p", { class: "path" }, el("code", {}, r.document_path), ` · ${r.source_id}`)));
+        el("p", { class: "path" }, el("code", {}, r.document_path), ` · ${r.source_id}`,
+          // Found by the vector arm only: its words may not be in the snippet (query/hybrid.py match_kind).
+          r.match === "semantic" ? el("span", { class: "match", title: "found by the vector (embedding) search "
+            + "only, not by the query's words" }, " · matched by meaning") : null)));
     }
     output(commitNote(body), list, truncationNote(body));
   }

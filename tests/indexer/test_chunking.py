@@ -444,3 +444,54 @@ def test_unclosed_fence_in_a_container_is_closed_with_its_own_marker(opener: str
     text = "\n".join(c.text for c in chunk_document(make_doc(body), cfg(64)))
     # The fence is closed by its own marker (blank lines it holds may come first), never by "-" or ">".
     assert re.search(rf"^{re.escape(opener)}\n(?:[ \t]*\n)*{re.escape(closer)}\n+After\.$", text, re.M), text
+
+
+def test_front_matter_summaries_are_the_first_chunks_labelled_by_their_key() -> None:
+    from indexer.markdown import parse_markdown
+
+    raw = ("---\ntitle: Rozhovor\ndescription: 'Jakub Nešetřil vybudoval a v roce 2017 prodal firmu Apiary.'\n"
+           "summary: {enabled: true}\nabstract: '  jakub nešetřil vybudoval a v roce 2017 prodal firmu Apiary. '\n"
+           "excerpt: 2019\n---\n# Rozhovor\n\nOtázka a odpověď o komunitě.\n\n## Druhá část\n\nDalší text.\n")
+    doc = parse_markdown("p.md", raw.encode(), blob_id="ab" * 20, max_bytes=10**6)
+    chunks = chunk_document(doc, cfg(min_tokens=0))
+    # one chunk for the description; the abstract repeats it (case, spaces): once; a mapping or a number is no prose
+    assert [(c.ordinal, c.heading_path) for c in chunks] == [(0, ["description"]), (1, ["Rozhovor"]),
+                                                            (2, ["Rozhovor", "Druhá část"])]
+    first = chunks[0]
+    assert first.text == "Jakub Nešetřil vybudoval a v roce 2017 prodal firmu Apiary."
+    assert (first.chunk_id, first.title) == ("p.md#0", "Rozhovor")
+    assert first.sha256 == hashlib.sha256(first.text.encode()).hexdigest() and first.tokens == count_tokens(first.text)
+    # without front matter nothing changes
+    assert chunk_document(make_doc("# Rozhovor\n\nText.\n"), cfg())[0].heading_path == ["Rozhovor"]
+
+
+def test_a_summary_the_body_already_says_is_not_indexed_twice() -> None:
+    from indexer.markdown import parse_markdown
+
+    def chunks_of(front: str, body: str) -> list[list[str]]:
+        doc = parse_markdown("p.md", f"---\n{front}\n---\n{body}".encode(), blob_id="ab" * 20, max_bytes=10**6)
+        return [c.heading_path for c in chunk_document(doc, cfg(max_tokens=200))]
+
+    # the first paragraph says it, with a link and emphasis around its words (Obsidian Help pages do this)
+    assert chunks_of("description: Obsidian Sync lets you sync notes privately.",
+                     "[Obsidian Sync](https://obsidian.md/sync) lets you *sync notes* privately.\n\n## Use\n\nMore."
+                     ) == [[], ["Use"]]
+    assert chunks_of("description: Sync notes.", "Read [[Obsidian Sync|sync notes]] here.\n") == [[]]
+    # a description that says more than the body does is kept
+    assert chunks_of("description: Obsidian Sync lets you sync notes privately and safely.",
+                     "Obsidian Sync lets you sync notes privately.\n") == [["description"], []]
+    # a page with front matter only is found by its description (no title chunk then)
+    assert chunks_of("description: Only a description here.", "") == [["description"]]
+
+
+def test_a_long_abstract_is_split_like_body_text_under_one_label() -> None:
+    from indexer.markdown import parse_markdown
+
+    abstract = " ".join(f"Veta číslo {i} opisuje výsledky práce." for i in range(60))
+    doc = parse_markdown("t.md", f"---\nabstract: |\n  {abstract}\n\n  Druhý odsek.\n---\nText práce.\n".encode(),
+                         blob_id="ab" * 20, max_bytes=10**6)
+    chunks = chunk_document(doc, cfg(max_tokens=64, overlap=8))
+    labelled = [c for c in chunks if c.heading_path == ["abstract"]]
+    assert len(labelled) > 3 and chunks[: len(labelled)] == labelled and chunks[-1].text == "Text práce."
+    assert all(c.tokens <= 64 for c in chunks) and "Druhý odsek." in labelled[-1].text
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))

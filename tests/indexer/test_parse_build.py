@@ -34,7 +34,7 @@ def test_build_skips_with_reasons_and_keeps_hidden_html_out_of_the_index(repo: R
     assert [(s.path, s.reason) for s in m.skipped] == [("big.bin.md", "lfs_pointer"),
                                                        ("bomb.md", "front_matter_too_large")]
     recorded = m.config.model_dump()
-    assert (recorded.get("parser_version"), recorded.get("chunking_version")) == (2, 2) == (
+    assert (recorded.get("parser_version"), recorded.get("chunking_version")) == (2, 3) == (
         config.PARSER_VERSION, config.CHUNKING_VERSION)
     assert m.config.embedding_input_version == config.EMBEDDING_INPUT_VERSION == 4
     docs = {d["path"]: d for d in map(json.loads, (result.bundle_path / "docs.jsonl").read_text().splitlines())}
@@ -54,5 +54,45 @@ def test_build_skips_with_reasons_and_keeps_hidden_html_out_of_the_index(repo: R
 
         assert top("quokka")[:1] == ["pasted.md"]
         assert top("StartFragment") == [] and top("zanzibar") == [] and top("Draft section") == []
+    finally:
+        bundle.close()
+
+
+def test_a_front_matter_description_is_searched_and_a_store_of_older_bundles_embeds_only_it(
+        repo: RepoBuilder, tmp_path: Path, hash_embedder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import indexer.build
+    import indexer.chunking
+    from artifacts.config import BuildConfig
+    from query.hybrid import SearchOptions, parse_search_request, rank_chunks, search
+
+    repo.write("rozhovor.md", "---\ntitle: Rozhovor o komunitě\ndescription: Jakub Nešetřil vybudoval a v roce 2017 "
+               "prodal technologickou firmu Apiary.\n---\n# Rozhovor\n\nOtázka o dobrovolnících a odpověď.\n\n"
+               "## Druhá část\n\nDalší otázka o státu.\n")
+    repo.write("jine.md", "---\ntitle: Jiné\ndescription: Text o něčem jiném.\n---\nText o něčem jiném.\n")
+    repo.commit()
+    store = tmp_path / "store"
+    with monkeypatch.context() as old:  # what gitrag wrote before: chunking version 2, no description chunks
+        old.setattr(indexer.chunking, "_front_matter_pieces", lambda doc, cfg: [])
+        old.setattr(indexer.build, "BuildConfig", lambda **kw: BuildConfig(chunking_version=2, **kw))
+        before = build_bundle(repo.path, store, embedder=hash_embedder)
+    assert before.manifest.config.chunking_version == 2 and before.manifest.stats.embeddings_computed == 2
+    after = build_bundle(repo.path, store, embedder=hash_embedder)
+    assert after.bundle_id != before.bundle_id and after.manifest.config.chunking_version == config.CHUNKING_VERSION
+    # a new configuration: no incremental base, every document re-chunked, but the vectors of the unchanged
+    # chunks come from the older bundle (same embedder and embedding input): only the description is embedded
+    assert (after.manifest.stats.embeddings_computed, after.manifest.stats.embeddings_reused) == (1, 2)
+    bundle = open_bundle(after.bundle_path, embedder=hash_embedder)
+    try:
+        described = bundle.chunks[bundle.chunk_index["rozhovor.md#0"]]
+        assert (described.heading_path, described.text) == (
+            ["description"], "Jakub Nešetřil vybudoval a v roce 2017 prodal technologickou firmu Apiary.")
+        # jine.md's description is its body: not indexed twice
+        assert [c.heading_path for c in bundle.chunks if c.path == "jine.md"] == [[]]
+        ranking = rank_chunks(bundle, "Apiary Nešetřil", depth=10)  # both arms see the description chunk
+        assert ranking.bm25[0][0] == ranking.vector[0][0] == "rozhovor.md#0"
+        body = search(bundle, parse_search_request({"query": "firmu Apiary"}), SearchOptions())
+        top = body["results"][0]
+        assert (top["chunk_id"], top["heading_path"], top["match"]) == ("rozhovor.md#0", ["description"], "both")
+        assert "**Apiary**" in top["snippet"]
     finally:
         bundle.close()

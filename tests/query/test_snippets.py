@@ -56,6 +56,8 @@ def test_snippet_shows_the_words_a_reader_sees_not_markdown_syntax() -> None:
     marked = make_snippet("Datová schránka pro neziskové organizace v Česku.", {"pro": 1.0, "schranka": 3.0})
     assert "**schránka**" in marked and "**pro**" not in marked
     assert "**pro**" in make_snippet("Datová schránka pro neziskové organizace.", {"pro": 1.0})
+    # ... unless rare in the bundle: stopwords-iso lists "web" (English), yet it is what a query asks for
+    assert "**web**" in make_snippet("Krizový web pro ministerstvo.", {"web": 2.9, "krizovy": 6.3})
     # raw HTML (an embedded player found by the vector arm alone) is no snippet text
     iframe = '<iframe style="border-radius:12px" src="https://open.spotify.com/embed/x" width="100%"></iframe>'
     assert make_snippet(iframe + "\n\nPodcast o dobrovolnictví.", {}) == "Podcast o dobrovolnictví."
@@ -277,3 +279,56 @@ def test_best_passage_is_the_one_whooshs_highlighter_picks() -> None:
         checked += 1
         matched += expected is not None
     assert matched > 400  # most texts hold a match: the comparison is not between two Nones
+
+
+def test_snippet_without_a_query_word_marks_the_passage_of_related_word_forms() -> None:
+    filler = "Úvod do témy bez súvislosti, len výplňový text. " * 12
+    text = f"{filler}\n\nBěhem krize jsme nasadili statické stránky a ustáli nápor.\n\n{filler}"
+    # "krizový" (folded "krizovy") is not in the text and its stem prefix "krizov" starts no word: no exact match
+    snippet = make_snippet(text, {"krizovy": 2.0, "web": 1.0}, {"krizov": 2.0})
+    assert "**krize**" in snippet and not snippet.startswith("Úvod do témy")
+    # the first 4+ letters decide nothing alone: "statistika" is no form of "statický" (words_match's rule)
+    assert "**" not in make_snippet("Statistika návštěv. " * 40, {"staticky": 1.0})
+    # function words never relate, and without any related word the snippet is still the chunk start
+    assert make_snippet(text, {"neexistuje": 1.0}).startswith("Úvod do témy")
+
+
+@pytest.fixture
+def meaning_store(repo: RepoBuilder, tmp_path: Path) -> Path:
+    filler = "Výplňový odstavec o ničom konkrétnom, aby kúsok textu bol dlhší. " * 10
+    repo.write("krizovy-web.md", "---\ntitle: Krizový web za pár hodin\n---\n"
+               "Postavili jsme krizový web pro ministerstvo.\n")
+    repo.write("nasazeni.md", f"---\ntitle: Nasazení\n---\n{filler}\n\nBěhem krize jsme web nasadili do cloudu, "
+               f"stránky ustály nápor.\n\n{filler}\n")
+    repo.write("kody.md", "---\ntitle: Zdrojové kódy\n---\nPlugin a skript jsme publikovali na GitHub.\n")
+    repo.commit("posts")
+    build_bundle(repo.path, tmp_path / "store", embedder="hash-64")
+    return tmp_path / "store"
+
+
+def test_results_say_which_arm_found_them_and_vector_only_hits_show_related_passages(meaning_store: Path) -> None:
+    from artifacts.store import Store
+
+    bundle = open_bundle(Store(meaning_store).current_path())
+    request = parse_search_request({"query": "krizový", "limit": 10, "debug": True})
+    results = {r["document_path"]: r for r in search(bundle, request, SearchOptions())["results"]}
+    for result in results.values():  # match is what the two arms' ranks say
+        arms = result["debug"]
+        expected = {(True, True): "both", (True, False): "lexical", (False, True): "semantic"}[
+            (arms["bm25_rank"] is not None, arms["vector_rank"] is not None)]
+        assert result["match"] == expected
+    assert results["krizovy-web.md"]["match"] in ("both", "lexical")
+    assert "**krizový**" in results["krizovy-web.md"]["snippet"]
+    # BM25 finds no "krizový" (nor a word starting with "krizov") in these two: the vector arm alone found them
+    related = results["nasazeni.md"]
+    assert related["match"] == "semantic" and related["debug"]["bm25_rank"] is None
+    assert "**krize**" in related["snippet"] and not related["snippet"].startswith("Výplňový")
+    unrelated = results["kody.md"]
+    assert unrelated["match"] == "semantic" and unrelated["snippet"] == "Plugin a skript jsme publikovali na GitHub."
+    runner = CliRunner()
+    env = {"GITRAG_EMBEDDER": ""} if "GITRAG_EMBEDDER" in os.environ else {}
+    out = runner.invoke(main, ["search", "krizový", "--store", str(meaning_store), "--limit", "10"], env=env)
+    assert out.exit_code == 0, out.output
+    lines = {line.split()[1]: line for line in out.output.splitlines() if line[:3].strip().rstrip(".").isdigit()}
+    assert lines["kody.md"].endswith("(matched by meaning)")
+    assert "matched by meaning" not in lines["krizovy-web.md"]
