@@ -605,6 +605,9 @@ class _Answer:
             "topics": [{"id": t.ref, "name": t.label, "path": t.path} for t in a.topics],
             "pages": [{"path": p.path, "title": p.label} for p in a.pages],
             "language": a.language,
+            # the question's words the analysis explained (entities, intent words, stop and filler
+            # words): an ``ok`` answer explains every word, and its claims answer them all
+            "explained_words": [t.text for t in a.tokens if t.text not in a.unexplained],
         }
 
     def body(self, status: str = "ok", reason: str | None = None, *, complete: bool | None = None,
@@ -653,7 +656,8 @@ def answer_graph(bundle: OpenedBundle, payload: dict[str, Any], *, base_url: str
     :returns: the response body: contract fields plus ``query`` (and ``question``, the same text),
         ``intent``, ``entities`` (``persons`` ``[{id, name, path, matched}]``, ``unknown_names``,
         ``document_authors``, ``years``, ``work_types``, ``tags``, ``topics``, ``pages``,
-        ``language``), ``answer`` (structured, per intent), ``facts``, ``paths``, ``documents``,
+        ``language`` (of the question words: sk, cs, en, de; null when none matched), ``explained_words``),
+        ``answer`` (structured, per intent), ``facts``, ``paths``, ``documents``,
         ``aggregation`` (``{count, complete}`` or null) and, when ambiguous, ``candidates``.
     :raises InvalidQueryError, InvalidRequestError: bad payload.
     :raises RetrievalUnavailableError: the graph database cannot be opened or queried.

@@ -1,0 +1,149 @@
+"""Graph answers as a reader gets them from ``/answer``: in the question's language, documents named
+by their titles (paths only in the sources), long lists summed up honestly, every claim checkable.
+
+A small blog is written here as a real Git repository (an authors file with slugs, posts with
+``author``, ``tags`` and titles), built without flags with the hash embedder, and asked through
+:func:`query.answer.answer`.  Expected titles and counts come from the files written here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from query.answer import LIST_SHOWN
+
+AUTHORS = """- id: jadv
+  name: Jana Dvořáková
+- id: tkuc
+  name: Tomáš Kučera
+"""
+JANA_TITLES = [f"Zápisky z dobrovolnického víkendu číslo {i}" for i in range(1, 14)]
+TOMAS_TITLES = ["Příručka řízení státních IT projektů", "Jak psát srozumitelně pro úřady"]
+
+
+def _post(title: str, author: str, tags: list[str], slug: str) -> str:
+    tag_lines = "".join(f"  - {t}\n" for t in tags)
+    return (f'---\ntitle: "{title}"\nauthor: {author}\ntags:\n{tag_lines}date: 2023-01-01\nslug: {slug}\n---\n\n'
+            f"## Úvod\n\nText příspěvku {slug} o tom, co jsme dělali a proč.\n")
+
+
+@pytest.fixture(scope="module")
+def blog(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
+    from indexer.build import build_bundle
+    from query.bundle import open_bundle
+
+    tmp = tmp_path_factory.mktemp("graph-answers")
+    repo = tmp / "repo"
+    (repo / "content" / "posts").mkdir(parents=True)
+    (repo / "content" / "authors.yaml").write_text(AUTHORS, encoding="utf-8")
+    for i, title in enumerate(JANA_TITLES, start=1):
+        (repo / "content" / "posts" / f"2023-01-{i:02d}-vikend-{i}.md").write_text(
+            _post(title, "jadv", ["dobrovolnici"], f"vikend-{i}"), encoding="utf-8")
+    for i, title in enumerate(TOMAS_TITLES, start=1):
+        (repo / "content" / "posts" / f"2022-02-0{i}-tomas-{i}.md").write_text(
+            _post(title, "tkuc", ["it", "stat"] if i == 1 else ["psani"], f"tomas-{i}"), encoding="utf-8")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "blog"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    result = build_bundle(repo, tmp / "store", embedder=hash_embedder)
+    bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
+    yield bundle
+    bundle.close()
+
+
+def _ask(bundle: Any, question: str) -> dict[str, Any]:
+    from query.answer import answer, parse_answer_request
+    from query.generators import ExtractiveGenerator
+    from query.hybrid import SearchOptions
+
+    return asyncio.run(answer(bundle, parse_answer_request({"query": question}), SearchOptions(),
+                              ExtractiveGenerator()))
+
+
+def _unsupported(bundle: Any, body: dict[str, Any]) -> list[Any]:
+    """Claims the answer evaluation's independent re-check rejects (empty: every claim holds)."""
+    from query.answer_eval import AnswerQuestion, score_body
+
+    row = score_body(AnswerQuestion("q", body["query"], "jsonl", True, (), ()), body, bundle, 0.0)
+    return row["unsupported_claims"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(("question", "count", "more", "quotes"), [
+    ("Jaké články napsala Jana Dvořáková?", "Počet: 13.", "A další 3.", ("„", "“")),
+    ("Aké články napísala Jana Dvořáková?", "Počet: 13.", "A ďalšie 3.", ("„", "“")),
+    ("Which posts did jadv write?", "Count: 13.", "And 3 more.", ("“", "”")),
+])
+def test_documents_of_author_by_title_in_the_question_language(blog: Any, question: str, count: str, more: str,
+                                                              quotes: tuple[str, str]) -> None:
+    body = _ask(blog, question)
+    assert (body["status"], body["engine"]) == ("ok", "graph"), body
+    text = body["answer"]
+    assert text.startswith(count + " [S1]")
+    # the first LIST_SHOWN titles are named, in the language's quotes, the rest summed up with their sources
+    shown = [c["text"] for c in body["claims"][1:]][:LIST_SHOWN]
+    assert len(body["claims"]) == 1 + len(JANA_TITLES)  # nothing cut: every post is a checked claim
+    assert {t for t in JANA_TITLES if f"{quotes[0]}{t}{quotes[1]}" in text} == \
+        {t for t in JANA_TITLES if any(t in s for s in shown)}
+    assert len({t for t in JANA_TITLES if t in text}) == LIST_SHOWN
+    assert more in text
+    assert ".md" not in text and "content/" not in text
+    assert len(body["sources"]) == len(JANA_TITLES)
+    assert all(s["document_path"].startswith("content/posts/2023-01-") for s in body["sources"])
+    assert text.endswith("".join(f"[S{i}]" for i in range(LIST_SHOWN + 1, len(JANA_TITLES) + 1)))
+    coverage = body["answer_coverage"]
+    assert (coverage["status"], coverage["coverage"]) == ("supported", 1.0)
+    assert _unsupported(blog, body) == []
+
+
+def test_author_of_a_post_names_the_post_by_its_title(blog: Any) -> None:
+    body = _ask(blog, "Kdo je autorem příspěvku „Jak psát srozumitelně pro úřady“?")
+    assert (body["status"], body["engine"]) == ("ok", "graph"), body
+    assert body["answer"] == "„Jak psát srozumitelně pro úřady“: autor Tomáš Kučera. [S1]"
+    assert body["sources"][0]["document_path"] == "content/posts/2022-02-02-tomas-2.md"
+    assert body["answer_coverage"]["coverage"] == 1.0
+    assert _unsupported(blog, body) == []
+
+
+def test_short_list_is_shown_whole(blog: Any) -> None:
+    body = _ask(blog, "Which posts did tkuc write?")
+    assert body["status"] == "ok"
+    assert body["answer"].startswith("Count: 2. [S1] ")
+    assert all(f"“{t}”" in body["answer"] for t in TOMAS_TITLES)
+    assert "more" not in body["answer"]
+    assert _unsupported(blog, body) == []
+
+
+def test_render_facts_uses_titles_and_the_language(blog: Any) -> None:
+    from query.graph_words import phrasing
+    from query.rag import render_facts
+
+    path = "content/posts/2022-02-01-tomas-1.md"
+    facts = [{"subject": path, "predicate": "tagged", "object": "it"},
+             {"subject": path, "predicate": "tagged", "object": "stat"}]
+    titled = render_facts(facts, phrasing("en"), lambda p: blog.docs[p].title if p in blog.docs else None)
+    assert titled == ["“Příručka řízení státních IT projektů”: tags it, stat."]
+    assert render_facts(facts, phrasing("cs")) == [f"{path}: štítky it, stat."]
+    assert phrasing("xx").lang == phrasing(None).lang == "sk"
+
+
+def test_long_graph_lists_are_checked_whole(tmp_path: Path) -> None:
+    """More fact lines than a generator reply may hold (checker.MAX_CLAIMS) are all checked, none cut."""
+    from query.answer import check_graph
+    from query.checker import MAX_CLAIMS
+    from query.evidence import EvidenceItem
+
+    n = MAX_CLAIMS + 7
+    items = [EvidenceItem(f"E{i}", "graph", f"„Příspěvek {i}“ (autor: Jana Dvořáková).", f"p{i}.md", f"S{i}", "c0")
+             for i in range(1, n + 1)]
+    body = {"status": "ok", "intent": "documents_of_author", "entities": {"language": "cs"},
+            "answer": {"count": n}, "aggregation": {"count": n, "complete": True}}
+    items[0] = EvidenceItem("E1", "graph", items[0].text, "p1.md", "S1", "c0",
+                            facts=({"label": f"Počet: {n}.", "count": n},))
+    outcome = check_graph("Jaké články napsala Jana Dvořáková?", items, body)
+    assert outcome.status == "ok"
+    assert len(outcome.claims) == n + 1
