@@ -3,7 +3,8 @@
 The vocabulary is data (:func:`artifacts.graphmap.question_words`: ``artifacts/graphwords.yaml``
 plus the mapping's ``questions`` section; work-type words from ``works.types``).  This module only
 reads it: every question word is compared in its own folded form and in its folded simplemma
-lemmas for each language of the vocabulary, so entries are written as lemmas and cover inflected
+lemmas for each language of the vocabulary's ``lemmatize`` list (default: its ``languages``), so
+entries are written as lemmas and cover inflected
 forms ("odkazovať" matches "odkazujú").  An entry ending in ``*`` is a prefix; an entry of several
 words matches consecutive question words.  Stop words (stopwordsiso, per language) and the
 ``filler`` concept are words a question may contain without changing what it asks.
@@ -95,6 +96,7 @@ class Vocabulary:
     links: dict[str, list[Entry]]
     verb_before_title: dict[str, str]
     stopwords: frozenset[str] = field(default_factory=frozenset)
+    lemma_languages: tuple[str, ...] = ()  # languages whose lemmas are compared (default: ``languages``)
     _first_cache: dict[int, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -120,12 +122,13 @@ class Vocabulary:
             work_types=work_types,
             links=links,
             verb_before_title={str(k): str(v) for k, v in (links_data.get("verb_before_title") or {}).items()},
-            stopwords=_stopwords(languages),
+            stopwords=_stopwords(tuple(str(x) for x in data.get("stopwords") or languages)),
+            lemma_languages=tuple(str(x) for x in data.get("lemmatize") or languages),
         )
 
     def forms(self, token: Token) -> frozenset[str]:
         """The folded word and its folded lemmas in every language of the vocabulary."""
-        return _lemmas(token.lower, self.languages)
+        return _lemmas(token.lower, self.lemma_languages or self.languages)
 
     def _word_matches(self, token: Token, word: str, prefix: bool, literal: bool) -> bool:
         forms = {token.folded} if literal else self.forms(token)

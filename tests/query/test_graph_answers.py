@@ -147,3 +147,77 @@ def test_long_graph_lists_are_checked_whole(tmp_path: Path) -> None:
     outcome = check_graph("Jaké články napsala Jana Dvořáková?", items, body)
     assert outcome.status == "ok"
     assert len(outcome.claims) == n + 1
+
+
+@pytest.mark.parametrize("question", [
+    "Kdo napsal příručku řízení státních IT projektů?",  # the title's first word inflected
+    "Kdo je autorem příspěvku „Příručka řízení státních IT projektů“?",
+    "Kto napísal článok Příručka řízení státních IT projektů?",
+    "Who wrote Příručka řízení státních IT projektů?",
+    "Wer hat „Příručka řízení státních IT projektů“ geschrieben?",
+    "Wer ist der Autor von Příručka řízení státních IT projektů?",
+    "Kdo napsal příručku řízení státních?",  # the beginning of one title only
+])
+def test_natural_phrasings_of_a_posts_author(blog: Any, question: str) -> None:
+    from query.graph import answer_graph
+
+    body = answer_graph(blog, {"query": question})
+    assert (body["status"], body["intent"]) == ("ok", "author_of_document"), question
+    assert body["answer"]["authors"] == ["Tomáš Kučera"]
+    assert body["answer"]["document"] == "content/posts/2022-02-01-tomas-1.md"
+
+
+@pytest.mark.parametrize(("question", "count", "language"), [
+    ("Kolik článků napsala Jana Dvořáková?", 13, "cs"),
+    ("Co všechno napsal tkuc?", 2, "cs"),
+    ("Čo všetko napísala Jana Dvořáková?", 13, "sk"),
+    ("What did Tomáš Kučera write?", 2, "en"),
+    ("How many posts did jadv write?", 13, "en"),
+    ("Welche Artikel hat jadv geschrieben?", 13, "de"),
+    ("Wie viele Beiträge hat Tomáš Kučera verfasst?", 2, "de"),
+])
+def test_natural_phrasings_of_an_authors_posts(blog: Any, question: str, count: int, language: str) -> None:
+    from query.graph import answer_graph
+
+    body = answer_graph(blog, {"query": question})
+    assert (body["status"], body["intent"]) == ("ok", "documents_of_author"), question
+    assert body["aggregation"]["count"] == count
+    assert body["entities"]["language"] == language
+
+
+def test_german_answer_words(blog: Any) -> None:
+    body = _ask(blog, "Welche Artikel hat jadv geschrieben?")
+    assert body["answer"].startswith("Anzahl: 13. [S1] „Zápisky")
+    assert "(Autor: Jana Dvořáková)" in body["answer"] and "Und 3 weitere." in body["answer"]
+    assert _unsupported(blog, body) == []
+
+
+@pytest.mark.parametrize(("question", "tags"), [
+    ("Jaké štítky má článek Příručka řízení státních IT projektů?", ["it", "stat"]),
+    ("Which tags does the post Jak psát srozumitelně pro úřady have?", ["psani"]),
+])
+def test_tags_of_a_post(blog: Any, question: str, tags: list[str]) -> None:
+    from query.graph import answer_graph
+
+    body = answer_graph(blog, {"query": question})
+    assert (body["status"], body["intent"]) == ("ok", "tags_of_document"), question
+    assert body["answer"]["tags"] == tags
+    answered = _ask(blog, question)
+    assert answered["engine"] == "graph" and all(t in answered["answer"] for t in tags)
+    assert _unsupported(blog, answered) == []
+
+
+@pytest.mark.parametrize(("question", "status", "reason"), [
+    ("Kdo napsal příručku o pěstování rajčat?", "no_answer", "unknown_page"),
+    ("Who wrote the post Neexistující článek?", "no_answer", "unknown_page"),
+    ("Wer hat den Artikel über Tomaten geschrieben?", "no_answer", "unknown_page"),
+    ("Kdo napsal Zápisky z dobrovolnického víkendu?", "ambiguous", "ambiguous_page"),  # 13 titles begin so
+    ("Kolik článků napsal Jan Novák?", "no_answer", "unknown_person"),
+])
+def test_author_questions_the_graph_cannot_place_are_refused(blog: Any, question: str, status: str,
+                                                             reason: str) -> None:
+    """A question for a post's author whose post matches no title (or several) is refused with the
+    contract's reason, never answered from some page's text."""
+    body = _ask(blog, question)
+    assert (body["status"], body["reason"], body["engine"]) == (status, reason, "graph"), question
+    assert body["answer"] is None
