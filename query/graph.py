@@ -30,7 +30,10 @@ Intents (``intent`` of the response) and their slots:
 ``persons_with_tag``        a tag or topic value named after a tag/topic word; persons (``documents_with_tag``
                             when the question asks for documents)
 ``documents_of_author``     a person or document author; an author/document word
-``author_of_document``      a page named by its title; an author word
+``author_of_document``      a page named by its title (words may be inflected; the beginning of one
+                            title only is enough); an author word
+``tags_of_document``        a page named by its title (two or more words); a tag word
+                            (``topics_of_document``: a topic word)
 ``links_to`` / ``links_from``  a page (title, or a person's page); a link word and a direction
 ==========================  ======================================================================
 
@@ -38,7 +41,9 @@ Honest non-answers: a question about a person that names nobody known -> ``no_an
 ``unknown_person`` whatever its intent (a name that is only a document author, e.g. a supervisor,
 is reported in ``entities.document_authors`` but never taken for a student); several persons fit
 -> ``ambiguous`` / ``ambiguous_person`` with ``candidates``; a page title nobody has ->
-``no_answer`` / ``unknown_page``; the asked work or value does not exist -> ``no_answer`` /
+``no_answer`` / ``unknown_page`` (also a question for the author of a page when no title fits its
+words: "Kdo napsal příručku o rajčatech?"; several titles begin with its words -> ``ambiguous`` /
+``ambiguous_page`` with ``candidates``); the asked work or value does not exist -> ``no_answer`` /
 ``no_matching_sources``; content questions and anything not understood -> ``no_answer`` /
 ``unsupported_question`` with ``suggested_endpoint: "/search"`` and the recognised ``entities``
 (so a caller can restrict text search to the persons' documents).  Lists are fetched with
