@@ -276,6 +276,7 @@ class Analysis:
     pages: list[_Named] = field(default_factory=list)
     page_span: tuple[int, int] | None = None
     ambiguous_pages: list[_Named] = field(default_factory=list)  # several titles fit the question's words
+    quoted: list[tuple[int, int]] = field(default_factory=list)  # token ranges of quoted parts („…“)
     tags: list[str] = field(default_factory=list)
     topics: list[_Named] = field(default_factory=list)
     concepts: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
@@ -305,6 +306,21 @@ def _boundaries(question: str, tokens: list[Token]) -> tuple[set[int], set[int]]
             punctuated.add(i)
     positions = {t.index for t in tokens}
     return starts & positions, punctuated & positions
+
+
+_QUOTED = re.compile(r"[„“”\"«»‚‘]([^„“”\"«»]+)[“”\"»«‘’]")
+
+
+def _quoted(question: str) -> list[tuple[int, int]]:
+    """Token ranges ``(first, end exclusive)`` of the quoted parts of ``question`` („…“, "…", «…»)."""
+    text = unicodedata.normalize("NFC", question)
+    starts = [m.start() for m in _WORD_RE.finditer(text)]
+    ranges = []
+    for match in _QUOTED.finditer(text):
+        inside = [i for i, at in enumerate(starts) if match.start(1) <= at < match.end(1)]
+        if inside:
+            ranges.append((inside[0], inside[-1] + 1))
+    return ranges
 
 
 def strip_invisible(text: str) -> str:
@@ -368,6 +384,7 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
     tokens = tokenize(question, vocab.possessive_suffixes)
     a = Analysis(tokens=tokens, years=find_years(tokens))
     starts, punctuated = _boundaries(question, tokens)
+    a.quoted = _quoted(question)
     free = {t.index for t in tokens}
 
     a.persons = known.names.match(tokens)
@@ -384,6 +401,8 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
         found = _find_named(tokens, free, known.titles, vocab, ends)
         if isinstance(found, list):
             a.ambiguous_pages = found
+        elif found is not None and any(q[0] == found[1] and q[1] != found[1] + found[2] for q in a.quoted):
+            pass  # a quoted title of which only the beginning is some page's whole title: no such page
         elif found is not None:
             page, start, length = found
             a.pages = [page]
@@ -540,10 +559,13 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
     if a.has("link"):
         return "links" if (a.pages or persons) else "links_unknown_page"
     if not persons and not a.pages and not a.document_authors and a.has("author") and a.has("who") \
-            and not a.has("work", "supervisor", "tag", "topic", "count") and not a.work_types:
-        # "Kdo napsal příručku X?", "Who wrote the post about Y?": only a page's author answers it; no
-        # title of the graph fits the words (or several do), so it is refused, never sent on to a
-        # text search that would answer with some page's text
+            and (a.has("document") or a.quoted) \
+            and not a.has("supervisor", "tag", "topic", "count") \
+            and not (index.has_works and (a.has("work") or a.work_types)):
+        # "Kdo napsal článek X?", "Who wrote „Y“?", "Who wrote the post about Z?": only a page's author
+        # answers it; no title of the graph fits the words (or several do), so it is refused, never
+        # sent on to a text search that would answer with some page's text ("Kdo vytvořil Jehlomat?"
+        # names no document and stays a question for the text)
         return "ambiguous_page" if a.ambiguous_pages else "unknown_page"
     if a.has("content"):
         return "content"

@@ -212,6 +212,8 @@ def test_tags_of_a_post(blog: Any, question: str, tags: list[str]) -> None:
     ("Who wrote the post Neexistující článek?", "no_answer", "unknown_page"),
     ("Wer hat den Artikel über Tomaten geschrieben?", "no_answer", "unknown_page"),
     ("Kdo napsal Zápisky z dobrovolnického víkendu?", "ambiguous", "ambiguous_page"),  # 13 titles begin so
+    # a quoted title that only begins with a page's whole title names another, unknown page
+    ("Kdo napsal „Jak psát srozumitelně pro úřady a obce“?", "no_answer", "unknown_page"),
     ("Kolik článků napsal Jan Novák?", "no_answer", "unknown_person"),
 ])
 def test_author_questions_the_graph_cannot_place_are_refused(blog: Any, question: str, status: str,
