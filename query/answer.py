@@ -208,8 +208,11 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
 
 
 LIST_SHOWN = 10
-"""Fact lines a graph answer's text shows before it sums up the rest ("A dalších 42."); every line
+"""Fact lines a graph answer's text shows before it sums up the rest ("A další 42."); every line
 stays a checked claim in ``claims`` with its source."""
+SUMMARISED_INTENTS = frozenset({"documents_of_author", "documents_with_tag", "links_to", "links_from"})
+"""Graph intents whose answer is a list of documents, summed up after :data:`LIST_SHOWN` titles; a list
+of persons (students of a year, of a supervisor, with a tag) is the answer itself and is shown whole."""
 
 
 class GraphPhrasing:
@@ -247,15 +250,17 @@ class GraphPhrasing:
                 for item in evidence for line in item.text.splitlines() if line.strip()]
 
     def text(self, claims: list[dict[str, Any]]) -> str:
-        """The answer text of delivered ``claims`` (``_deliver``'s JSON): the count claim and the first
-        :data:`LIST_SHOWN` fact lines with their ``[S..]`` markers, then the rest summed up in one
-        sentence ("A dalších 42.") followed by the markers of their sources (nothing is cut silently:
+        """The answer text of delivered ``claims`` (``_deliver``'s JSON): the count claim and, for a list of
+        documents (:data:`SUMMARISED_INTENTS`), the first :data:`LIST_SHOWN` fact lines with their
+        ``[S..]`` markers, then the rest summed up in one
+        sentence ("A další 42.") followed by the markers of their sources (nothing is cut silently:
         every claim stays in ``claims``)."""
         count = self.words.count.split("{count}")[0]
         head = 1 if claims and count and claims[0]["text"].startswith(count) else 0
         shown = claims[: head + LIST_SHOWN]
         rest = claims[head + LIST_SHOWN:]
-        if len(rest) == 1:  # "and 1 more" says no less than the line itself
+        if len(rest) == 1 or self.body.get("intent") not in SUMMARISED_INTENTS:
+            # "and 1 more" says no less than the line itself; a list of persons is shown whole
             shown, rest = claims, []
         parts = [f"{c['text']} " + "".join(f"[{s}]" for s in c["source_ids"]) for c in shown]
         if rest:

@@ -223,3 +223,15 @@ def test_author_questions_the_graph_cannot_place_are_refused(blog: Any, question
     body = _ask(blog, question)
     assert (body["status"], body["reason"], body["engine"]) == (status, reason, "graph"), question
     assert body["answer"] is None
+
+
+def test_a_list_of_persons_is_shown_whole(blog: Any) -> None:
+    """Persons are the answer itself (students of a year, authors with a tag): never summed up."""
+    from query.answer import GraphPhrasing
+
+    claims = [{"text": "Počet: 12.", "source_ids": ["S1"]}] + [
+        {"text": f"Osoba {i}: tagy x.", "source_ids": [f"S{i}"]} for i in range(1, 13)]
+    persons = GraphPhrasing({"intent": "persons_with_tag", "entities": {"language": "sk"}}).text(claims)
+    assert all(f"Osoba {i}:" in persons for i in range(1, 13)) and "ďalšie" not in persons
+    documents = GraphPhrasing({"intent": "documents_with_tag", "entities": {"language": "sk"}}).text(claims)
+    assert "Osoba 11:" not in documents and documents.endswith("A ďalšie 2. [S11][S12]")
