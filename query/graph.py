@@ -567,6 +567,12 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
         # sent on to a text search that would answer with some page's text ("Kdo vytvořil Jehlomat?"
         # names no document and stays a question for the text)
         return "ambiguous_page" if a.ambiguous_pages else "unknown_page"
+    if not persons and not a.pages and not a.document_authors and a.has("tag", "topic") \
+            and (a.has("document") or a.quoted) and a.has("which", "who", "count") \
+            and not a.tags and not a.topics and (a.unexplained or a.unmatched_names):
+        # "Jakými tagy je označený ten článek k výročí …?": tags are front matter the text does not
+        # hold; the post named is no title of the graph, so it is refused rather than searched
+        return "ambiguous_page" if a.ambiguous_pages else "unknown_page"
     if a.has("content"):
         return "content"
     if a.unexplained:

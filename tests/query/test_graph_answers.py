@@ -215,6 +215,8 @@ def test_tags_of_a_post(blog: Any, question: str, tags: list[str]) -> None:
     # a quoted title that only begins with a page's whole title names another, unknown page
     ("Kdo napsal „Jak psát srozumitelně pro úřady a obce“?", "no_answer", "unknown_page"),
     ("Kolik článků napsal Jan Novák?", "no_answer", "unknown_person"),
+    # tags are front matter: a post described, not named by a title, is refused rather than searched
+    ("Jakými štítky je označený ten článek o pěstování rajčat?", "no_answer", "unknown_page"),
 ])
 def test_author_questions_the_graph_cannot_place_are_refused(blog: Any, question: str, status: str,
                                                              reason: str) -> None:
