@@ -355,6 +355,18 @@ def _merge(base: Any, extra: Any) -> Any:
     return extra
 
 
+def answer_words() -> dict[str, Any]:
+    """Return the ``answers`` section of :data:`QUESTION_WORDS_FILE`: the words graph answers are
+    phrased in, per language (``{"default": lang, lang: {quotes, count, more, untitled, predicates}}``).
+
+    :raises GraphMappingError: the shared vocabulary file is malformed.
+    """
+    answers = _base_words().get("answers")
+    if not isinstance(answers, dict) or not isinstance(answers.get(answers.get("default")), dict):
+        raise GraphMappingError("graphwords.yaml must hold 'answers' with the words of its default language")
+    return answers
+
+
 def question_words(mapping: GraphMapping) -> dict[str, Any]:
     """Return the question vocabulary of ``mapping``: :data:`QUESTION_WORDS_FILE` with the
     mapping's ``questions`` section merged in (mappings merge by key, lists are appended).

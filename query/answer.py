@@ -54,6 +54,7 @@ from .contract import Envelope, Source, validate_request
 from .errors import InvalidQueryError
 from .evidence import Claim, EvidenceItem, GenerationOutcome, Generator, GeneratorReply
 from .graph import answer_graph, graph_index
+from .graph_words import phrasing
 from .hybrid import SearchFilter, SearchOptions
 from .rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, Context, graph_context, text_context
 from .sentences import defines, definition_question
@@ -206,21 +207,31 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
 # -- graph phrasing --------------------------------------------------------------------------------
 
 
+LIST_SHOWN = 10
+"""Fact lines a graph answer's text shows before it sums up the rest ("A další 42."); every line
+stays a checked claim in ``claims`` with its source."""
+SUMMARISED_INTENTS = frozenset({"documents_of_author", "documents_with_tag", "links_to", "links_from"})
+"""Graph intents whose answer is a list of documents, summed up after :data:`LIST_SHOWN` titles; a list
+of persons (students of a year, of a supervisor, with a tag) is the answer itself and is shown whole."""
+
+
 class GraphPhrasing:
     """Deterministic phrasing of graph evidence, used in place of a generator for ``engine: graph``.
 
-    One claim per evidence line (each line renders graph facts, quoted verbatim); when the graph
-    answer holds an exact ``count`` (count questions), a first claim states it (``"Počet: N."``)
-    citing every item.  Checked by :func:`check_graph`.
+    One claim per evidence line (each line renders graph facts in the question's language, quoted
+    verbatim); when the graph answer holds an exact ``count`` (count questions), a first claim states
+    it (``"Počet: N."``, ``"Count: N."``) citing the first item (every item carries the aggregation).
+    Checked by :func:`check_graph`.
     """
 
     name = "graph"
 
     def __init__(self, body: dict[str, Any]) -> None:
         self.body = body
+        self.words = phrasing((body.get("entities") or {}).get("language"))
 
     def fingerprint(self) -> str:
-        return "graph-phrasing/1"
+        return "graph-phrasing/2"
 
     def count_claim(self, evidence: list[EvidenceItem]) -> Claim | None:
         """Return the exact-count claim, or ``None`` when the graph answer has no count."""
@@ -230,12 +241,32 @@ class GraphPhrasing:
                 and isinstance(agg.get("count"), int) and evidence):
             return None
         first = next(line.strip() for line in evidence[0].text.splitlines() if line.strip())
-        return Claim(text=f"Počet: {agg['count']}.", evidence=tuple(i.evidence_id for i in evidence), quote=first)
+        return Claim(text=self.words.count.format(count=agg["count"]), evidence=(evidence[0].evidence_id,),
+                     quote=first)
 
     def line_claims(self, evidence: list[EvidenceItem]) -> list[Claim]:
         """Return one claim per evidence line (text = quote = the line)."""
         return [Claim(text=line.strip(), evidence=(item.evidence_id,), quote=line.strip())
                 for item in evidence for line in item.text.splitlines() if line.strip()]
+
+    def text(self, claims: list[dict[str, Any]]) -> str:
+        """The answer text of delivered ``claims`` (``_deliver``'s JSON): the count claim and, for a list of
+        documents (:data:`SUMMARISED_INTENTS`), the first :data:`LIST_SHOWN` fact lines with their
+        ``[S..]`` markers, then the rest summed up in one
+        sentence ("A další 42.") followed by the markers of their sources (nothing is cut silently:
+        every claim stays in ``claims``)."""
+        count = self.words.count.split("{count}")[0]
+        head = 1 if claims and count and claims[0]["text"].startswith(count) else 0
+        shown = claims[: head + LIST_SHOWN]
+        rest = claims[head + LIST_SHOWN:]
+        if len(rest) == 1 or self.body.get("intent") not in SUMMARISED_INTENTS:
+            # "and 1 more" says no less than the line itself; a list of persons is shown whole
+            shown, rest = claims, []
+        parts = [f"{c['text']} " + "".join(f"[{s}]" for s in c["source_ids"]) for c in shown]
+        if rest:
+            sids = dict.fromkeys(s for c in rest for s in c["source_ids"])
+            parts.append(self.words.more.format(count=len(rest)) + " " + "".join(f"[{s}]" for s in sids))
+        return " ".join(parts)
 
 
 def check_graph(question: str, evidence: list[EvidenceItem], body: dict[str, Any]) -> GenerationOutcome:
@@ -244,15 +275,19 @@ def check_graph(question: str, evidence: list[EvidenceItem], body: dict[str, Any
     Fact lines are checked like any claim (quote verbatim in the cited item, numbers and names in
     it); the count claim is checked with the graph body too, so a count that differs from the
     aggregation is dropped.  (Numbers inside titles, e.g. ``GPT-2``, are not counts: only the count
-    claim gets the graph-count check.)
+    claim gets the graph-count check.)  Coverage counts the question words the graph's analysis
+    explained (``entities.explained_words``) as covered: the graph answered for them.
     """
-    from .checker import check_reply, coverage
+    from .checker import MAX_CLAIMS, check_reply, coverage
 
-    phrasing = GraphPhrasing(body)
-    count = phrasing.count_claim(evidence)
-    lines = phrasing.line_claims(evidence)
-    verdicts = (check_reply(question, [count], evidence, graph=body) if count is not None else []) \
-        + check_reply(question, lines, evidence, graph=None)
+    phrasing_ = GraphPhrasing(body)
+    count = phrasing_.count_claim(evidence)
+    lines = phrasing_.line_claims(evidence)
+    verdicts = check_reply(question, [count], evidence, graph=body) if count is not None else []
+    # check_reply checks at most MAX_CLAIMS claims of a generator's reply; a graph list is longer
+    # (every fact line is a claim), so it is checked in batches rather than cut
+    for start in range(0, len(lines), MAX_CLAIMS):
+        verdicts += check_reply(question, lines[start:start + MAX_CLAIMS], evidence, graph=None)
     attempts = [{"attempt": 1, "insufficient": False, "error": None, "raw": None, "verdicts": [
         {"text": v.claim.text, "evidence": list(v.claim.evidence), "quote": v.claim.quote, "ok": v.ok,
          "reasons": list(v.reasons), "details": list(v.details)} for v in verdicts]}]
@@ -260,7 +295,8 @@ def check_graph(question: str, evidence: list[EvidenceItem], body: dict[str, Any
     if not passed or (count is not None and not verdicts[0].ok):
         # a count answer whose count fails is not delivered as a bare list
         return GenerationOutcome([], "no_answer", "unsupported_answer", 0.0, attempts)
-    return GenerationOutcome(passed, "ok", None, coverage(question, passed, evidence), attempts)
+    explained = (body.get("entities") or {}).get("explained_words") or []
+    return GenerationOutcome(passed, "ok", None, coverage(question, passed, evidence, resolved=explained), attempts)
 
 
 # -- delivery --------------------------------------------------------------------------------------
@@ -562,6 +598,8 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
 
     claims = list(outcome.claims)
     text, claims_json, sources = _deliver(claims, context, display=routed.engine != "graph")
+    if routed.engine == "graph" and routed.graph_body is not None:
+        text = GraphPhrasing(routed.graph_body).text(claims_json)
     body = _envelope(bundle, "ok", None, sources, complete=routed.complete if routed.engine == "graph" else None,
                      truncation=truncation)
     body.update(base)

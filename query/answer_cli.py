@@ -20,7 +20,7 @@ def _print_text(body: dict[str, Any]) -> None:
     if body.get("answer"):
         click.echo(body["answer"])
     for candidate in body.get("candidates") or []:
-        click.echo(f"  candidate: {candidate.get('person')}  {candidate.get('path')}")
+        click.echo(f"  candidate: {candidate.get('person') or candidate.get('title')}  {candidate.get('path')}")
     for item in body.get("evidence") or []:
         where = " > ".join(item["heading_path"]) or item["title"] or ""
         click.echo(f"[{item['evidence_id']}] {item['chunk_id'] or item['document_path']}  {where}")

@@ -51,20 +51,48 @@ from .answer import answer, parse_answer_request
 from .bundle import OpenedBundle
 from .eval import QuestionFileError, load_questions, tool_commit
 from .evidence import Generator
+from .graph_words import phrasings
 from .hybrid import SearchOptions
 
 RESULT_FORMAT = "gitrag-answer-eval/1"
 ASSIGNMENT_SHARE = 0.8
 
 
-_COUNT = re.compile(r"^Počet: (\d+)\.$")
+def _template(template: str, **groups: str) -> str:
+    """A regex for a graph answer phrase (``"{subject}: tagy {object}."``): each ``{name}`` becomes ``groups[name]``."""
+    out = re.escape(template)
+    for name, group in groups.items():
+        out = out.replace(re.escape("{" + name + "}"), group)
+    return out
+
+
+_COUNTS = [re.compile("^" + _template(p.count, count=r"(\d+)") + "$") for p in phrasings()]
+_VALUES = [re.compile("^" + _template(p.predicates[k], subject="[^:]+", object="(.+)") + "$")
+           for p in phrasings() for k in ("tagged", "has_topic") if k in p.predicates]
+_LINKS = [re.compile("^" + _template(p.predicates["links_to"], subject=".+", object=r"(.+)") + "$")
+          for p in phrasings() if "links_to" in p.predicates]
+_TITLE = re.compile("|".join(f"{re.escape(p.quotes[0])}(.+?){re.escape(p.quotes[1])}"
+                             for p in {p.quotes: p for p in phrasings()}.values()))
+
+
+def count_of(text: str) -> int | None:
+    """The N of a graph count claim (``"Počet: N."``, ``"Count: N."``, any language of the answers), else ``None``."""
+    for pattern in _COUNTS:
+        if match := pattern.match(text):
+            return int(match.group(1))
+    return None
+
+
+def _titles(text: str) -> list[str]:
+    return [next(g for g in m.groups() if g is not None) for m in _TITLE.finditer(text)]
 
 
 def recheck_count(body: dict[str, Any], claim: dict[str, Any]) -> list[str]:
     """Re-check a graph count claim (``"Počet: N."``): N must equal the number of distinct documents
     the answer's other claims cite (each listed person or document is one page), unless the answer
     says its list is cut (``complete`` false), where N may only be larger."""
-    n = int(_COUNT.match(claim["text"]).group(1))  # type: ignore[union-attr]
+    n = count_of(claim["text"])
+    assert n is not None
     listed = {ev["document_path"] for c in body.get("claims") or [] if c is not claim for ev in c["evidence"]}
     if n == len(listed) or (body.get("complete") is False and n > len(listed)):
         return []
@@ -156,8 +184,13 @@ def _norm_quote(text: str) -> str:
 
 
 _YEAR = re.compile(r"(?<!\d)(1[89]\d\d|20\d\d)(?!\d)")
-_TITLE = re.compile(r"„([^“]+)“")
-_VALUES = re.compile(r"^[^:]+: (tagy|témy|autor dokumentov|odkazuje na) (.+)\.$")
+
+
+def _all_titles(bundle: OpenedBundle) -> set[str]:
+    cached = bundle.graph_cache.get("eval_titles")
+    if cached is None:
+        cached = bundle.graph_cache["eval_titles"] = {_norm_quote(d.title) for d in bundle.docs.values() if d.title}
+    return cached  # type: ignore[no-any-return]
 
 
 def recheck_claim(bundle: OpenedBundle, claim: dict[str, Any]) -> list[str]:
@@ -186,15 +219,20 @@ def recheck_claim(bundle: OpenedBundle, claim: dict[str, Any]) -> list[str]:
             doc_texts[path] = _norm_quote(
                 f"{doc.title}\n{bundle.document_body(path) or ''}\n{front}" if doc else "")
         text = doc_texts[path]
-        titles = _TITLE.findall(claim["text"])
-        values = _VALUES.match(claim["text"])
+        titles = _titles(claim["text"])
+        values = next((m for p in _VALUES if (m := p.match(claim["text"]))), None)
+        link = next((m for p in _LINKS if (m := p.match(claim["text"]))), None)
         if not titles and not _YEAR.findall(claim["text"]) and not values:
             problems.append(f"quote not in {cid or path}")
             continue
-        problems += [f"title not in {path}" for t in titles if _norm_quote(t) not in text]
+        # a link's target is named by its own title, which the linking page need not contain: it
+        # must be the title of a page of the bundle
+        targets = set(_titles(link.group(1))) if link else set()
+        problems += [f"title not in {path}" for t in titles
+                     if _norm_quote(t) not in text and not (t in targets and _norm_quote(t) in _all_titles(bundle))]
         problems += [f"year {y} not in {path}" for y in _YEAR.findall(claim["text"]) if y not in text]
         if values and not titles:
-            problems += [f"value not in {path}" for v in values.group(2).split(", ") if _norm_quote(v) not in text]
+            problems += [f"value not in {path}" for v in values.group(1).split(", ") if _norm_quote(v) not in text]
     return problems
 
 
@@ -207,7 +245,7 @@ def score_body(q: AnswerQuestion, body: dict[str, Any], bundle: OpenedBundle, ms
                    for ev in c.get("evidence") or []]
     cited_docs = sorted({s["document_path"] for s in body.get("sources") or []}) if answered else []
     unsupported = [{"text": c["text"], "problems": p} for c in body.get("claims") or []
-                   if (p := recheck_count(body, c) if _COUNT.match(c["text"]) else recheck_claim(bundle, c))]
+                   if (p := recheck_count(body, c) if count_of(c["text"]) is not None else recheck_claim(bundle, c))]
     if q.should_answer:
         if q.kind == "content_assignment":
             share = len(found) / len(q.expected) if q.expected else 1.0

@@ -431,7 +431,8 @@ def _is_frankenquote(quote: str, hays: list[_Hay]) -> bool:
 
 # --------------------------------------------------------------------------- coverage
 
-def coverage(question: str, claims: Iterable[Claim], evidence: Sequence[EvidenceItem]) -> float:
+def coverage(question: str, claims: Iterable[Claim], evidence: Sequence[EvidenceItem],
+             resolved: Iterable[str] = ()) -> float:
     """Return the share (0..1) of the question's content words that the delivered claims address.
 
     Content words: :func:`query.sentences.content_words` (BM25 folding analyzer, stop words of
@@ -443,15 +444,19 @@ def coverage(question: str, claims: Iterable[Claim], evidence: Sequence[Evidence
     the quote, or of the cited item's title or heading path.  So the figure describes what is
     delivered, not the whole cited chunk.  A question without content words, or one that names
     someone (:func:`question_names`) whom the cited evidence never names, has coverage 0.0.
+    ``resolved``: question words an engine already answered for (the words a graph answer's analysis
+    explained: a slug "zoul" resolved to the author it names, the intent's words); they count as covered.
     """
     wanted = list(question_focus(question).words) or content_words(question)
     if not wanted:
         return 0.0
+    done = word_set(" ".join(resolved))
     by_id = {item.evidence_id: item for item in evidence}
     claims = list(claims)
     cited = [by_id[e] for e in dict.fromkeys(e for claim in claims for e in claim.evidence) if e in by_id]
     support = "\n".join(support_text(item) for item in cited)
-    if not all(name_occurs(name, support) for name in question_names(question)):
+    if not all(name_occurs(name, support) or all(done.has(fold_word(w)) for w in name)
+               for name in question_names(question)):
         return 0.0
     sets: list[WordSet] = []
     for claim in claims:
@@ -459,7 +464,7 @@ def coverage(question: str, claims: Iterable[Claim], evidence: Sequence[Evidence
             if eid in by_id:
                 own, context = _claim_words(claim.quote, by_id[eid])
                 sets += [own, context]
-    return sum(1 for w in wanted if any(s.has(w) for s in sets)) / len(wanted)
+    return sum(1 for w in wanted if done.has(w) or any(s.has(w) for s in sets)) / len(wanted)
 
 
 # --------------------------------------------------------------------------- relevance

@@ -30,7 +30,10 @@ Intents (``intent`` of the response) and their slots:
 ``persons_with_tag``        a tag or topic value named after a tag/topic word; persons (``documents_with_tag``
                             when the question asks for documents)
 ``documents_of_author``     a person or document author; an author/document word
-``author_of_document``      a page named by its title; an author word
+``author_of_document``      a page named by its title (words may be inflected; the beginning of one
+                            title only is enough); an author word
+``tags_of_document``        a page named by its title (two or more words); a tag word
+                            (``topics_of_document``: a topic word)
 ``links_to`` / ``links_from``  a page (title, or a person's page); a link word and a direction
 ==========================  ======================================================================
 
@@ -38,7 +41,9 @@ Honest non-answers: a question about a person that names nobody known -> ``no_an
 ``unknown_person`` whatever its intent (a name that is only a document author, e.g. a supervisor,
 is reported in ``entities.document_authors`` but never taken for a student); several persons fit
 -> ``ambiguous`` / ``ambiguous_person`` with ``candidates``; a page title nobody has ->
-``no_answer`` / ``unknown_page``; the asked work or value does not exist -> ``no_answer`` /
+``no_answer`` / ``unknown_page`` (also a question for the author of a page when no title fits its
+words: "Kdo napsal příručku o rajčatech?"; several titles begin with its words -> ``ambiguous`` /
+``ambiguous_page`` with ``candidates``); the asked work or value does not exist -> ``no_answer`` /
 ``no_matching_sources``; content questions and anything not understood -> ``no_answer`` /
 ``unsupported_question`` with ``suggested_endpoint: "/search"`` and the recognised ``entities``
 (so a caller can restrict text search to the persons' documents).  Lists are fetched with
@@ -270,6 +275,8 @@ class Analysis:
     work_types: list[str] = field(default_factory=list)
     pages: list[_Named] = field(default_factory=list)
     page_span: tuple[int, int] | None = None
+    ambiguous_pages: list[_Named] = field(default_factory=list)  # several titles fit the question's words
+    quoted: list[tuple[int, int]] = field(default_factory=list)  # token ranges of quoted parts („…“)
     tags: list[str] = field(default_factory=list)
     topics: list[_Named] = field(default_factory=list)
     concepts: dict[str, list[tuple[int, int, str]]] = field(default_factory=dict)
@@ -301,31 +308,72 @@ def _boundaries(question: str, tokens: list[Token]) -> tuple[set[int], set[int]]
     return starts & positions, punctuated & positions
 
 
+_QUOTED = re.compile(r"[„“”\"«»‚‘]([^„“”\"«»]+)[“”\"»«‘’]")
+
+
+def _quoted(question: str) -> list[tuple[int, int]]:
+    """Token ranges ``(first, end exclusive)`` of the quoted parts of ``question`` („…“, "…", «…»)."""
+    text = unicodedata.normalize("NFC", question)
+    starts = [m.start() for m in _WORD_RE.finditer(text)]
+    ranges = []
+    for match in _QUOTED.finditer(text):
+        inside = [i for i, at in enumerate(starts) if match.start(1) <= at < match.end(1)]
+        if inside:
+            ranges.append((inside[0], inside[-1] + 1))
+    return ranges
+
+
 def strip_invisible(text: str) -> str:
     """``text`` without format and control characters other than whitespace (zero-width spaces,
     joiners, BOMs, direction marks, NUL): "Já\u200bn Holp" is "Ján Holp" to recognition."""
     return "".join(ch for ch in text if ch.isspace() or unicodedata.category(ch) not in ("Cf", "Cc"))
 
 
+PARTIAL_TITLE_WORDS = 3
+"""Least number of a title's first words (and :data:`PARTIAL_TITLE_CHARS` letters) that name the page
+when a question gives only the beginning of a long title ("Kdo napsal příručku Spolu na dálku?")."""
+PARTIAL_TITLE_CHARS = 12
+
+
+def _fits(token: Token, word: str, vocab: Vocabulary) -> bool:
+    """Whether a question word is ``word`` of a title: the same folded word, or an inflected form of it
+    (a lemma of the question word: "příručku" fits "Příručka")."""
+    return token.folded == word or word in vocab.forms(token)
+
+
 def _find_named(
-    tokens: list[Token], free: set[int], named: list[_Named], vocab: Vocabulary
-) -> tuple[_Named, int] | None:
-    """The longest title/topic whose words appear consecutively on free positions (a one-word
-    name may also match through a lemma of the question word)."""
+    tokens: list[Token], free: set[int], named: list[_Named], vocab: Vocabulary, ends: set[int] | None = None
+) -> tuple[_Named, int, int] | list[_Named] | None:
+    """The longest title/topic whose words appear consecutively on free positions (each word as
+    written or inflected), as ``(item, start position, words matched)``.
+
+    ``ends`` (titles only): positions where a partial title may end (the end of the question, a word
+    after punctuation).  With no whole title in the question, a title of which at least
+    :data:`PARTIAL_TITLE_WORDS` first words end there names the page when it is the only one; several
+    such titles are returned as a list (the question is ambiguous).
+    """
     firsts = {w for p in free for w in (tokens[p].folded, *vocab.forms(tokens[p]))}
+    partial: dict[str, tuple[_Named, int, int]] = {}
     for item in named:
         if not item.words or item.words[0] not in firsts:
             continue
         n = len(item.words)
         for start in sorted(free):
-            span = range(start, start + n)
-            if any(p not in free for p in span) or start + n > len(tokens):
-                continue
-            if all(tokens[p].folded == w for p, w in zip(span, item.words, strict=True)):
-                return item, start
-            if n == 1 and item.words[0] in vocab.forms(tokens[start]):
-                return item, start
-    return None
+            k = 0
+            while k < n and start + k in free and _fits(tokens[start + k], item.words[k], vocab):
+                k += 1
+            if k == n:
+                return item, start, n
+            if (ends is not None and k >= PARTIAL_TITLE_WORDS and start + k in ends
+                    and len("".join(item.words[:k])) >= PARTIAL_TITLE_CHARS):
+                key = item.path or item.ref
+                if key not in partial or partial[key][2] < k:
+                    partial[key] = (item, start, k)
+    if not partial:
+        return None
+    best = max(k for _, _, k in partial.values())
+    chosen = [hit for hit in partial.values() if hit[2] == best]
+    return chosen[0] if len(chosen) == 1 else [item for item, _, _ in chosen]
 
 
 def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
@@ -336,6 +384,7 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
     tokens = tokenize(question, vocab.possessive_suffixes)
     a = Analysis(tokens=tokens, years=find_years(tokens))
     starts, punctuated = _boundaries(question, tokens)
+    a.quoted = _quoted(question)
     free = {t.index for t in tokens}
 
     a.persons = known.names.match(tokens)
@@ -348,12 +397,18 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
 
     concepts()
     if a.has("link", "author", "document") or (a.has("who") and not a.persons):
-        found = _find_named(tokens, free, known.titles, vocab)
-        if found is not None:
-            page, start = found
+        ends = {len(tokens)} | punctuated
+        found = _find_named(tokens, free, known.titles, vocab, ends)
+        if isinstance(found, list):
+            a.ambiguous_pages = found
+        elif found is not None and any(q[0] == found[1] and q[1] != found[1] + found[2] for q in a.quoted):
+            pass  # a quoted title of which only the beginning is some page's whole title: no such page
+        elif found is not None:
+            page, start, length = found
             a.pages = [page]
-            a.page_span = (start, start + len(page.words))
+            a.page_span = (start, start + length)
             free -= set(range(*a.page_span))
+            a.years = find_years([t for t in tokens if t.index in free])  # a year of the title is no slot
             concepts()
     if a.has("tag", "topic"):
         tag_words = {p for c in ("tag", "topic") for s, e, _ in a.concepts[c] for p in range(s, e)}
@@ -362,9 +417,9 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
         # the lemma of a word ("reči" is not the tag "rec")
         if a.has("topic"):
             found = _find_named(tokens, free - tag_words, known.topics, vocab)
-            if found is not None:
+            if isinstance(found, tuple):
                 a.topics = [found[0]]
-                free -= set(range(found[1], found[1] + len(found[0].words)))
+                free -= set(range(found[1], found[1] + found[2]))
         if a.has("tag"):
             for pos in sorted(free - tag_words):
                 tag = known.tags.get(tokens[pos].folded)
@@ -411,7 +466,11 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
                      if not vocab.is_stopword(tokens[p]) and not (tokens[p].text.isdigit()
                                                                   and int(tokens[p].text) in a.years)]
     counts: dict[str, int] = {}
-    for hits in a.concepts.values():
+    # function and filler words ("was", "in", "die") are shared across languages: they only decide
+    # the language when no other question word does
+    for name, hits in sorted(a.concepts.items(), key=lambda item: item[0] == "filler"):
+        if name == "filler" and counts:
+            break
         for _, _, lang in hits:
             counts[lang] = counts.get(lang, 0) + 1
     if counts:
@@ -437,6 +496,8 @@ _ALLOWED: dict[str, set[str]] = {
     "documents_with_tag": {"tag", "topic", "document", "count"},
     "documents_of_author": {"document", "author", "count"},
     "author_of_document": {"author", "document"},
+    "tags_of_document": {"tag", "document"},
+    "topics_of_document": {"topic", "document"},
     "persons_with_work": {"work", "count", "year", "author", "document"},
     "persons_started": {"start", "year", "count"},
     "supervised_by": {"supervisor", "work", "year", "count", "document"},
@@ -497,12 +558,29 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
     persons = bool(a.persons)
     if a.has("link"):
         return "links" if (a.pages or persons) else "links_unknown_page"
+    if not persons and not a.pages and not a.document_authors and a.has("author") and a.has("who") \
+            and (a.has("document") or a.quoted) \
+            and not a.has("supervisor", "tag", "topic", "count") \
+            and not (index.has_works and (a.has("work") or a.work_types)):
+        # "Kdo napsal článek X?", "Who wrote „Y“?", "Who wrote the post about Z?": only a page's author
+        # answers it; no title of the graph fits the words (or several do), so it is refused, never
+        # sent on to a text search that would answer with some page's text ("Kdo vytvořil Jehlomat?"
+        # names no document and stays a question for the text)
+        return "ambiguous_page" if a.ambiguous_pages else "unknown_page"
+    if not persons and not a.pages and not a.document_authors and a.has("tag", "topic") \
+            and (a.has("document") or a.quoted) and a.has("which", "who", "count") \
+            and not a.tags and not a.topics and (a.unexplained or a.unmatched_names):
+        # "Jakými tagy je označený ten článek k výročí …?": tags are front matter the text does not
+        # hold; the post named is no title of the graph, so it is refused rather than searched
+        return "ambiguous_page" if a.ambiguous_pages else "unknown_page"
     if a.has("content"):
         return "content"
     if a.unexplained:
         return "unsupported"
     if a.has("tag", "topic"):
         what = "tags" if a.has("tag") else "topics"
+        if a.pages and not persons and not a.tags and not a.topics and len(a.pages[0].words) >= 2:
+            return f"{what}_of_document"  # "Jaké štítky má článek X?"
         if a.has("topic") and not a.has("tag") and persons and a.specific_type and not a.has("common"):
             return "title_of_work"  # "Na akú tému písal X bakalársku prácu?"
         if len(a.persons) >= 2 or (a.has("common") and persons):
@@ -605,6 +683,9 @@ class _Answer:
             "topics": [{"id": t.ref, "name": t.label, "path": t.path} for t in a.topics],
             "pages": [{"path": p.path, "title": p.label} for p in a.pages],
             "language": a.language,
+            # the question's words the analysis explained (entities, intent words, stop and filler
+            # words): an ``ok`` answer explains every word, and its claims answer them all
+            "explained_words": [t.text for t in a.tokens if t.text not in a.unexplained],
         }
 
     def body(self, status: str = "ok", reason: str | None = None, *, complete: bool | None = None,
@@ -653,7 +734,8 @@ def answer_graph(bundle: OpenedBundle, payload: dict[str, Any], *, base_url: str
     :returns: the response body: contract fields plus ``query`` (and ``question``, the same text),
         ``intent``, ``entities`` (``persons`` ``[{id, name, path, matched}]``, ``unknown_names``,
         ``document_authors``, ``years``, ``work_types``, ``tags``, ``topics``, ``pages``,
-        ``language``), ``answer`` (structured, per intent), ``facts``, ``paths``, ``documents``,
+        ``language`` (of the question words: sk, cs, en, de; null when none matched), ``explained_words``),
+        ``answer`` (structured, per intent), ``facts``, ``paths``, ``documents``,
         ``aggregation`` (``{count, complete}`` or null) and, when ambiguous, ``candidates``.
     :raises InvalidQueryError, InvalidRequestError: bad payload.
     :raises RetrievalUnavailableError: the graph database cannot be opened or queried.
@@ -753,15 +835,22 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     # not in "What is Code for Germany?"
     named = [run for run in a.unmatched_names if who or looks_like_person_name(run)
              or (slot and looks_like_person_name(run, single=True, lexicon=False))]
-    if not a.persons and not a.pages and a.intent != "links_unknown_page" and (
+    if not a.persons and not a.pages and a.intent not in ("links_unknown_page", "unknown_page", "ambiguous_page") and (
             unknown or (needs_person and (named or a.document_authors))):
         return _unknown_person(out, a)
     if a.intent == "content":
         return out.unsupported("Questions about the content of documents are answered by /search.")
     if a.intent in ("unsupported", "needs_person"):
         return out.unsupported("The question was not understood by the graph (no template covers it); try /search.")
-    if a.intent == "links_unknown_page":
+    if a.intent in ("links_unknown_page", "unknown_page"):
         return out.body("no_answer", "unknown_page", message="No page of the graph matches the page in the question.")
+    if a.intent == "ambiguous_page":
+        return out.body("ambiguous", "ambiguous_page", message="Several pages begin with the title in the question; "
+                        "ask again with more of the title.",
+                        candidates=[{"title": p.label, "path": p.path, "source_id": out.source(p.path)}
+                                    for p in a.ambiguous_pages])
+    if a.intent in ("tags_of_document", "topics_of_document"):
+        return _tags_of_document(out, a)
     if a.intent == "persons_with_work":
         return _persons_with_work(out, index, a)
     if a.intent == "persons_started":
@@ -1151,6 +1240,23 @@ def _authors_of_document(out: _Answer, a: Analysis) -> dict[str, Any]:
         return out.body("no_answer", "no_matching_sources", complete=True, answer=answer,
                         message="The page names no author.")
     return out.body("ok", complete=True, answer=answer, aggregation={"count": len(rows), "complete": True})
+
+
+def _tags_of_document(out: _Answer, a: Analysis) -> dict[str, Any]:
+    """Tags (or topics) of the page named by its title."""
+    page = a.pages[0]
+    tags = a.intent == "tags_of_document"
+    cypher = ("MATCH (d:Document {path: $path})-[:TAGGED]->(t:Tag) RETURN DISTINCT t.name ORDER BY t.name" if tags
+              else "MATCH (d:Document {path: $path})-[:HAS_TOPIC]->(t:Topic) RETURN DISTINCT t.id ORDER BY t.id")
+    values = [r[0] for r in fetch_rows(out.bundle.graph_connection(), cypher, {"path": page.path})]
+    out.source(page.path)
+    for value in values:
+        out.fact(page.path, "tagged" if tags else "has_topic", value, page.path)
+    answer = {"document": page.path, "title": page.label, "tags" if tags else "topics": values}
+    if not values:
+        return out.body("no_answer", "no_matching_sources", complete=True, answer=answer,
+                        message="The page has no tags." if tags else "The page has no topics.")
+    return out.body("ok", complete=True, answer=answer)
 
 
 def _direction(a: Analysis, index: GraphIndex, span: tuple[int, int]) -> str | None:

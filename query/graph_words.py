@@ -3,10 +3,14 @@
 The vocabulary is data (:func:`artifacts.graphmap.question_words`: ``artifacts/graphwords.yaml``
 plus the mapping's ``questions`` section; work-type words from ``works.types``).  This module only
 reads it: every question word is compared in its own folded form and in its folded simplemma
-lemmas for each language of the vocabulary, so entries are written as lemmas and cover inflected
+lemmas for each language of the vocabulary's ``lemmatize`` list (default: its ``languages``), so
+entries are written as lemmas and cover inflected
 forms ("odkazovať" matches "odkazujú").  An entry ending in ``*`` is a prefix; an entry of several
 words matches consecutive question words.  Stop words (stopwordsiso, per language) and the
 ``filler`` concept are words a question may contain without changing what it asks.
+
+Graph answers are phrased in the question's language with the words of the ``answers`` section of
+the same file (:func:`phrasing`): a new language is new lists and phrases, not new code.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from artifacts.analysis import fold
-from artifacts.graphmap import GraphMapping, question_words, words_of
+from artifacts.graphmap import GraphMapping, answer_words, question_words, words_of
 
 from .graph_names import Token, damerau1
 
@@ -92,6 +96,7 @@ class Vocabulary:
     links: dict[str, list[Entry]]
     verb_before_title: dict[str, str]
     stopwords: frozenset[str] = field(default_factory=frozenset)
+    lemma_languages: tuple[str, ...] = ()  # languages whose lemmas are compared (default: ``languages``)
     _first_cache: dict[int, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -117,12 +122,13 @@ class Vocabulary:
             work_types=work_types,
             links=links,
             verb_before_title={str(k): str(v) for k, v in (links_data.get("verb_before_title") or {}).items()},
-            stopwords=_stopwords(languages),
+            stopwords=_stopwords(tuple(str(x) for x in data.get("stopwords") or languages)),
+            lemma_languages=tuple(str(x) for x in data.get("lemmatize") or languages),
         )
 
     def forms(self, token: Token) -> frozenset[str]:
         """The folded word and its folded lemmas in every language of the vocabulary."""
-        return _lemmas(token.lower, self.languages)
+        return _lemmas(token.lower, self.lemma_languages or self.languages)
 
     def _word_matches(self, token: Token, word: str, prefix: bool, literal: bool) -> bool:
         forms = {token.folded} if literal else self.forms(token)
@@ -192,3 +198,49 @@ class Vocabulary:
 
     def is_stopword(self, token: Token) -> bool:
         return token.folded in self.stopwords or token.lower in self.stopwords
+
+
+@dataclass(frozen=True)
+class Phrasing:
+    """The words graph answers are phrased in, for one language (``answers`` in graphwords.yaml).
+
+    ``count``/``more``: ``str.format`` templates with ``{count}``; ``predicates``: templates with
+    ``{subject}`` and ``{object}`` per graph predicate; ``quotes``: marks around a title.
+    """
+
+    lang: str
+    quotes: tuple[str, str]
+    count: str
+    more: str
+    untitled: str
+    predicates: dict[str, str]
+
+    def title(self, text: str) -> str:
+        """``text`` in this language's title quotes (``„Příručka“``)."""
+        return f"{self.quotes[0]}{text}{self.quotes[1]}"
+
+
+@lru_cache(maxsize=16)
+def phrasing(lang: str | None) -> Phrasing:
+    """Return the :class:`Phrasing` of ``lang`` (the file's ``default`` language when ``lang`` is
+    ``None`` or has no phrases).
+
+    :raises GraphMappingError: the shared vocabulary file has no usable ``answers`` section.
+    """
+    data = answer_words()
+    chosen = lang if isinstance(data.get(lang or ""), dict) else str(data["default"])
+    words = data[chosen]
+    quotes = tuple(str(q) for q in words.get("quotes") or ("„", "“"))
+    return Phrasing(
+        lang=chosen,
+        quotes=(quotes[0], quotes[-1]),
+        count=str(words["count"]),
+        more=str(words["more"]),
+        untitled=str(words["untitled"]),
+        predicates={str(k): str(v) for k, v in (words.get("predicates") or {}).items()},
+    )
+
+
+def phrasings() -> list[Phrasing]:
+    """Every language's :class:`Phrasing` (for re-checking an answer in any language)."""
+    return [phrasing(lang) for lang, words in answer_words().items() if isinstance(words, dict)]

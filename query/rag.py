@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,7 @@ from artifacts.config import TOKENIZER
 from .bundle import OpenedBundle
 from .contract import Source
 from .evidence import EvidenceItem
+from .graph_words import Phrasing, phrasing
 from .hybrid import LONG_WORD, SearchFilter, SearchOptions, rank_chunks, ranking_searcher, source_url
 from .sentences import (
     DEFINING_VERBS,
@@ -409,47 +410,66 @@ def pack_chunks(bundle: OpenedBundle, chunk_ids: Iterable[str], *, max_tokens: i
 
 # -- graph evidence --------------------------------------------------------------------------------
 
-_PREDICATE_LABELS = {"tagged": "tagy", "has_topic": "témy", "authored": "autor dokumentov", "links_to": "odkazuje na",
-                     "authored_by": "autor", "supervised_by": "vedúci práce", "started_in": "začiatok štúdia"}
-"""Words for graph predicates in evidence lines (a raw predicate name is no sentence a reader expects)."""
 _COMMON_INTENTS = {"common_tags": "tagged", "common_topics": "has_topic"}
+_OPENING_QUOTES = "„“”\"«»‚'"
+_CLOSING_QUOTES = "“”\"»«‘’'"
+TitleOf = Callable[[str], "str | None"]
+"""A document's title by its path (``None``: not a document, or it has no title)."""
 
 
-def render_fact(fact: dict[str, Any]) -> str:
+def _shown(value: Any, words: Phrasing, title_of: TitleOf | None) -> str:
+    """A fact's subject or object as a reader sees it: a document by its title in quotes, else the value."""
+    text = str(value)
+    title = title_of(text) if title_of is not None else None
+    if title and title[0] in _OPENING_QUOTES and title[-1] in _CLOSING_QUOTES and len(title) > 1:
+        return title  # a title that is a quotation already ("„Naším produktem je komunita“")
+    return words.title(title) if title else text
+
+
+def render_fact(fact: dict[str, Any], words: Phrasing | None = None, title_of: TitleOf | None = None) -> str:
     """Return one ``has_work`` graph fact (``/graph``'s ``facts`` item) as one line of evidence text.
 
-    ``"<person>: <type label> (<type>), <year>, „<title>“."`` (``názov neuvedený`` without a title).
-    Other predicates are rendered per subject by :func:`render_facts`.  Every value comes from the fact.
+    ``"<person>: <type label> (<type>), <year>, „<title>“."`` (``words.untitled`` without a title;
+    ``words``: the question language's :class:`~query.graph_words.Phrasing`, default the file's default
+    language).  Other predicates are rendered per subject by :func:`render_facts`.  Every value comes
+    from the fact.
     """
+    words = words or phrasing(None)
     subject, obj = fact.get("subject"), fact.get("object")
     if not isinstance(obj, dict):
-        return render_facts([fact])[0]
+        return render_facts([fact], words, title_of)[0]
     label = obj.get("type_label") or obj.get("type")
     kind = f"{label} ({obj['type']})" if obj.get("type_label") and obj.get("type") else str(label)
     title = obj.get("title")
-    title_text = f"„{title}“" if title else "názov neuvedený"
+    title_text = words.title(title) if title else words.untitled
     return f"{subject}: {kind}, {obj.get('year')}, {title_text}."
 
 
-def render_facts(facts: list[dict[str, Any]]) -> list[str]:
-    """Return evidence lines for facts of one document: one per work, one per (subject, predicate) else
-    (``"Jakub Novák: tagy bm25, ir."``), in the facts' order."""
-    lines: list[str] = []
+def render_facts(facts: list[dict[str, Any]], words: Phrasing | None = None,
+                 title_of: TitleOf | None = None) -> list[str]:
+    """Return evidence lines for facts of one document: one per work, one per (subject, predicate) else,
+    in the facts' order, phrased with ``words`` (the predicate's template, values joined by ", ":
+    ``"Jakub Novák: tagy bm25, ir."``).  ``title_of``: a subject or object that is a document path
+    is shown as the document's title in quotes (``„Příručka řízení IT projektů“ (autor: Tomáš
+    Znamenáček).``); without it, as the path."""
+    words = words or phrasing(None)
+    lines: list[str | tuple[str, str]] = []
     grouped: dict[tuple[str, str], list[str]] = {}
     for fact in facts:
         if fact.get("predicate") == "has_work" and isinstance(fact.get("object"), dict):
-            lines.append(render_fact(fact))
+            lines.append(render_fact(fact, words, title_of))
             continue
         key = (str(fact.get("subject")), str(fact.get("predicate")))
         if key not in grouped:
             grouped[key] = []
-            lines.append(key)  # type: ignore[arg-type]  # placeholder, filled below
-        grouped[key].append(str(fact.get("object")))
+            lines.append(key)
+        grouped[key].append(_shown(fact.get("object"), words, title_of))
     out = []
     for line in lines:
         if isinstance(line, tuple):
             subject, predicate = line
-            out.append(f"{subject}: {_PREDICATE_LABELS.get(predicate, predicate)} {', '.join(grouped[line])}.")
+            template = words.predicates.get(predicate, "{subject}: " + predicate + " {object}.")
+            out.append(template.format(subject=_shown(subject, words, title_of), object=", ".join(grouped[line])))
         else:
             out.append(line)
     return list(dict.fromkeys(out))
@@ -458,6 +478,9 @@ def render_facts(facts: list[dict[str, Any]]) -> list[str]:
 def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int,
                   base_url: str | None = None) -> Context:
     """Turn an ``ok`` ``/graph`` body into evidence: one item per document holding its facts' lines.
+
+    Lines are phrased in the question's language (``entities.language`` of the body,
+    :func:`query.graph_words.phrasing`), documents named by their titles (:func:`render_facts`).
 
     Source ids are the graph body's own (``S1..`` per document); facts without a document are
     dropped (evidence must point at a page).  For ``common_tags`` / ``common_topics`` only the
@@ -478,9 +501,15 @@ def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int
         if path:
             by_path.setdefault(path, []).append(fact)
     aggregation = body.get("aggregation")
-    # the label is the word GraphPhrasing's count claim uses ("Počet: N.")
-    extra = ({"label": "Počet", "count": aggregation.get("count"), "complete": aggregation.get("complete")},) \
-        if isinstance(aggregation, dict) else ()
+    words = phrasing((body.get("entities") or {}).get("language"))
+
+    def title_of(path: str) -> str | None:
+        doc = bundle.docs.get(path)
+        return (doc.title or "").strip() or None if doc is not None else None
+
+    # the label is the sentence GraphPhrasing's count claim uses ("Počet: N.")
+    extra = ({"label": words.count.format(count=aggregation.get("count")), "count": aggregation.get("count"),
+              "complete": aggregation.get("complete")},) if isinstance(aggregation, dict) else ()
     sources = {s["document_path"]: Source(**s) for s in body.get("sources") or []}
     commit = bundle.manifest.commit
     items: list[EvidenceItem] = []
@@ -491,7 +520,7 @@ def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int
                                           source_url=source_url(base_url, path, commit),
                                           title=bundle.docs[path].title if path in bundle.docs else None)
         sources.setdefault(path, src)
-        text = "\n".join(render_facts(facts))
+        text = "\n".join(render_facts(facts, words, title_of))
         tokens = count_tokens(text)
         if used + tokens > max_tokens:
             reasons.add("llm_context_budget")
