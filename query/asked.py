@@ -146,7 +146,7 @@ def count_focus(question: str) -> CountFocus | None:
         qualifiers: tuple[str, ...] = ()
         if rest and _table("count", "qualifier_prepositions").has(rest[0]):
             after = [t for t in rest[1:3] if t not in stops]  # "from the community", "aus der Stadt"
-            if after and after[0] not in verbs and after[0].isalpha():
+            if after and after[0].isalpha():
                 qualifiers = (after[0],)
         beneficiary = any(_table("count", "beneficiary").has(t) for t in tokens[:i])
         return CountFocus(tuple(nouns), qualifiers, beneficiary)
