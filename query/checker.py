@@ -42,6 +42,7 @@ from typing import Any
 
 from .asked import CountFocus, action_family, count_focus, states_action, states_count
 from .evidence import (
+    FRONT_MATTER_SECTIONS,
     Claim,
     ClaimVerdict,
     EvidenceItem,
@@ -527,10 +528,22 @@ def _quote_words(quote: str, text: str, title: str,
         headings.extend(unit.headings)
         if unit.list_id is not None:
             own.extend(u.text for u in units if u.leads == unit.list_id)
-    section = headings or [title]
+    # a front-matter description is about the whole document: its title is its section heading
+    section = [title, *headings] if all(h in FRONT_MATTER_SECTIONS for h in headings) else headings
     labels = [h for h in headings if len(h.split()) <= LABEL_WORDS]
     return (word_set("\n".join(own)), word_set("\n".join([title, *headings])), word_set("\n".join(section)),
             word_set("\n".join(labels)), in_list, word_set("\n".join(headings)))
+
+
+def quote_section(quote: str, item: EvidenceItem) -> tuple[str, ...]:
+    """The headings ``quote`` sits under in ``item``: the chunk's heading path, then the headings above the
+    quote inside the chunk text (``("description",)`` for a quote of a front-matter description chunk)."""
+    target = normalize_quote(quote)
+    for unit in text_units(item.text):
+        text = normalize_quote(unit.text)
+        if text and (text in target or target in text):
+            return tuple(dict.fromkeys((*item.heading_path, *unit.headings)))
+    return tuple(item.heading_path)
 
 
 @dataclass(frozen=True)
