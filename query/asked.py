@@ -185,6 +185,7 @@ def states_count(text: str, nouns: tuple[str, ...] = (), *, beneficiary: bool = 
 
     flat = " ".join(display_text(text).split())
     masked = {i for m in _DATE_TIME.finditer(flat) for i in range(m.start(), m.end())}
+    amount = any(_table("count", "not_counts").has(n) for n in nouns)  # the question asks a share or a sum
     tokens = _tokens(flat)
     numbers = number_words()
     not_counts, not_after, multipliers = (_table("count", "not_counts"), _table("count", "not_after"),
@@ -206,8 +207,12 @@ def states_count(text: str, nouns: tuple[str, ...] = (), *, beneficiary: bool = 
         if not nouns:
             return True  # "Kolik stojí …?": any amount, a price too
         following = tokens[i + 1].folded if i + 1 < len(tokens) else ""
+        if following == "%":
+            following = "procent"
         previous = tokens[i - 1] if i else None
-        if following == "%" or not_counts.has(following) or (previous is not None and (
+        if amount and _counts_noun(following, nouns):
+            return True  # "Kolik procent …?" answered by "40 %", "Kolik korun …?" by "200 Kč"
+        if not_counts.has(following) or (previous is not None and (
                 previous.text in ("$", "€", "£") or not_after.has(previous.folded)
                 or (not beneficiary and _table("count", "beneficiary").has(previous.folded)))):
             continue

@@ -116,6 +116,9 @@ def test_a_number_counts_what_follows_it_not_any_noun() -> None:
     assert states_count("Máme 5členný tým.", ("clenu",))          # the glued word is what is counted
     assert not states_count("Server má 4 disky.", ("grafickych", "kariet"))
     assert states_count("Server má 2 grafické karty.", ("grafickych", "kariet"))
+    # a share or a sum is what "Kolik procent / korun …?" asks
+    assert states_count("Hlasovalo 40 % lidí.", ("procent", "lidi"))
+    assert states_count("Lístek stojí 200 korun.", ("korun",))
     # "pro kolik lidí" asks for whom: then the beneficiaries are the count
     assert states_count("Zajistil pomůcky pro 600 tisíc lidí.", ("lidi",), beneficiary=True)
 
