@@ -173,6 +173,7 @@ def _counts_noun(word: str, nouns: tuple[str, ...]) -> bool:
     return any(words_match(word, noun) or (_is_people(noun) and _is_people(word)) for noun in nouns)
 
 
+@lru_cache(maxsize=8192)
 def states_count(text: str, nouns: tuple[str, ...] = (), *, beneficiary: bool = False) -> bool:
     """True when ``text`` (one quote, Markdown shown as read) states a number, and, with ``nouns``
     (folded, :attr:`CountFocus.nouns`), a count of them (see the module docstring).
@@ -278,6 +279,7 @@ def contact_line(text: str) -> bool:
     return bool(_EMAIL.search(text) or _PHONE.search(text))
 
 
+@lru_cache(maxsize=8192)
 def states_action(family: str, text: str) -> bool:
     """True when ``text`` has a word of the action ``family`` (any inflection or derivation) and is no
     :func:`contact_line`."""
