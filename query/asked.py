@@ -48,6 +48,8 @@ _NUMBER_LANGS = ("cs", "sk", "en", "de")
 _COUNT_CUE_WORDS = frozenset("kolko kolik kolkych kolkym kolkeho kolika pocet poctu many viele anzahl".split())
 """Folded words after which a count question names what it counts ("kolik lidí", "how many people",
 "wie viele Leute", "počet dobrovolníků").  "how much" and "wie viel" ask an amount, not a count."""
+_ADJECTIVE_PLURAL = ("ych", "ich")
+"""Folded endings of Czech/Slovak adjectives after a count word ("kolik aktivních dobrovolníků")."""
 _WHO_WORDS = frozenset("kdo kto who wer".split())
 _OPENERS = frozenset("a and und".split())
 _TOKEN = re.compile(r"\d+(?:[.,:/]\d+)+\+?|\w+(?:[-–'’.]\w+)*\+?|[.,!?;:%€$£–—]")
@@ -115,9 +117,11 @@ def number_words() -> dict[str, int]:
 
 @dataclass(frozen=True)
 class CountFocus:
-    """What a count question counts: ``nouns`` (folded, 1-2 content words after "kolik / how many /
-    počet": ``("lidi",)``, ``("grafickych", "kariet")``) and ``qualifiers`` (folded words a preposition
-    attaches to them: ``("komunity",)`` of "lidí z komunity"); ``beneficiary``: the question asks for
+    """What a count question counts.
+
+    ``nouns``: folded, the content word after "kolik / how many / počet", or a Czech/Slovak adjective and
+    its noun (``("lidi",)``, ``("grafickych", "kariet")``); ``qualifiers``: folded words a preposition
+    attaches to them (``("komunity",)`` of "lidí z komunity"); ``beneficiary``: the question asks for
     whom ("Pro kolik lidí …?", "For how many people …?")."""
 
     nouns: tuple[str, ...]
@@ -138,7 +142,9 @@ def count_focus(question: str) -> CountFocus | None:
         while rest and rest[0] in stops and rest[0] not in _COUNT_CUE_WORDS:
             rest = rest[1:]
         nouns: list[str] = []
-        while rest and len(nouns) < 2 and rest[0] not in stops and rest[0] not in verbs and rest[0].isalpha():
+        # one word, or an adjective and its noun ("grafických kariet"); "volunteers built" is no phrase
+        while rest and rest[0] not in stops and rest[0] not in verbs and rest[0].isalpha() and (
+                not nouns or (len(nouns) == 1 and nouns[0].endswith(_ADJECTIVE_PLURAL))):
             nouns.append(rest[0])
             rest = rest[1:]
         if not nouns:
