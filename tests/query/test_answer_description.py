@@ -98,3 +98,26 @@ def test_an_answer_quotes_the_description_of_a_real_bundle(blog: dict[str, Any])
     result = CliRunner().invoke(ask_command, ["Kdy byla prodána firma Zlatokop?", "--store",
                                               str(blog["store"]), "--json"])
     assert json.loads(result.output)["claims"][0]["evidence"][0]["heading_path"] == ["description"]
+
+
+def test_the_title_is_the_section_of_a_description_quote() -> None:
+    """A description summarises its page: the page title names what it is about, as for a quote under no
+    heading; under a real heading the title does not count (a newsletter's title names all its topics)."""
+    from query.checker import RelevanceGate
+    from query.evidence import Claim
+    from query.sentences import question_focus
+
+    question = "Kolik lidí se sešlo na prvním hackdayi?"
+    gate = RelevanceGate(question_focus(question), ("lidi", "seslo", "prvnim", "hackday"),
+                         weights=(1.835, 6.239, 4.209, 3.96), verbs=frozenset({"seslo"}))
+    text = "Sešlo se nás přes 40 lidí a byla to jízda."
+    claim = Claim(text=text, evidence=("E1",), quote=text)
+
+    def item(heading_path: tuple[str, ...]) -> EvidenceItem:
+        return EvidenceItem(evidence_id="E1", kind="chunk", text=text, document_path="posts/hackday.md",
+                            source_id="S1", commit="0" * 40, chunk_id="posts/hackday.md#0",
+                            title="První hackday", heading_path=heading_path, tokens=12)
+
+    key = "the quote does not address the question's most specific word"
+    assert key not in claim_relevance(gate, claim, [item(("description",))])
+    assert key in claim_relevance(gate, claim, [item(("Meetup v STRV",))])
