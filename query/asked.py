@@ -27,7 +27,8 @@ is answered only by a number that counts the thing asked for (:func:`count_focus
 A **who question about an action** ("Kdo založil X?", "Kto založil X?", "Who founded X?", "Wer hat X
 gegründet?", also "leads" and "created") is answered only by a quote with a word of the same action
 family (any inflection or derivation: "založili", "zakladatel", "co-founded", "Gründer"; the table
-``actions`` of ``asked.yaml``) that is no contact line (an e-mail address or a phone number: "Radka
+``actions`` of ``asked.yaml``), naming a person ("Jan Novák"; "od svého založení" says who did nothing), that
+is no contact line (an e-mail address or a phone number: "Radka
 Horáková, Co-founder & CMO, <radka@…>, 734 420 216" lists a person, it says nothing about founding).
 
 Number words come from num2words (well kept, cs/sk/en/de) rather than a hand list; the word tables of
@@ -285,15 +286,23 @@ def contact_line(text: str) -> bool:
     return bool(_EMAIL.search(text) or _PHONE.search(text))
 
 
+def action_words(family: str, words: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of the folded ``words`` that belong to the action ``family`` ("founded", "zalozil")."""
+    table = _table("actions", family)
+    return tuple(w for w in words if table.has(w) or any(table.has(p) for p in re.split(r"[-'’]", w)))
+
+
 @lru_cache(maxsize=8192)
 def states_action(family: str, text: str) -> bool:
-    """True when ``text`` has a word of the action ``family`` (any inflection or derivation) and is no
-    :func:`contact_line`."""
-    if contact_line(text):
+    """True when ``text`` says who did the action of ``family``: it has a word of the family (any
+    inflection or derivation), names a person (two to four capitalised words of letters, none glued
+    to the one before: "Jan Novák", not "Česko.Digital") and is no :func:`contact_line`."""
+    from .graph_names import capital_runs, looks_like_person_name, tokenize
+
+    if contact_line(text) or not action_words(family, tuple(analyze(text))):
         return False
-    words = _table("actions", family)
-    return any(words.has(w) or any(words.has(part) for part in re.split(r"[-'’]", w)) for w in analyze(text))
+    return any(looks_like_person_name(run, lexicon=False) for run in capital_runs(tokenize(text), set()))
 
 
-__all__ = ["CountFocus", "action_family", "contact_line", "count_focus", "number_words", "states_action",
-           "states_count"]
+__all__ = ["CountFocus", "action_family", "action_words", "contact_line", "count_focus", "number_words",
+           "states_action", "states_count"]

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .asked import CountFocus, action_family, count_focus, states_action, states_count
+from .asked import CountFocus, action_family, action_words, count_focus, states_action, states_count
 from .evidence import (
     FRONT_MATTER_SECTIONS,
     Claim,
@@ -671,6 +671,9 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
         pairs = [_claim_words(claim.quote, item) for item in items]
         counted = set(gate.count.nouns) if gate.count is not None and states_count(
             claim.quote, gate.count.nouns, beneficiary=gate.count.beneficiary) else set()
+        if gate.action is not None and states_action(gate.action, claim.quote):
+            # "založili" answers "founded" in any language of the family table
+            counted.update(action_words(gate.action, gate.words))
         # a number that counts the asked noun addresses it: "130 IT profesionálů" answers "Kolik lidí …?"
         own_words = [w for w in gate.words if w in counted or any(o.has(w) for o, _ in pairs)]
         context_words = [w for w in gate.words if w not in own_words and any(c.has(w) for _, c in pairs)]
@@ -711,7 +714,7 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
         details.append(f"the question asks for {_KIND_LABEL[str(gate.focus.kind)]}; the quote states none")
     if gate.action is not None and not states_action(gate.action, claim.quote):
         details.append("the question asks who did something; the quote does not say who did it "
-                       "(no word for the action, or a contact line)")
+                       "(no word for the action, no person named, or a contact line)")
     return details
 
 

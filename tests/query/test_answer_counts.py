@@ -198,14 +198,25 @@ def test_a_founding_sentence_names_the_action_and_a_contact_line_does_not() -> N
     assert contact_line(CONTACT)
     assert not states_action("found", CONTACT)                          # "Co-founder" in a contact line
     assert states_action("found", FOUNDED)
-    assert states_action("found", "Jakub je zakladatel platformy.")
-    assert states_action("found", "She co-founded the group in 2019.")
-    assert states_action("found", "Die Gründerin des Vereins ist Eva.")
+    assert states_action("found", "Jakub Novák je zakladatel platformy.")
+    assert not states_action("found", "Jakub je zakladatel platformy.")  # a first name alone is no named person
+    assert states_action("found", "Eva Malá co-founded the group in 2019.")
+    assert states_action("found", "Die Gründerin des Vereins ist Eva Malá.")
+    # the action without a person says who did nothing
+    assert not states_action("found", "Komunita sdružuje 3600 expertů a od svého založení pomohla stovkám lidí.")
+    assert not states_action("found", "She co-founded the group in 2019.")
     assert not states_action("found", "The Foundation supports the project.")
     assert not states_action("found", "Jan Novák, Eva Malá, Petr Malý")  # a name list says nothing
     gate = _gate("Who founded Zlatokop?", ("founded", "zlatokop"))
     claim = Claim(text=CONTACT, evidence=("E1",), quote=CONTACT)
     assert any("who did something" in d for d in claim_relevance(gate, claim, [_item(CONTACT)]))
+
+
+def test_a_founding_word_answers_founded_in_another_language() -> None:
+    """"Who founded X?" over Czech pages: "založili" is the family of "founded" (the gate counts it)."""
+    gate = _gate("Who founded Zlatokop?", ("founded", "zlatokop"))
+    claim = Claim(text=FOUNDED, evidence=("E1",), quote=FOUNDED)
+    assert claim_relevance(gate, claim, [_item(FOUNDED)]) == []
 
 
 # -- end to end over a real bundle -----------------------------------------------------------------
