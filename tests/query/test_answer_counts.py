@@ -26,7 +26,7 @@ from query.hybrid import SearchOptions
 from query.sentences import carries_value, question_focus
 from query.server import create_app
 from tests.conftest import RepoBuilder
-from tests.query.answer_fixtures import built_blog
+from tests.query.answer_fixtures import built_blog, real_blog
 
 EXPERIENCE = "Pomohly i naše už 3leté zkušenosti z projektů reagujících na krize, například Zlatokop."
 BENEFICIARIES = "Projekt Zlatokop zajistil ochranné pomůcky pro 600 tisíc lidí z celé republiky."
@@ -287,3 +287,15 @@ def test_over_http(blog: dict[str, Any], hash_embedder: Any) -> None:
     first, second = asyncio.run(run())
     assert first["status"] == "ok" and "patnáct dobrovolníků" in first["answer"]
     assert second["status"] == "no_answer" and second["claims"] == []
+
+
+@pytest.mark.slow
+def test_the_new_users_questions_on_the_real_blog(tmp_path: Path, hash_embedder: Any) -> None:
+    """The full Czech blog: no compound adjective answers a count of people, no contact line a founder."""
+    with real_blog(tmp_path, hash_embedder) as bundle:
+        body = ask(bundle, "Kolik lidí z komunity pomohlo v projektu Dáme roušky?")
+        assert "3leté" not in (body["answer"] or "") and "600 tisíc" not in (body["answer"] or ""), body["answer"]
+        body = ask(bundle, "Who founded Česko.Digital?")
+        assert "@" not in (body["answer"] or ""), body["answer"]
+        body = ask(bundle, "Kdo založil Česko.Digital?")
+        assert body["status"] == "no_answer" or "založil" in body["answer"], body["answer"]
