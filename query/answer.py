@@ -308,7 +308,13 @@ def _fold_ws(text: str) -> str:
 
 def _deliver(claims: list[Claim], context: Context, *, display: bool = False) -> tuple[str, list[dict[str, Any]],
                                                                                     list[Source]]:
+    from .checker import quote_section
+
     """Return ``(answer text with [S..] markers, claims JSON, cited sources renumbered S1..)``.
+
+    Each claim's ``evidence`` entry names where its quote stands: ``document_path``, ``chunk_id`` and
+    ``heading_path`` (the headings above the quote; ``["description"]`` for a document's front-matter
+    description, :data:`query.evidence.FRONT_MATTER_SECTIONS`).
 
     ``display``: claim texts are shown as a reader sees them (:func:`query.snippets.display_text`:
     no ``**``, link destinations or other Markdown); each evidence ``quote`` stays verbatim, as
@@ -338,7 +344,8 @@ def _deliver(claims: list[Claim], context: Context, *, display: bool = False) ->
                 sids.append(sid)
             if _fold_ws(claim.quote) in _fold_ws(item.text):
                 evidence.append({"evidence_id": eid, "source_id": sid, "chunk_id": item.chunk_id,
-                                 "document_path": item.document_path, "quote": claim.quote})
+                                 "document_path": item.document_path,
+                                 "heading_path": list(quote_section(claim.quote, item)), "quote": claim.quote})
         text = " ".join(display_text(claim.text).split()) if display else claim.text
         out.append({"text": text, "source_ids": sids, "evidence": evidence})
         parts.append(f"{text} " + "".join(f"[{s}]" for s in sids))
@@ -508,7 +515,7 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
 
     Body: the contract envelope plus ``query``, ``engine``, ``answer`` (text with ``[S1]`` markers,
     or null), ``claims`` (``[{text, source_ids, evidence: [{evidence_id, source_id, chunk_id,
-    document_path, quote}]}]``), ``answer_coverage`` (``{scope, status, warnings, limitations}``),
+    document_path, heading_path, quote}]}]``), ``answer_coverage`` (``{scope, status, warnings, limitations}``),
     ``cached``, ``timings`` (ms per stage); ``candidates`` when ambiguous; ``evidence`` in
     ``mode=retrieve``; ``debug`` (the checker's report) when ``include_debug``.
 

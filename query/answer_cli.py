@@ -12,6 +12,18 @@ from artifacts.errors import ArtifactError
 
 from .cli import fail
 from .errors import QueryError
+from .evidence import FRONT_MATTER_SECTIONS
+
+
+def _front_matter_quotes(body: dict[str, Any]) -> dict[str, list[str]]:
+    """Source id -> front-matter fields its claims quote (``description``: shown as ``[S1] path (description)``)."""
+    out: dict[str, list[str]] = {}
+    for claim in body.get("claims") or []:
+        for ev in claim.get("evidence") or []:
+            path = ev.get("heading_path") or []
+            if len(path) == 1 and path[0] in FRONT_MATTER_SECTIONS and path[0] not in out.get(ev["source_id"], []):
+                out.setdefault(ev["source_id"], []).append(path[0])
+    return out
 
 
 def _print_text(body: dict[str, Any]) -> None:
@@ -28,8 +40,10 @@ def _print_text(body: dict[str, Any]) -> None:
     coverage = body.get("answer_coverage")
     if coverage:
         click.echo(f"coverage: {coverage['status']}" + "".join(f"\n  warning: {w}" for w in coverage["warnings"]))
+    fields = _front_matter_quotes(body)
     for source in body["sources"]:
         click.echo(f"[{source['source_id']}] {source['document_path']}"
+                   + "".join(f" ({f})" for f in fields.get(source["source_id"], ()))
                    + (f"  {source['source_url']}" if source.get("source_url") else ""))
     if body.get("truncated"):
         click.echo("truncated: " + ", ".join(body["truncation_reasons"]))

@@ -40,7 +40,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from .asked import CountFocus, action_family, action_words, count_focus, states_action, states_count
 from .evidence import (
+    FRONT_MATTER_SECTIONS,
     Claim,
     ClaimVerdict,
     EvidenceItem,
@@ -487,7 +489,7 @@ _KIND_LABEL = {"count": "a number", "time": "a date or time", "grade": "a grade"
 def _claim_words(quote: str, item: EvidenceItem) -> tuple[WordSet, WordSet]:
     """``(own, context)`` words of a quote in ``item``: own = the quote and, for a list item, the
     sentence that introduces its list; context = the headings above it, the item's title and heading path."""
-    own, context, _, _, _ = _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))
+    own, context, _, _, _, _ = _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))
     return own, context
 
 
@@ -508,13 +510,16 @@ def _names_thing(quote: str, item: EvidenceItem, thing: str) -> bool:
     """Whether the section of ``quote`` names ``thing`` in a short heading (a label, :data:`LABEL_WORDS`),
     or ``quote`` is a list item: a list enumerates the things a "which X" question asks for ("Aké úlohy
     …?" answered by the task list under "Zadanie") without naming X in each item."""
-    _, _, _, labels, in_list = _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))
+    _, _, _, labels, in_list, _ = _quote_words(quote, item.text, item.title or "", tuple(item.heading_path))
     return in_list or labels.has(thing)
 
 
 @lru_cache(maxsize=1024)
 def _quote_words(quote: str, text: str, title: str,
-                 heading_path: tuple[str, ...]) -> tuple[WordSet, WordSet, WordSet, WordSet, bool]:
+                 heading_path: tuple[str, ...]) -> tuple[WordSet, WordSet, WordSet, WordSet, bool, WordSet]:
+    """``(own, context, section, labels, in_list, headings)`` word sets of a quote in an evidence text
+    (see :func:`_claim_words`, :func:`_section_words`, :func:`_names_thing`; ``headings``: the headings
+    above it only, no title)."""
     target = normalize_quote(quote)
     units = text_units(text)
     own = [quote]
@@ -528,10 +533,22 @@ def _quote_words(quote: str, text: str, title: str,
         headings.extend(unit.headings)
         if unit.list_id is not None:
             own.extend(u.text for u in units if u.leads == unit.list_id)
-    section = headings or [title]
+    # a front-matter description is about the whole document: its title is its section heading
+    section = [title, *headings] if all(h in FRONT_MATTER_SECTIONS for h in headings) else headings
     labels = [h for h in headings if len(h.split()) <= LABEL_WORDS]
     return (word_set("\n".join(own)), word_set("\n".join([title, *headings])), word_set("\n".join(section)),
-            word_set("\n".join(labels)), in_list)
+            word_set("\n".join(labels)), in_list, word_set("\n".join(headings)))
+
+
+def quote_section(quote: str, item: EvidenceItem) -> tuple[str, ...]:
+    """The headings ``quote`` sits under in ``item``: the chunk's heading path, then the headings above the
+    quote inside the chunk text (``("description",)`` for a quote of a front-matter description chunk)."""
+    target = normalize_quote(quote)
+    for unit in text_units(item.text):
+        text = normalize_quote(unit.text)
+        if text and (text in target or target in text):
+            return tuple(dict.fromkeys((*item.heading_path, *unit.headings)))
+    return tuple(item.heading_path)
 
 
 @dataclass(frozen=True)
@@ -549,7 +566,10 @@ class RelevanceGate:
     ``definition``: set when the question asks what or who something is ("Co je X?"): a claim's
     quote must then define X (:func:`query.sentences.defines`), not merely mention it; ``verbs``:
     those of :attr:`words` that are verb forms (:func:`query.sentences.verb_words`), never the
-    question's most specific word while it has other words.
+    question's most specific word while it has other words; ``count``: what a count question counts
+    (:func:`query.asked.count_focus`: a quote must state a number of it); ``action``: the action family
+    of a who question ("Kdo založil X?": ``found``; :func:`query.asked.action_family`), which a quote must
+    name.
     """
 
     focus: QuestionFocus
@@ -560,6 +580,8 @@ class RelevanceGate:
     unknown: frozenset[str] = frozenset()
     definition: DefinitionQuestion | None = None
     verbs: frozenset[str] = frozenset()
+    count: CountFocus | None = None
+    action: str | None = None
 
     def weight(self, word: str) -> float:
         """The weight of one of :attr:`words` (1.0 without weights)."""
@@ -622,7 +644,9 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
     return RelevanceGate(focus, checked, tuple(waived), unverifiable=bool(words) and not checked,
                          weights=tuple(max(weights[w], 1e-6) for w in checked) if weights else (),
                          unknown=head, definition=definition_question(question),
-                         verbs=verb_words(question) & frozenset(checked))
+                         verbs=verb_words(question) & frozenset(checked),
+                         count=count_focus(question) if focus.kind == "count" else None,
+                         action=action_family(question))
 
 
 def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[EvidenceItem]) -> list[str]:
@@ -636,8 +660,10 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
     mention, "heslo" in "Aké je heslo na školský server?"); when they address less
     than :data:`RELEVANCE_SHARE` of them (context words at half weight) or, for a value question,
     less than :data:`VALUE_SHARE` in the quote itself; when a value question (count, time,
-    grade) gets a quote that states no such value; or when a definition question ("Co je X?",
-    "What is X?", "Kdo je X?") gets a quote that mentions X without defining it.
+    grade) gets a quote that states no such value (a count question: no number that counts the thing
+    asked for, :mod:`query.asked`); when a definition question ("Co je X?", "What is X?", "Kdo je X?")
+    gets a quote that mentions X without defining it; or when a who question about an action ("Kdo
+    založil X?") gets a quote without a word for that action, or a contact line.
     """
     if gate.unverifiable:
         return ["none of the question's words occurs in the evidence, so no claim can be shown to answer it"]
@@ -648,7 +674,13 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
     details: list[str] = []
     if gate.words:
         pairs = [_claim_words(claim.quote, item) for item in items]
-        own_words = [w for w in gate.words if any(o.has(w) for o, _ in pairs)]
+        counted = set(gate.count.nouns) if gate.count is not None and states_count(
+            claim.quote, gate.count.nouns, beneficiary=gate.count.beneficiary) else set()
+        if gate.action is not None and states_action(gate.action, claim.quote):
+            # "založili" answers "founded" in any language of the family table
+            counted.update(action_words(gate.action, gate.words))
+        # a number that counts the asked noun addresses it: "130 IT profesionálů" answers "Kolik lidí …?"
+        own_words = [w for w in gate.words if w in counted or any(o.has(w) for o, _ in pairs)]
         context_words = [w for w in gate.words if w not in own_words and any(c.has(w) for _, c in pairs)]
         total = sum(gate.weight(w) for w in gate.words)
         own = sum(gate.weight(w) for w in own_words) / total
@@ -681,9 +713,28 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
     if gate.definition is not None and not defines(gate.definition, claim.quote):
         details.append(f"the question asks {'who' if gate.definition.kind == 'person' else 'what'} "
                        "its subject is; the quote does not define it")
-    if not carries_value(gate.focus.kind, claim.quote):
+    if gate.count is not None:
+        details += _count_details(gate.count, claim.quote, items)
+    elif not carries_value(gate.focus.kind, claim.quote):
         details.append(f"the question asks for {_KIND_LABEL[str(gate.focus.kind)]}; the quote states none")
+    if gate.action is not None and not states_action(gate.action, claim.quote):
+        details.append("the question asks who did something; the quote does not say who did it "
+                       "(no word for the action, no person named, or a contact line)")
     return details
+
+
+def _count_details(count: CountFocus, quote: str, items: Sequence[EvidenceItem]) -> list[str]:
+    """Why ``quote`` does not state how many of ``count.nouns`` (empty: it does): no number counts them
+    (a year, a date, "3leté", a price do not), or a qualifier of the counted noun ("lidí *z komunity*")
+    is named neither by the quote nor by the headings above it (a document title does not count: "Svět je
+    v krizi, komunity sehrávají…" does not make every number of the post one of the community)."""
+    if not states_count(quote, count.nouns, beneficiary=count.beneficiary):
+        return [f"the question asks how many {' '.join(count.nouns)}; no number of the quote counts them"]
+    for word in count.qualifiers:
+        if not any(own.has(word) or headings.has(word) for own, _, _, _, _, headings in (
+                _quote_words(quote, item.text, item.title or "", tuple(item.heading_path)) for item in items)):
+            return [f"the quote does not say the number counts {' '.join(count.nouns)} of '{word}'"]
+    return []
 
 
 def _key_words(gate: RelevanceGate) -> list[str]:

@@ -36,6 +36,12 @@ CLAIM_FAILURES = (
 """Stable reasons a claim fails the checker (``ClaimVerdict.reasons``)."""
 
 
+FRONT_MATTER_SECTIONS = ("description", "summary", "excerpt", "abstract")
+"""``heading_path`` labels of chunks that hold a front-matter text field of their document (the indexer
+keeps ``description: …`` as a chunk of its own with ``heading_path == ("description",)``).  Such a text
+summarises the whole document: its section is the document (its title), not a heading."""
+
+
 @dataclass(frozen=True)
 class EvidenceItem:
     """One numbered piece of evidence given to a generator.

@@ -9,7 +9,9 @@ each claim against the evidence before anything is delivered.
   as its verbatim ``quote`` with the ``text`` a reader sees (:func:`query.snippets.display_text`:
   ``Projekt **Zlatokop**`` is shown as ``Projekt Zlatokop``).  A picked unit that introduces a
   list (``Zadanie:`` followed by ``1. ...``) brings every item of that list as its own claim.
-  A definition question ("Co je X?") gets the one unit that defines X, or nothing.
+  A definition question ("Co je X?") gets the one unit that defines X, or nothing; a count question
+  only units with a number of the thing asked for, a "who founded / leads / created" question only
+  units naming that action (:mod:`query.asked`).
 * :class:`OpenAIGenerator` posts to ``{base_url}/chat/completions`` of any OpenAI-compatible server
   (Ollama, vLLM, llama.cpp server, LM Studio, OpenAI); :class:`AnthropicGenerator` posts to
   ``{base_url}/v1/messages``.  Both use plain aiohttp (the official ``openai``/``anthropic``
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from .asked import action_family, count_focus, states_action, states_count
 from .checker import name_occurs, question_names, support_text
 from .errors import InvalidRequestError
 from .evidence import Claim, ClaimVerdict, EvidenceItem, Generator, GeneratorReply, GeneratorUnavailableError
@@ -48,6 +51,7 @@ from .sentences import (
     content_words,
     defines,
     definition_question,
+    question_focus,
     text_units,
     word_set,
 )
@@ -70,6 +74,20 @@ class _Candidate:
     unit: Unit
     own: frozenset[str]
     context: frozenset[str]
+
+
+def _can_answer(question: str, candidates: list[_Candidate]) -> list[_Candidate]:
+    """The candidates that can answer what a count or a who-did-it question asks (the checker's rules,
+    :mod:`query.asked`): a number counting the thing asked for ("130 dobrovolníků", not "3leté"), a word
+    for the action asked about ("založili", not a contact line)."""
+    count = count_focus(question) if question_focus(question).kind == "count" else None
+    if count is not None:
+        candidates = [c for c in candidates
+                      if states_count(c.unit.text, count.nouns, beneficiary=count.beneficiary)]
+    family = action_family(question)
+    if family is not None:
+        candidates = [c for c in candidates if states_action(family, c.unit.text)]
+    return candidates
 
 
 def _about_named(question: str, evidence: Sequence[EvidenceItem]) -> list[tuple[int, EvidenceItem]]:
@@ -152,7 +170,7 @@ class ExtractiveGenerator:
         wanted = content_words(question)
         if not wanted or not evidence:
             return GeneratorReply((), insufficient=True)
-        candidates = self._candidates(wanted, _about_named(question, evidence))
+        candidates = _can_answer(question, self._candidates(wanted, _about_named(question, evidence)))
         if not candidates:
             return GeneratorReply((), insufficient=True)
         units_with = {w: sum(1 for c in candidates if w in c.own) for w in wanted}

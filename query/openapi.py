@@ -71,6 +71,8 @@ class ClaimEvidence(BaseModel):
     source_id: str
     chunk_id: str | None
     document_path: str
+    heading_path: list[str] = Field(default_factory=list, description='headings the quote sits under; ["description"] '
+                                    "for a document's front-matter description")
     quote: str
 
 

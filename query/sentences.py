@@ -404,7 +404,7 @@ X" (sk, cs, en)."""
 _TIME_CUES = ("kedy", "kdy", "when", "odkedy", "dokedy", "odkdy", "dokdy", "since when",
                "datum", "date", "dna", "dni", "den", "kolkej", "kolik hodin")
 _COUNT_CUES = ("kolko", "kolik", "kolkych", "kolkym", "kolkeho", "pocet", "poctu", "how many", "how much",
-               "number of", "ako vela", "kolkokrat", "kolikrat", "how often")
+               "number of", "ako vela", "kolkokrat", "kolikrat", "how often", "wie viele", "wie viel", "anzahl")
 _GRADE_WORDS = ("znamk", "hodnoten", "klasifikac", "grade", "graded", "grading")
 _TIME_FRAME = re.compile(r" (?:what|which|ktor\w*|kter\w*|ak\w*|jak\w*|v|ve|o|in) "
                          r"(?:time|cas|hodin\w*|rok\w*|roce|year|datum|date|den|dni|dna) ")
@@ -412,11 +412,6 @@ _TIME_NOUNS = frozenset({"time", "cas", "hodin", "hodine", "hodinu", "rok", "rok
                          "date", "day", "den", "dna", "dni"})
 """Nouns that only say *which kind* of value a question wants (``what time``, ``v ktorom roku``)."""
 
-_NUMBER_WORDS = frozenset("""
-jeden jedna jedno dva dve tri styri pat sest sedem osem devat desat dvanast dvadsat tridsat sto tisic
-jedno dva dve tri ctyri pet sest sedm osm devet deset dvacet tricet sto tisic
-one two three four five six seven eight nine ten eleven twelve twenty thirty hundred thousand dozen
-""".split())
 _MONTHS_DAYS = (
     "januar", "februar", "marec", "marc", "april", "maj", "jun", "jul", "august", "septemb", "oktob", "novemb",
     "decemb", "leden", "ledn", "unor", "brezen", "brezn", "duben", "dubn", "kveten", "kvetn", "cerven", "cerven",
@@ -497,7 +492,8 @@ def question_focus(question: str) -> QuestionFocus:
 def carries_value(kind: str | None, text: str) -> bool:
     """True when ``text`` states a value of ``kind`` (see :class:`QuestionFocus`); always true for ``None``.
 
-    ``count``: a number (digits or a number word); ``time``: a date, year, clock time, month,
+    ``count``: a count in digits or words that is no year, date, ordinal, share or price
+    (:func:`query.asked.states_count`); ``time``: a date, year, clock time, month,
     weekday or period word (``nightly``, ``každú noc``, ``ráno``); ``grade``: a grade letter
     (A-E, FX), digit 1-5 standing alone, or a grade word (výborne, veľmi dobre, ...).
     """
@@ -505,7 +501,9 @@ def carries_value(kind: str | None, text: str) -> bool:
         return True
     folded_words = analyze(text)
     if kind == "count":
-        return any(w.isdigit() or w in _NUMBER_WORDS for w in folded_words) or bool(re.search(r"\d", text))
+        from .asked import states_count
+
+        return states_count(text)
     if kind == "time":
         return bool(_DATE_OR_TIME.search(text)) or any(w.startswith(_MONTHS_DAYS) for w in folded_words)
     if kind == "grade":
