@@ -649,6 +649,10 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
                          action=action_family(question))
 
 
+_QUESTION_END = re.compile(r"[?？][\s\"'“”„»«)\]*_]*$")
+"""A quote ending in a question mark (closing quotes, brackets and emphasis markers after it allowed)."""
+
+
 def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[EvidenceItem]) -> list[str]:
     """Return why ``claim`` does not answer the question of ``gate`` (empty: it does).
 
@@ -662,8 +666,9 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
     less than :data:`VALUE_SHARE` in the quote itself; when a value question (count, time,
     grade) gets a quote that states no such value (a count question: no number that counts the thing
     asked for, :mod:`query.asked`); when a definition question ("Co je X?", "What is X?", "Kdo je X?")
-    gets a quote that mentions X without defining it; or when a who question about an action ("Kdo
-    založil X?") gets a quote without a word for that action, or a contact line.
+    gets a quote that mentions X without defining it; when a who question about an action ("Kdo
+    založil X?") gets a quote without a word for that action, or a contact line; or when the quote is
+    itself a question.
     """
     if gate.unverifiable:
         return ["none of the question's words occurs in the evidence, so no claim can be shown to answer it"]
@@ -672,6 +677,10 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
     if not items:
         return []  # the checker reports unknown or missing evidence
     details: list[str] = []
+    if _QUESTION_END.search(claim.quote):
+        # an interview's "Kolik lidí vlastně na Code for Romania dělá …?" answers neither "Co je Code
+        # for Romania?" nor a count question: a question states nothing
+        details.append("the quote is itself a question; it states nothing")
     if gate.words:
         pairs = [_claim_words(claim.quote, item) for item in items]
         counted = set(gate.count.nouns) if gate.count is not None and states_count(

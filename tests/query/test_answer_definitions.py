@@ -232,3 +232,17 @@ def test_definitions_on_the_real_blog(tmp_path: Path, hash_embedder: Any) -> Non
         for question in ("Co je Zlatomat?", "What is Kubernetes?"):
             body = ask(bundle, question)
             assert (body["status"], body["reason"], body["engine"]) == ("no_answer", "insufficient_evidence", "text")
+
+
+@pytest.mark.parametrize("question", ["Co je Code for Romania?", "Kolik lidí pracuje pro Code for Romania?"])
+def test_a_question_in_the_pages_answers_nothing(question: str) -> None:
+    """An interviewer's question quoted from the pages states nothing (a new user got one as a definition)."""
+    asked = "Kolik lidí vlastně na Code for Romania dělá na plný úvazek a kolik z nich je placených?"
+    stated = "Code for Romania je největší evropská organizace Code for, má 30 lidí na plný úvazek."
+    item = EvidenceItem(evidence_id="E1", kind="chunk", text=f"{asked} {stated}", document_path="posts/cfr.md",
+                        source_id="S1", commit="c" * 40, chunk_id="posts/cfr.md#0", title="Rozhovor")
+    gate = relevance_gate(question, [item])
+    for quote in (asked, f"„{asked}“", f"**{asked}**"):
+        assert "the quote is itself a question; it states nothing" in \
+            claim_relevance(gate, Claim(text=quote, evidence=("E1",), quote=quote), [item])
+    assert claim_relevance(gate, Claim(text=stated, evidence=("E1",), quote=stated), [item]) == []
