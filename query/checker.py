@@ -695,8 +695,14 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
         own = sum(gate.weight(w) for w in own_words) / total
         share = own + _CONTEXT_WEIGHT * sum(gate.weight(w) for w in context_words) / total
         missing = sorted(w for w in gate.unknown if w not in own_words and w not in context_words)
+        acted_on = [w for w in gate.words if w not in action_words(gate.action, gate.words)] \
+            if gate.action is not None else []
         if not own_words:
             details.append("the quote shares no word with what the question asks")
+        elif acted_on and not any(w in own_words or w in context_words for w in acted_on):
+            # "Who founded Česko.Digital?" is not answered by "…Code for Romania, a non-profit
+            # organization founded in 2016…": the action is there, what it was done to is not
+            details.append("the question asks who did something to what it names; the quote does not name it")
         elif missing:
             details.append("what the question asks about occurs nowhere in the pages, nor in the quote")
         elif share < RELEVANCE_SHARE:

@@ -435,6 +435,8 @@ _DETERMINERS = frozenset("aky aka ake aku akeho akej akom akym akych akymi jaky 
                          "kterou ktereho kterem kterym kolko kolkych kolkym kolik kolika what which many".split())
 _PRONOUNS = frozenset("kto kdo who co what".split())
 _COPULAS = frozenset("je su bol bola bolo boli bude budu jsou byl byla bylo byli is are was were".split())
+_ARTICLES = frozenset("the a an".split())
+"""English articles between a determiner and the thing asked for ("what is the capital of X")."""
 
 
 @dataclass(frozen=True)
@@ -479,7 +481,7 @@ def question_focus(question: str) -> QuestionFocus:
     head = thing = None
     for i, token in enumerate(tokens):
         if token in _DETERMINERS:  # "aké je heslo", "koľko grafických kariet", "which dataset"
-            rest = [t for t in tokens[i + 1:] if t not in _COPULAS]
+            rest = [t for t in tokens[i + 1:] if t not in _COPULAS and t not in _ARTICLES]
             head = rest[0] if rest and rest[0] in words else None
             thing = head if kind is None else None
             break

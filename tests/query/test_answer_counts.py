@@ -299,3 +299,14 @@ def test_the_new_users_questions_on_the_real_blog(tmp_path: Path, hash_embedder:
         assert "@" not in (body["answer"] or ""), body["answer"]
         body = ask(bundle, "Kdo založil Česko.Digital?")
         assert body["status"] == "no_answer" or "založil" in body["answer"], body["answer"]
+
+
+def test_who_founded_needs_what_was_founded() -> None:
+    """"Who founded Česko.Digital?" is not answered by another organisation's founding (a new user got
+    "…Code for Romania, a non-profit organization founded in 2016…" marked supported)."""
+    other = ("Olivia Vereha is the Chief Operations Officer of Code for Romania, a non-profit organization "
+             "founded in 2016 to fix social problems.")
+    gate = _gate("Who founded Zlatokop?", ("founded", "zlatokop"))
+    assert any("does not name it" in d for d in claim_relevance(
+        gate, Claim(text=other, evidence=("E1",), quote=other), [_item(other, title="Interview with Olivia")]))
+    assert claim_relevance(gate, Claim(text=FOUNDED, evidence=("E1",), quote=FOUNDED), [_item(FOUNDED)]) == []

@@ -17,7 +17,7 @@ from query.checker import claim_relevance, relevance_gate
 from query.evidence import Claim, EvidenceItem
 from query.generators import ExtractiveGenerator
 from query.hybrid import SearchOptions
-from query.sentences import defines, definition_question, text_units
+from query.sentences import defines, definition_question, question_focus, text_units
 from query.server import create_app
 from tests.conftest import RepoBuilder
 from tests.query.answer_fixtures import built_blog, real_blog
@@ -246,3 +246,18 @@ def test_a_question_in_the_pages_answers_nothing(question: str) -> None:
         assert "the quote is itself a question; it states nothing" in \
             claim_relevance(gate, Claim(text=quote, evidence=("E1",), quote=quote), [item])
     assert claim_relevance(gate, Claim(text=stated, evidence=("E1",), quote=stated), [item]) == []
+
+
+def test_the_thing_an_english_question_asks_for_must_be_named() -> None:
+    """"What is the capital of X?" is not answered by a sentence that only names X (a new user got a
+    sentence about Code for Australia, marked supported)."""
+    assert question_focus("What is the capital of Australia?").thing == "capital"
+    text = ("Zde je příklad dokumentu, který vytvořila komunita Code for Australia. "
+            "Canberra is the capital of Australia.")
+    item = EvidenceItem(evidence_id="E1", kind="chunk", text=text, document_path="posts/cfa.md",
+                        source_id="S1", commit="c" * 40, chunk_id="posts/cfa.md#0", title="Code for All")
+    gate = relevance_gate("What is the capital of Australia?", [item])
+    wrong = "Zde je příklad dokumentu, který vytvořila komunita Code for Australia."
+    assert claim_relevance(gate, Claim(text=wrong, evidence=("E1",), quote=wrong), [item])
+    right = "Canberra is the capital of Australia."
+    assert claim_relevance(gate, Claim(text=right, evidence=("E1",), quote=right), [item]) == []
