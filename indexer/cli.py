@@ -118,6 +118,12 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
     if isinstance(choice, dict):
         click.echo(f"graph schema: {choice.get('name')} ({choice.get('source')}: {choice.get('reason')})")
     click.echo(f"embedder: {result.manifest.config.embedder.model_id}")
+    if summary.get("vectors_donor"):
+        # no incremental base had this configuration (an upgrade that changed the chunking, say): every
+        # page was parsed again, but an unchanged chunk's vector came from the older bundle
+        click.echo(f"every page parsed again (no bundle of this configuration to build on); "
+                   f"{summary.get('embeddings_reused', 0):,} vector(s) reused from bundle {summary['vectors_donor']}, "
+                   f"{summary.get('embeddings_computed', 0):,} chunk(s) embedded")
     if result.from_store:
         click.echo(f"store defaults used: {describe(result.from_store)} (give the option to override)")
     if result.defaults_recorded:

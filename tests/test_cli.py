@@ -106,3 +106,21 @@ def test_unknown_embedder_fails_cleanly_without_a_bundle(tmp_path: Path) -> None
     assert result.returncode == 1
     assert "not available locally" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "store" / "CURRENT").exists()
+
+
+def test_a_build_with_another_chunking_says_it_parsed_every_page_and_reused_vectors(tmp_path: Path) -> None:
+    """An upgrade that changes the chunking re-chunks every page: the build says so and what it reused."""
+    repo = RepoBuilder(tmp_path / "repo")
+    repo.write("a.md", "# Hory\n\n" + "Text o horách a sieťach. " * 40 + "\n")
+    repo.write("b.md", "# Rieky\n\nKrátky text o riekach.\n")
+    repo.commit()
+    runner = CliRunner()
+    store = str(tmp_path / "store")
+    first = runner.invoke(main, ["build", "--repo", str(repo.path), "--store", store, "--embedder", "hash-64"])
+    assert first.exit_code == 0, first.output
+    assert "parsed again" not in first.output
+    second = runner.invoke(main, ["build", "--repo", str(repo.path), "--store", store, "--embedder", "hash-64",
+                                  "--max-tokens", "40"])
+    assert second.exit_code == 0, second.output
+    line = next(x for x in second.output.splitlines() if x.startswith("every page parsed again"))
+    assert "vector(s) reused from bundle" in line and "chunk(s) embedded" in line
