@@ -33,7 +33,6 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
-import math
 import operator
 import re
 from collections.abc import Callable
@@ -132,11 +131,6 @@ _REPLACE: dict[str, Any] = {"WIKI": _wikilink_text, r"\1": operator.methodcaller
                             r"\2": operator.methodcaller("group", 2)}
 """Replacements as callables: Python 3.11 expands a template such as ``\\1`` in Python code per match."""
 
-
-RARE_STOP_WEIGHT = math.log(1 + 10)
-"""Weight (``ln(1 + N / (df + 1))``, :func:`query.hybrid.snippet_terms`) from which a stop word is marked like
-any word: it is in fewer than about one chunk in ten of the bundle, so no function word there (``pro``, ``the``
-are in far more) but a content word of the stop list (``web`` in 6 % of a Czech blog's chunks)."""
 
 _CHARLIMIT = 2**15
 """Tokens ending beyond this character are not looked at (Whoosh's ``DEFAULT_CHARLIMIT``)."""
@@ -351,9 +345,9 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
     """Return the best passage of ``text`` (about ``maxchars`` characters) with matched words in ``**``.
 
     ``words``: folded query words -> weight (idf as :func:`query.hybrid.snippet_terms` gives it); stop
-    words (sk, cs, en, de, pl) among them are not marked when another word is, unless rare in the
-    bundle (weight at least :data:`RARE_STOP_WEIGHT`: stopwords-iso's English list holds content
-    words such as ``web``, ``information``, ``research``); ``prefixes``: folded stem prefixes -> weight (a token
+    words (sk, cs, en, de, pl) among them are marked only when no other query word, nor a form related
+    to one, is in ``text`` (a rare stop word is no topic either: an English query over Czech pages
+    finds "for" in "Code for Romania"); ``prefixes``: folded stem prefixes -> weight (a token
     starting with one matches).  Whitespace is collapsed to single spaces; ``…``
     marks text cut at either end.  Without any match, the passage with the most words related to
     a query word (:func:`related_tokens`) is returned, those words marked; without any, the start
@@ -361,12 +355,15 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
     """
     text = display_text(normalize_text(text))
     prefixes = prefixes or {}
-    content = {w: weight for w, weight in words.items() if weight >= RARE_STOP_WEIGHT or w not in stop_words()}
-    if content:  # function words ("pro", "the", "v") are not marked unless the query has nothing else
-        words = content
-    passage = best_passage(text, words, prefixes, maxchars)
+    stops = stop_words()
+    content = {w: weight for w, weight in words.items() if w not in stops} or words
+    # function words ("pro", "the", "for", "v") are marked only when nothing else of the query is in the
+    # text: an English query over Czech pages matches "for" in "Code for Romania", which is no topic
+    passage = best_passage(text, content, prefixes, maxchars)
     if passage is None:  # no query word: the passage with the most related words, if any
-        passage = _passage_of(text, related_tokens(text, words), maxchars)
+        passage = _passage_of(text, related_tokens(text, content), maxchars)
+    if passage is None and content is not words:  # only function words matched: they are why it was found
+        passage = best_passage(text, words, prefixes, maxchars)
     if passage is not None:
         start, end, matches = passage
         body = mark_passage(text, start, end, matches)
