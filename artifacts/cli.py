@@ -115,7 +115,9 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
     current = store.current_id()
     pinned = store.is_pinned()
     rows = []
-    for info in store.list_bundles():
+    infos = store.list_bundles()
+    current_config = next((i.manifest.config_fingerprint for i in infos if i.bundle_id == current), None)
+    for info in infos:
         m = info.manifest
         size = sum(f.size for f in m.files)
         rows.append({
@@ -123,6 +125,7 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
             "summary": m.commit_summary, "commit_time": m.commit_time, "size_bytes": size,
             "documents": m.counts.documents, "built_from": m.built_from,
             "current": info.bundle_id == current, "pinned": pinned and info.bundle_id == current,
+            "other_config": current_config is not None and m.config_fingerprint != current_config,
         })
     broken = store.unreadable_bundles()
     rows += [{"commit": None, "bundle_id": name, "bundle_path": str(store.bundles_dir / name), "summary": None,
@@ -144,9 +147,11 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
             click.echo(f"{mark} {'!' * 12} {row['bundle_id']}  {row['error']} (run `gitrag verify`)")
             continue
         when = dt.datetime.fromtimestamp(int(row["commit_time"]), dt.UTC).strftime("%Y-%m-%d %H:%M")
+        other = "  [other configuration than CURRENT's]" if row["other_config"] else ""
         click.echo(f"{mark} {row['commit'][:12]} {when} {row['size_bytes'] / 1e6:7.1f} MB  "
-                   f"{row['bundle_id']}  {row['summary'][:60]}")
-    click.echo("(* = CURRENT, P = pinned)")
+                   f"{row['bundle_id']}  {row['summary'][:60]}{other}")
+    click.echo("(* = CURRENT, P = pinned; a bundle of another configuration (embedder, chunking, includes, "
+               "an older gitrag) is never a base for CURRENT's builds)")
 
 
 @main.command("use")

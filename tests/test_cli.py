@@ -124,3 +124,9 @@ def test_a_build_with_another_chunking_says_it_parsed_every_page_and_reused_vect
     assert second.exit_code == 0, second.output
     line = next(x for x in second.output.splitlines() if x.startswith("every page parsed again"))
     assert "vector(s) reused from bundle" in line and "chunk(s) embedded" in line
+    listed = runner.invoke(main, ["bundles", "--store", store])
+    assert listed.exit_code == 0, listed.output
+    rows = [x for x in listed.output.splitlines() if x[:2].strip() in ("*", "") and "MB" in x]
+    assert len(rows) == 2
+    assert [r.startswith("*") for r in rows].count(True) == 1
+    assert all(("other configuration" in r) != r.startswith("*") for r in rows)
