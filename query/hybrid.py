@@ -60,10 +60,10 @@ test split; (1, 2.5) still 0.018 below; (3, 5) 0.0005 below on test and equal to
 CONFIDENCE_TOP_FLOOR = 0.5
 """Least dense-arm confidence when the arm's best document is among BM25's best
 :data:`CONFIDENCE_DEPTH` documents (:func:`vector_confidence`, ``top_floor``).  Measured with
-``bench/fusion_sweep.py --from-dump`` on every set of the README with MiniLM and e5: hybrid stays
-within 0.0019 of BM25 with MiniLM (thesis dev) and gives e5 about half of what the confidence took
-from it on xquad-de (test 0.9475 -> 0.9559; blind RRF 0.9680); a floor of 1.0 puts MiniLM 0.014
-below BM25 on thesis test."""
+``bench/fusion_sweep.py --from-dump`` on the README's sets (MiniLM: all; e5: all but obsidian-desc
+en/cs/pl/de): hybrid stays within 0.0019 of BM25 (MiniLM, thesis dev) and gives e5 about half
+of what the confidence took from it on xquad-de (test 0.9475 -> 0.9559; blind RRF 0.9680); a
+floor of 1.0 puts MiniLM 0.014 below BM25 on thesis test."""
 MAX_FILTER_VALUES = 64
 """Most values in one ``filter.tags``, ``filter.categories`` or ``filter.year`` list."""
 MAX_FILTER_VALUE_CHARS = 200
