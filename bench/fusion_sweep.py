@@ -56,7 +56,19 @@ def main() -> None:
     parser.add_argument("--no-grid", action="store_true",
                         help="score only the arms, the default, blind RRF and the confidence thresholds, not the "
                              "RRF grid (k, weights, level, anchor): quicker on large question files")
+    parser.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
+                        help="also score the default with these SearchOptions fields changed (repeatable; e.g. "
+                             "confidence_top_floor=0.5,confidence_top_depth=5)")
     args = parser.parse_args()
+    extra: dict[str, SearchOptions] = {}
+    for spec in args.variant:
+        try:
+            fields = dict(item.split("=", 1) for item in spec.split(","))
+            if set(fields) - set(SearchOptions.model_fields):
+                raise ValueError(spec)
+            extra[f"hybrid {spec}"] = SearchOptions.model_validate({**SearchOptions().model_dump(), **fields})
+        except ValueError:
+            parser.error(f"--variant {spec!r}: expected KEY=VALUE pairs of SearchOptions fields")
 
     bundle = open_bundle(args.bundle)
     qset = load_questions(args.questions)
@@ -133,6 +145,8 @@ def main() -> None:
             opts = base.model_copy(update={"confidence_top_floor": top_floor, "confidence_top_depth": top_depth})
             rows[f"hybrid confidence >= {top_floor} if dense top1 in bm25 top{top_depth}"] = score(
                 lambda r, o=opts: fused(r, o, base.anchor_bm25_rank))
+    for name, opts in extra.items():
+        rows[name] = score(lambda r, o=opts: fused(r, o, o.anchor_bm25_rank))
     for level in () if args.no_grid else ("chunk", "document"):
         for k in (5, 10, 20, 60):
             for wv in (0.25, 0.5, 0.75, 1.0):

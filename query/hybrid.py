@@ -57,6 +57,13 @@ CONFIDENCE_Z = (3.0, 5.0)
 gets its whole weight (:func:`vector_confidence`).  Measured with ``bench/fusion_sweep.py --dump`` on
 thesis-wiki gold with MiniLM (a weak arm, vector nDCG@10 0.37): blind RRF was 0.026 below BM25 on the
 test split; (1, 2.5) still 0.018 below; (3, 5) 0.0005 below on test and equal to BM25 on dev."""
+CONFIDENCE_TOP_FLOOR = 0.5
+"""Least dense-arm confidence when the arm's best document is among BM25's best
+:data:`CONFIDENCE_DEPTH` documents (:func:`vector_confidence`, ``top_floor``).  Measured with
+``bench/fusion_sweep.py --from-dump`` on the README's sets (MiniLM: all; e5: all but obsidian-desc
+en/cs/pl/de): hybrid stays within 0.0019 of BM25 (MiniLM, thesis dev) and gives e5 about half
+of what the confidence took from it on xquad-de (test 0.9475 -> 0.9559; blind RRF 0.9680); a
+floor of 1.0 puts MiniLM 0.014 below BM25 on thesis test."""
 MAX_FILTER_VALUES = 64
 """Most values in one ``filter.tags``, ``filter.categories`` or ``filter.year`` list."""
 MAX_FILTER_VALUE_CHARS = 200
@@ -144,7 +151,8 @@ class SearchOptions(BaseModel):
     :func:`vector_confidence` (an arm with no signal then counts for nothing, see there);
     ``confidence_z_none`` / ``confidence_z_full``: its z thresholds; ``confidence_top_floor`` /
     ``confidence_top_depth``: the least confidence when the dense arm's best document is among
-    BM25's best ``confidence_top_depth`` documents (0 = off, the default; see :func:`vector_confidence`);
+    BM25's best ``confidence_top_depth`` documents (0 = off; see :func:`vector_confidence` and
+    :data:`CONFIDENCE_TOP_FLOOR`);
     ``base_url``: prefix of ``source_url``.
     """
 
@@ -162,7 +170,7 @@ class SearchOptions(BaseModel):
     vector_confidence: bool = True
     confidence_z_none: float = CONFIDENCE_Z[0]
     confidence_z_full: float = CONFIDENCE_Z[1]
-    confidence_top_floor: float = Field(0.0, ge=0, le=1)
+    confidence_top_floor: float = Field(CONFIDENCE_TOP_FLOOR, ge=0, le=1)
     confidence_top_depth: int = Field(CONFIDENCE_DEPTH, ge=1)
     base_url: str | None = None
 

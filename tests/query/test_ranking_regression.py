@@ -222,4 +222,4 @@ def test_fusion_defaults_are_the_measured_ones() -> None:
     assert (opts.rrf_k, opts.bm25_weight, opts.vector_weight, opts.fusion_level) == (5, 1.0, 0.5, "chunk")
     assert (opts.anchor, opts.anchor_bm25_rank) == (True, 1)
     assert CONFIDENCE_Z == (3.0, 5.0)
-    assert opts.confidence_top_floor == 0.0  # the floor is measured as a proposal only (README notes)
+    assert (opts.confidence_top_floor, opts.confidence_top_depth) == (0.5, 10)
