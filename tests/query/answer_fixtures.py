@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -133,3 +134,13 @@ def real_blog(tmp_path: Path, embedder: Any) -> Iterator[Any]:
         yield next(built)["bundle"]
     finally:
         built.close()  # closes the bundle, also when the test failed
+
+
+def ask_extractive(bundle: Any, question: str, debug: bool = False) -> dict[str, Any]:
+    """``/answer``'s body for ``question`` with the extractive generator and default search options."""
+    from query.answer import answer, parse_answer_request
+    from query.generators import ExtractiveGenerator
+    from query.hybrid import SearchOptions
+
+    request = parse_answer_request({"query": question})
+    return asyncio.run(answer(bundle, request, SearchOptions(), ExtractiveGenerator(), include_debug=debug))

@@ -16,17 +16,14 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from query.answer import answer, parse_answer_request
 from query.asked import action_family, contact_line, count_focus, number_words, states_action, states_count
 from query.checker import RelevanceGate, claim_relevance
 from query.config import ServerConfig
 from query.evidence import Claim, EvidenceItem
-from query.generators import ExtractiveGenerator
-from query.hybrid import SearchOptions
 from query.sentences import carries_value, question_focus
 from query.server import create_app
 from tests.conftest import RepoBuilder
-from tests.query.answer_fixtures import built_blog, real_blog
+from tests.query.answer_fixtures import ask_extractive, built_blog, real_blog
 
 EXPERIENCE = "Pomohly i naše už 3leté zkušenosti z projektů reagujících na krize, například Zlatokop."
 BENEFICIARIES = "Projekt Zlatokop zajistil ochranné pomůcky pro 600 tisíc lidí z celé republiky."
@@ -64,8 +61,7 @@ def blog(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any):  # type:
 
 
 def ask(bundle: Any, question: str) -> dict[str, Any]:
-    request = parse_answer_request({"query": question})
-    return asyncio.run(answer(bundle, request, SearchOptions(), ExtractiveGenerator(), include_debug=True))
+    return ask_extractive(bundle, question, True)
 
 
 def _item(text: str, heading_path: tuple[str, ...] = (), title: str = "Zlatokop") -> EvidenceItem:

@@ -12,15 +12,12 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from query.answer import answer, parse_answer_request
 from query.checker import claim_relevance, relevance_gate
 from query.evidence import Claim, EvidenceItem
-from query.generators import ExtractiveGenerator
-from query.hybrid import SearchOptions
 from query.sentences import defines, definition_question, question_focus, text_units
 from query.server import create_app
 from tests.conftest import RepoBuilder
-from tests.query.answer_fixtures import built_blog, real_blog
+from tests.query.answer_fixtures import ask_extractive, built_blog, real_blog
 
 JEHLOMAT = ("Expertním dobrovolníkům se během práce na projektu **Jehlomat** podařilo navrhnout nové řešení. "
             "Práce na Jehlomatu rozhodně nekončí. "
@@ -54,8 +51,7 @@ def blog(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any):  # type:
 
 
 def ask(bundle: Any, question: str) -> dict[str, Any]:
-    request = parse_answer_request({"query": question})
-    return asyncio.run(answer(bundle, request, SearchOptions(), ExtractiveGenerator()))
+    return ask_extractive(bundle, question, False)
 
 
 @pytest.mark.parametrize(("question", "kind", "words"), [

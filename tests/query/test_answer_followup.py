@@ -16,18 +16,15 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from query.answer import answer, parse_answer_request
 from query.checker import RelevanceGate, claim_relevance
 from query.config import ServerConfig
 from query.evidence import Claim, EvidenceItem
-from query.generators import ExtractiveGenerator
 from query.graph import answer_graph
 from query.graph_names import looks_like_person_name, tokenize
-from query.hybrid import SearchOptions
 from query.sentences import question_focus, sentence_spans, verb_words
 from query.server import create_app
 from tests.conftest import RepoBuilder
-from tests.query.answer_fixtures import built_blog, real_blog
+from tests.query.answer_fixtures import ask_extractive, built_blog, real_blog
 
 ADMIN = "a" * 32
 ANNOUNCEMENT = ("Hackday je pro nás příležitost se aktivně setkat a projektům výrazně pomoct. První Hackday proběhne "
@@ -65,8 +62,7 @@ def blog(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any):  # type:
 
 
 def ask(bundle: Any, question: str, debug: bool = False) -> dict[str, Any]:
-    request = parse_answer_request({"query": question})
-    return asyncio.run(answer(bundle, request, SearchOptions(), ExtractiveGenerator(), include_debug=debug))
+    return ask_extractive(bundle, question, debug)
 
 
 def _sentences(text: str) -> list[str]:

@@ -3,21 +3,18 @@ tiny wiki: a delivered claim must answer what the question asks, or the answer i
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
 from indexer.build import build_bundle
-from query.answer import answer, parse_answer_request
 from query.bundle import open_bundle
 from query.checker import claim_relevance, coverage, relevance_gate
 from query.evidence import Claim, EvidenceItem
-from query.generators import ExtractiveGenerator
-from query.hybrid import SearchOptions
 from query.sentences import carries_value, question_focus, text_language, words_match
 from tests.conftest import RepoBuilder
 from tests.query import relevance_wiki
+from tests.query.answer_fixtures import ask_extractive
 
 BACA = "pages/students/2016/denis_baca/README.md"
 
@@ -35,8 +32,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any):  # typ
 
 
 def ask(bundle: Any, question: str) -> dict[str, Any]:
-    request = parse_answer_request({"query": question})
-    return asyncio.run(answer(bundle, request, SearchOptions(), ExtractiveGenerator(), include_debug=True))
+    return ask_extractive(bundle, question, True)
 
 
 def verdicts(body: dict[str, Any]) -> list[dict[str, Any]]:
