@@ -76,7 +76,8 @@ _AT = "Optional `at`: a commit id, short commit, branch or tag, to answer from t
 
 DESCRIPTIONS = {
     "search": ("Hybrid search (BM25 + vectors) over the knowledge base. Returns ranked passages (results: title, "
-               "heading_path, text, document_path, source_url, source_id) in the gitrag response contract. "
+               "heading_path, text, snippet, match, document_path, source_url, source_id; match 'semantic' means only "
+               "the vector search found it, no query word occurs in it) in the gitrag response contract. "
                + _CHECKED + _AT),
     "graph": ("Ask the knowledge graph a factual question (who wrote what, works of a person with type and year, "
               "exact counts, shared tags or topics, links between pages). Returns facts, an exact aggregation and "
