@@ -308,8 +308,6 @@ def _fold_ws(text: str) -> str:
 
 def _deliver(claims: list[Claim], context: Context, *, display: bool = False) -> tuple[str, list[dict[str, Any]],
                                                                                     list[Source]]:
-    from .checker import quote_section
-
     """Return ``(answer text with [S..] markers, claims JSON, cited sources renumbered S1..)``.
 
     Each claim's ``evidence`` entry names where its quote stands: ``document_path``, ``chunk_id`` and
@@ -320,6 +318,8 @@ def _deliver(claims: list[Claim], context: Context, *, display: bool = False) ->
     no ``**``, link destinations or other Markdown); each evidence ``quote`` stays verbatim, as
     the checker verified it against the source.
     """
+    from .checker import quote_section
+
     by_id = {e.evidence_id: e for e in context.items}
     old_sources = {s.source_id: s for s in context.sources}
     renumber: dict[str, str] = {}

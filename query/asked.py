@@ -62,6 +62,7 @@ _YEAR = re.compile(r"(?:1[89]|20)\d\d")
 _GLUED = re.compile(r"(\d+)[-–]?([^\W\d_].*)")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _PHONE = re.compile(r"(?<![\w])\+?\d{3}[ \u00a0]?\d{3}[ \u00a0]?\d{3}(?![\w])")
+_PHONE_CUE = re.compile(r"\b(?:tel|telefon|phone|mobil|mob|kontakt|contact|volejte|call)", re.IGNORECASE)
 _AFTER_WINDOW = 3
 _BEFORE_WINDOW = 4
 
@@ -207,8 +208,11 @@ def states_count(text: str, nouns: tuple[str, ...] = (), *, beneficiary: bool = 
             continue
         digits = token.text.rstrip("+")
         if digits[:1].isdigit():
-            if token.start in masked or _YEAR.fullmatch(digits) or _ORDINAL_AFTER.match(flat, token.end):
+            if token.start in masked or _ORDINAL_AFTER.match(flat, token.end):
                 continue
+            if _YEAR.fullmatch(digits) and not (nouns and i + 1 < len(tokens)
+                                                and _counts_noun(tokens[i + 1].folded, nouns)):
+                continue  # a year, unless the counted noun follows it ("2000 dobrovolníků")
         elif token.folded not in numbers or (i and (tokens[i - 1].text[:1].isdigit()
                                                     or tokens[i - 1].folded in numbers)):
             continue  # no number word, or one that multiplies the number before it ("600 tisíc")
@@ -282,8 +286,13 @@ def action_family(question: str) -> str | None:
 
 
 def contact_line(text: str) -> bool:
-    """True when ``text`` holds an e-mail address or a phone number (a contact line, no statement)."""
-    return bool(_EMAIL.search(text) or _PHONE.search(text))
+    """True when ``text`` holds an e-mail address or a phone number (a contact line, no statement).
+
+    Nine digits in groups of three are a phone number only with a cue: a leading ``+``, or a word
+    such as "tel", "phone", "mobil", "kontakt" in the text ("250 000 000 Kč" is an amount)."""
+    if _EMAIL.search(text):
+        return True
+    return any(m.group(0).startswith("+") or _PHONE_CUE.search(text) for m in _PHONE.finditer(text))
 
 
 def action_words(family: str, words: tuple[str, ...]) -> tuple[str, ...]:

@@ -695,8 +695,8 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
         own = sum(gate.weight(w) for w in own_words) / total
         share = own + _CONTEXT_WEIGHT * sum(gate.weight(w) for w in context_words) / total
         missing = sorted(w for w in gate.unknown if w not in own_words and w not in context_words)
-        acted_on = [w for w in gate.words if w not in action_words(gate.action, gate.words)] \
-            if gate.action is not None else []
+        acts = set(action_words(gate.action, gate.words)) if gate.action is not None else set()
+        acted_on = [w for w in gate.words if w not in acts] if gate.action is not None else []
         if not own_words:
             details.append("the quote shares no word with what the question asks")
         elif acted_on and not any(w in own_words or w in context_words for w in acted_on):

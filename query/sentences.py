@@ -501,11 +501,11 @@ def carries_value(kind: str | None, text: str) -> bool:
     """
     if kind is None:
         return True
-    folded_words = analyze(text)
     if kind == "count":
         from .asked import states_count
 
         return states_count(text)
+    folded_words = analyze(text)
     if kind == "time":
         return bool(_DATE_OR_TIME.search(text)) or any(w.startswith(_MONTHS_DAYS) for w in folded_words)
     if kind == "grade":

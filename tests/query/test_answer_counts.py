@@ -306,3 +306,14 @@ def test_who_founded_needs_what_was_founded() -> None:
     assert any("does not name it" in d for d in claim_relevance(
         gate, Claim(text=other, evidence=("E1",), quote=other), [_item(other, title="Interview with Olivia")]))
     assert claim_relevance(gate, Claim(text=FOUNDED, evidence=("E1",), quote=FOUNDED), [_item(FOUNDED)]) == []
+
+
+def test_a_year_like_number_before_the_counted_noun_counts_and_an_amount_is_no_phone() -> None:
+    """"2000 dobrovolníků" counts volunteers (a number from 1800 to 2099 was always taken for a year);
+    "250 000 000 Kč" is an amount, not a phone number (a founding sentence with it was refused)."""
+    nouns = count_focus("Kolik dobrovolníků pomáhalo?").nouns
+    assert states_count("Pomáhalo 2000 dobrovolníků.", nouns)
+    assert not states_count("V roce 2019 dobrovolníci pomáhali.", nouns)  # still a year
+    assert not contact_line("Rozpočet projektu je 250 000 000 Kč.")
+    assert contact_line("Radka Malá, tel. 734 420 216") and contact_line("Radka Malá, +420 734 420 216")
+    assert states_action("found", "Spolek Zlatokop založili Jan Novák a Eva Malá s rozpočtem 250 000 000 Kč.")
