@@ -12,6 +12,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
+SUMMARY_KEYS = ("description", "summary", "excerpt", "abstract")
+"""Front-matter keys whose string value is prose about the page (Hugo, Jekyll, Decap CMS, Grav, Obsidian
+Publish ``description``; Hugo ``summary``; Jekyll ``excerpt``; ``abstract`` of papers and theses): the indexer
+keeps each as a chunk of its own whose ``heading_path`` is the key alone (``("description",)``); such a text
+summarises the whole document, so its section is the document (its title), not a heading."""
+
 
 class Link(BaseModel):
     """A link found in a document body.

@@ -34,7 +34,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError
 
-from artifacts.records import Document, Link
+from artifacts.records import SUMMARY_KEYS, Document, Link
 
 from .errors import SkipFile
 
@@ -63,10 +63,6 @@ _HIDDEN = re.compile(
 )
 _WIKILINK_SPAN = re.compile(r"\[\[[^\[\]\n]*\]\]")
 _DATE_KEYS = ("date", "created", "updated", "modified")
-SUMMARY_KEYS = ("description", "summary", "excerpt", "abstract")
-"""Front-matter keys whose string value is prose about the page (Hugo, Jekyll, Decap CMS, Grav, Obsidian
-Publish ``description``; Hugo ``summary``; Jekyll ``excerpt``; ``abstract`` of papers and theses): indexed as
-text of the document (:func:`summary_fields`, :func:`indexer.chunking.chunk_document`)."""
 _FOLDER_NOTES = ("readme.md", "index.md", "_index.md")
 _FM_MIN_LIMIT = 64 * 1024  # bytes; the expanded front matter may always be this large
 _FM_NODE_BYTES = 8  # counted per value besides its text, so that many tiny values also add up

@@ -312,7 +312,7 @@ def _deliver(claims: list[Claim], context: Context, *, display: bool = False) ->
 
     Each claim's ``evidence`` entry names where its quote stands: ``document_path``, ``chunk_id`` and
     ``heading_path`` (the headings above the quote; ``["description"]`` for a document's front-matter
-    description, :data:`query.evidence.FRONT_MATTER_SECTIONS`).
+    description, :data:`artifacts.records.SUMMARY_KEYS`).
 
     ``display``: claim texts are shown as a reader sees them (:func:`query.snippets.display_text`:
     no ``**``, link destinations or other Markdown); each evidence ``quote`` stays verbatim, as

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from artifacts.records import SUMMARY_KEYS
+
 from .errors import QueryError
 
 CLAIM_FAILURES = (
@@ -36,10 +38,9 @@ CLAIM_FAILURES = (
 """Stable reasons a claim fails the checker (``ClaimVerdict.reasons``)."""
 
 
-FRONT_MATTER_SECTIONS = ("description", "summary", "excerpt", "abstract")
-"""``heading_path`` labels of chunks that hold a front-matter text field of their document (the indexer
-keeps ``description: …`` as a chunk of its own with ``heading_path == ("description",)``).  Such a text
-summarises the whole document: its section is the document (its title), not a heading."""
+FRONT_MATTER_SECTIONS = SUMMARY_KEYS
+"""``heading_path`` labels of chunks that hold a front-matter text field of their document
+(:data:`artifacts.records.SUMMARY_KEYS`, one owner for the indexer and the query side)."""
 
 
 @dataclass(frozen=True)
