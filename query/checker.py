@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -55,6 +55,7 @@ from .graph_names import capital_runs, damerau1, name_forms, tokenize
 from .sentences import (
     DefinitionQuestion,
     QuestionFocus,
+    Unit,
     WordSet,
     addresses_model,
     carries_value,
@@ -520,15 +521,11 @@ def _quote_words(quote: str, text: str, title: str,
     """``(own, context, section, labels, in_list, headings)`` word sets of a quote in an evidence text
     (see :func:`_claim_words`, :func:`_section_words`, :func:`_names_thing`; ``headings``: the headings
     above it only, no title)."""
-    target = normalize_quote(quote)
     units = text_units(text)
     own = [quote]
     headings: list[str] = [*heading_path]
     in_list = False
-    for unit in units:
-        text = normalize_quote(unit.text)
-        if not text or not (text in target or target in text):
-            continue
+    for unit in _units_of_quote(quote, units):
         in_list = in_list or unit.list_id is not None
         headings.extend(unit.headings)
         if unit.list_id is not None:
@@ -543,12 +540,18 @@ def _quote_words(quote: str, text: str, title: str,
 def quote_section(quote: str, item: EvidenceItem) -> tuple[str, ...]:
     """The headings ``quote`` sits under in ``item``: the chunk's heading path, then the headings above the
     quote inside the chunk text (``("description",)`` for a quote of a front-matter description chunk)."""
+    for unit in _units_of_quote(quote, text_units(item.text)):
+        return tuple(dict.fromkeys((*item.heading_path, *unit.headings)))
+    return tuple(item.heading_path)
+
+
+def _units_of_quote(quote: str, units: list[Unit]) -> Iterator[Unit]:
+    """The units of an evidence text that hold ``quote`` or lie inside it (compared normalised)."""
     target = normalize_quote(quote)
-    for unit in text_units(item.text):
+    for unit in units:
         text = normalize_quote(unit.text)
         if text and (text in target or target in text):
-            return tuple(dict.fromkeys((*item.heading_path, *unit.headings)))
-    return tuple(item.heading_path)
+            yield unit
 
 
 @dataclass(frozen=True)
