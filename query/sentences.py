@@ -637,8 +637,9 @@ _SUBJECT_RELATIVES = tuple(r for r in _RELATIVES if r not in ("kterou", "ktorú"
 """Relative pronouns that stand for X as the subject of the clause ("UNIPA, která sdružuje …"); after
 "kterou / ktorú" the clause says what others do with X ("Umapa, kterou dnes rozvíjí 18 dobrovolníků")."""
 _RELATIVE_AFTER = re.compile(r"\s*,\s+(?:" + "|".join(_SUBJECT_RELATIVES) + r")\s+\S", re.I)
-_APPOSITION_AFTER = re.compile(rf"\s*,\s+(?:(?:a|an|the)\s+)?((?:[{_LOWER}][\w-]*\s+){{0,3}}[{_LOWER}][\w-]*)")
-"""X followed by an apposition of lower-case words: ", a non-profit organization …", ", neziskové organizaci"."""
+_APPOSITION_AFTER = re.compile(rf"\s*,\s+(?:(?:a|an|the)\s+)?((?:[{_LOWER}][\w-]*\s+)?[{_LOWER}][\w-]*)")
+"""X followed by an apposition, a noun and at most one word before it: ", a non-profit organization …",
+", neziskové organizaci" (not a list: ", informace a šikovný web")."""
 
 
 @dataclass(frozen=True)
