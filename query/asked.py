@@ -310,6 +310,13 @@ def asks_person(question: str) -> bool:
     return len(tokens) >= 2 and _table("person", "which").has(tokens[0]) and _is_people(tokens[1])
 
 
+def asks_people(question: str) -> bool:
+    """True when ``question`` asks for a list of people: a who question (:func:`asks_person`) with "všechno /
+    všichni / all / alle" (``person.all`` of ``asked.yaml``): "Kdo všechno patří k zakládajícímu triu?"
+    is not answered by a sentence naming one of them."""
+    return asks_person(question) and any(_table("person", "all").has(t) for t in analyze(question))
+
+
 def contact_line(text: str) -> bool:
     """True when ``text`` holds an e-mail address or a phone number (a contact line, no statement).
 
@@ -338,5 +345,5 @@ def states_action(family: str, text: str) -> bool:
     return any(looks_like_person_name(run, lexicon=False) for run in capital_runs(tokenize(text), set()))
 
 
-__all__ = ["CountFocus", "action_family", "action_words", "asks_person", "contact_line", "count_focus", "in_table",
-           "number_words", "phrases", "states_action", "states_count"]
+__all__ = ["CountFocus", "action_family", "action_words", "asks_people", "asks_person", "contact_line", "count_focus",
+           "in_table", "number_words", "phrases", "states_action", "states_count"]

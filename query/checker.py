@@ -40,7 +40,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .asked import CountFocus, action_family, action_words, asks_person, count_focus, states_action, states_count
+from .asked import (
+    CountFocus,
+    action_family,
+    action_words,
+    asks_people,
+    asks_person,
+    count_focus,
+    states_action,
+    states_count,
+)
 from .evidence import (
     FRONT_MATTER_SECTIONS,
     Claim,
@@ -576,6 +585,7 @@ class RelevanceGate:
     of a who question ("Kdo založil X?": ``found``; :func:`query.asked.action_family`), which a quote must
     name; ``person``: the question asks for a person and is no definition question ("Kdo převzal …?",
     "Which member …?"; :func:`query.asked.asks_person`): a quote must name someone the question does not;
+    ``people``: it asks who all ("Kdo všechno …?", :func:`query.asked.asks_people`): a quote must name two;
     ``numbers``: the numbers the question itself gives (``{"60", "70"}`` of "… when they expected only
     60-70?"), which answer no count or time question.
     """
@@ -591,6 +601,7 @@ class RelevanceGate:
     count: CountFocus | None = None
     action: str | None = None
     person: bool = False
+    people: bool = False
     numbers: frozenset[str] = frozenset()
 
     def weight(self, word: str) -> float:
@@ -662,6 +673,7 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
                          count=count_focus(question) if focus.kind == "count" else None,
                          action=action_family(question),
                          person=asks_person(question) and definition_question(question) is None,
+                         people=asks_people(question),
                          numbers=frozenset(_numbers(question)))
 
 
@@ -766,8 +778,9 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
     if gate.focus.kind in ("count", "time") and _only_numbers_of(gate.numbers, claim.quote):
         # "we were expecting about 60–70 people" does not say how many came when the question says 60-70
         details.append("the quote only repeats numbers the question gives")
-    if gate.person and not names_someone(question_words(gate), claim.quote):
-        details.append("the question asks who; the quote names no one it does not already name")
+    if gate.person and not names_someone(question_words(gate), claim.quote, 2 if gate.people else 1):
+        details.append("the question asks who; the quote names no one it does not already name" if not gate.people
+                       else "the question asks who all; the quote names fewer than two people")
     if gate.action is not None and not states_action(gate.action, claim.quote):
         details.append("the question asks who did something; the quote does not say who did it "
                        "(no word for the action, no person named, or a contact line)")
@@ -791,22 +804,29 @@ def question_words(gate: RelevanceGate) -> WordSet:
     return word_set(" ".join((*gate.focus.words, *gate.waived)))
 
 
-def names_someone(asked: WordSet, quote: str) -> bool:
-    """Whether ``quote`` names someone the question does not: a capitalised word inside a sentence or a
-    name of two or more capitalised words (:func:`_detail_tokens`; no acronym, no "I’m": "UX", "CEO" name
-    no one) none of whose name's words is among ``asked`` (the question's words).  "We have a dedicated
-    team …, a team of UX designers" names no one; "Funkci převzala Eva Pavlíková" names no one new for
-    "Kdo po Evě Pavlíkové …?" ("Eva" belongs to the asked "Pavlíková")."""
+def names_someone(asked: WordSet, quote: str, least: int = 1) -> bool:
+    """Whether ``quote`` names at least ``least`` people the question does not: a capitalised word inside a
+    sentence or a name of two or more capitalised words (:func:`_detail_tokens`; no acronym, no "I’m": "UX",
+    "CEO" name no one) none of whose name's words is among ``asked`` (the question's words), each name
+    counted once.  "We have a dedicated team …, a team of UX designers" names no one; "Funkci převzala Eva
+    Pavlíková" names no one new for "Kdo po Evě Pavlíkové …?" ("Eva" belongs to the asked "Pavlíková")."""
     shown = display_text(quote)
     runs = capital_runs(tokenize(shown), set())
+    named: set[tuple[str, ...]] = set()
     for word in _detail_tokens(shown):
         word = re.sub(r"['’]\w*$", "", word)  # "I’m" is "I"
         if len(word) < 2 or not word[:1].isupper() or word.isupper() or any(c.isdigit() for c in word):
             continue
-        name = next((r for r in runs if any(t.text.startswith(word) for t in r)), [])
-        if not any(asked.has(fold_word(w)) for w in [word, *(t.text for t in name)]):
-            return True
-    return False
+        run = next((r for r in runs if any(t.text.startswith(word) for t in r)), [])
+        name: list[str] = []
+        for token in run:  # "Česko.Digital" is one word of a name, as the question writes it
+            if token.joined and name:
+                name[-1] += "." + token.text
+            else:
+                name.append(token.text)
+        if not any(asked.has(fold_word(w)) for w in [word, *name]):
+            named.add(tuple(name) or (word,))
+    return len(named) >= least
 
 
 def _count_details(count: CountFocus, quote: str, items: Sequence[EvidenceItem]) -> list[str]:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .asked import action_family, asks_person, count_focus, states_action, states_count
+from .asked import action_family, asks_people, asks_person, count_focus, states_action, states_count
 from .checker import name_occurs, names_someone, question_names, repeats_numbers, support_text
 from .errors import InvalidRequestError
 from .evidence import Claim, ClaimVerdict, EvidenceItem, Generator, GeneratorReply, GeneratorUnavailableError
@@ -94,7 +94,8 @@ def _can_answer(question: str, candidates: list[_Candidate]) -> list[_Candidate]
         candidates = [c for c in candidates if not repeats_numbers(question, c.unit.text)]
     if asks_person(question):
         asked = word_set(" ".join(focus.words))
-        candidates = [c for c in candidates if names_someone(asked, c.unit.text)]
+        least = 2 if asks_people(question) else 1
+        candidates = [c for c in candidates if names_someone(asked, c.unit.text, least)]
     return candidates
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from query.asked import asks_person, count_focus
+from query.asked import asks_people, asks_person, count_focus
 from query.checker import claim_relevance, names_someone, relevance_gate, repeats_numbers
 from query.evidence import Claim, EvidenceItem
 from query.sentences import carries_value, defines, definition_question, link_only, question_focus, word_set
@@ -148,6 +148,19 @@ def test_a_link_states_nothing() -> None:
 ])
 def test_questions_asking_for_a_person(question: str, person: bool) -> None:
     assert asks_person(question) is person
+
+
+def test_who_all_asks_for_two_names() -> None:
+    """"Kdo všechno patří k zakládajícímu triu?" is not answered by a sentence naming one founder."""
+    assert asks_people("kdo vsechno patri k zakladajicimu triu spolku Brambor?")
+    assert not asks_people("Kdo tvoří zakládající trio spolku Brambor?")
+    asked = word_set("patri zakladajicimu triu brambor cesko.digital")
+    one = "S Janem Novákem se známe, a když Česko.Digital zakládal, často jsme o tom mluvili."
+    three = "Spolek Brambor založili Jan Novák, Eva Malá a Petr Veselý."
+    assert names_someone(asked, one) and not names_someone(asked, one, 2)   # "Česko.Digital" is asked
+    assert names_someone(asked, three, 2)
+    assert "the question asks who all; the quote names fewer than two people" in _why(
+        "Kdo všechno patří k zakládajícímu triu Česko.Digital?", one, "Zakládající trio Česko.Digital")
 
 
 def test_naming_someone_the_question_does_not() -> None:
