@@ -808,8 +808,10 @@ def names_someone(asked: WordSet, quote: str, least: int = 1) -> bool:
     """Whether ``quote`` names at least ``least`` people the question does not: a capitalised word inside a
     sentence or a name of two or more capitalised words (:func:`_detail_tokens`; no acronym, no "I’m": "UX",
     "CEO" name no one) none of whose name's words is among ``asked`` (the question's words), each name
-    counted once.  "We have a dedicated team …, a team of UX designers" names no one; "Funkci převzala Eva
-    Pavlíková" names no one new for "Kdo po Evě Pavlíkové …?" ("Eva" belongs to the asked "Pavlíková")."""
+    counted once; for more than one, only full names of two or more words count ("Shay Banon, tvůrce
+    Elasticsearch" names one person).  "We have a dedicated team …, a team of UX designers" names no one;
+    "Funkci převzala Eva Pavlíková" names no one new for "Kdo po Evě Pavlíkové …?" ("Eva" belongs to the
+    asked "Pavlíková")."""
     shown = display_text(quote)
     runs = capital_runs(tokenize(shown), set())
     named: set[tuple[str, ...]] = set()
@@ -824,7 +826,7 @@ def names_someone(asked: WordSet, quote: str, least: int = 1) -> bool:
                 name[-1] += "." + token.text
             else:
                 name.append(token.text)
-        if not any(asked.has(fold_word(w)) for w in [word, *name]):
+        if not any(asked.has(fold_word(w)) for w in [word, *name]) and (least == 1 or len(name) >= 2):
             named.add(tuple(name) or (word,))
     return len(named) >= least
 

@@ -159,6 +159,7 @@ def test_who_all_asks_for_two_names() -> None:
     three = "Spolek Brambor založili Jan Novák, Eva Malá a Petr Veselý."
     assert names_someone(asked, one) and not names_someone(asked, one, 2)   # "Česko.Digital" is asked
     assert names_someone(asked, three, 2)
+    assert not names_someone(asked, "Když zakládal Jan Novák, tvůrce Elasticsearch, svou firmu, oslovil mě.", 2)
     assert "the question asks who all; the quote names fewer than two people" in _why(
         "Kdo všechno patří k zakládajícímu triu Česko.Digital?", one, "Zakládající trio Česko.Digital")
 
