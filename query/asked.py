@@ -46,12 +46,8 @@ from typing import Any
 from .sentences import analyze, fold_word, stop_words, verb_words, words_match
 
 _NUMBER_LANGS = ("cs", "sk", "en", "de")
-_COUNT_CUE_WORDS = frozenset("kolko kolik kolkych kolkym kolkeho kolika pocet poctu many viele anzahl".split())
-"""Folded words after which a count question names what it counts ("kolik lidí", "how many people",
-"wie viele Leute", "počet dobrovolníků").  "how much" and "wie viel" ask an amount, not a count."""
 _ADJECTIVE_PLURAL = ("ych", "ich")
 """Folded endings of Czech/Slovak adjectives after a count word ("kolik aktivních dobrovolníků")."""
-_WHO_WORDS = frozenset("kdo kto who wer".split())
 _OPENERS = frozenset("a and und".split())
 _TOKEN = re.compile(r"\d+(?:[.,:/]\d+)+\+?|\w+(?:[-–'’.]\w+)*\+?|[.,!?;:%€$£–—]")
 _SENTENCE_STOP = frozenset(".!?;–—")
@@ -93,10 +89,24 @@ class _Words:
 
 @cache
 def _table(*path: str) -> _Words:
+    return _Words.of(list(phrases(*path)))
+
+
+@cache
+def phrases(*path: str) -> tuple[str, ...]:
+    """The entries of the word table at ``path`` of ``asked.yaml`` as written (folded words or phrases):
+    ``phrases("count", "cues")`` -> ``("kolko", "kolik", …, "how many", …)``.  Raises ``KeyError`` for
+    a table that does not exist."""
     node: Any = _tables()
     for key in path:
         node = node[key]
-    return _Words.of([str(e) for e in node])
+    return tuple(str(e) for e in node)
+
+
+def in_table(folded: str, *path: str) -> bool:
+    """Whether the folded word ``folded`` is in the word table at ``path`` of ``asked.yaml`` (an entry
+    ending in ``*`` matches every word it begins)."""
+    return _table(*path).has(folded)
 
 
 @lru_cache(maxsize=1)
@@ -137,11 +147,12 @@ def count_focus(question: str) -> CountFocus | None:
     tokens = analyze(question)
     stops = stop_words()
     verbs = verb_words(question)
+    cues = _table("count", "cue_words")
     for i, token in enumerate(tokens):
-        if token not in _COUNT_CUE_WORDS:
+        if not cues.has(token):
             continue
         rest = tokens[i + 1:]
-        while rest and rest[0] in stops and rest[0] not in _COUNT_CUE_WORDS:
+        while rest and rest[0] in stops and not cues.has(rest[0]):
             rest = rest[1:]
         nouns: list[str] = []
         # one word, or an adjective and its noun ("grafických kariet"); "volunteers built" is no phrase
@@ -277,12 +288,33 @@ def action_family(question: str) -> str | None:
     tokens = analyze(question)
     while tokens and tokens[0] in _OPENERS:
         tokens = tokens[1:]
-    if not tokens or tokens[0] not in _WHO_WORDS:
+    if not tokens or not _table("person", "who").has(tokens[0]):
         return None
     for family in _tables()["actions"]:
         if any(_table("actions", family).has(t) for t in tokens[1:]):
             return str(family)
     return None
+
+
+def asks_person(question: str) -> bool:
+    """True when ``question`` asks for a person: it opens with "kdo / kto / who / wer" (after "a / and"), or
+    with "který / ktorý / which / welcher" and a word for people ("Which member of the board …?",
+    "Který člen …?"; ``count.people`` of ``asked.yaml``).  A quote answering it must name someone."""
+    tokens = analyze(question)
+    while tokens and tokens[0] in _OPENERS:
+        tokens = tokens[1:]
+    if not tokens:
+        return False
+    if _table("person", "who").has(tokens[0]):
+        return True
+    return len(tokens) >= 2 and _table("person", "which").has(tokens[0]) and _is_people(tokens[1])
+
+
+def asks_people(question: str) -> bool:
+    """True when ``question`` asks for a list of people: a who question (:func:`asks_person`) with "všechno /
+    všichni / all / alle" (``person.all`` of ``asked.yaml``): "Kdo všechno patří k zakládajícímu triu?"
+    is not answered by a sentence naming one of them."""
+    return asks_person(question) and any(_table("person", "all").has(t) for t in analyze(question))
 
 
 def contact_line(text: str) -> bool:
@@ -313,5 +345,5 @@ def states_action(family: str, text: str) -> bool:
     return any(looks_like_person_name(run, lexicon=False) for run in capital_runs(tokenize(text), set()))
 
 
-__all__ = ["CountFocus", "action_family", "action_words", "contact_line", "count_focus", "number_words",
-           "states_action", "states_count"]
+__all__ = ["CountFocus", "action_family", "action_words", "asks_people", "asks_person", "contact_line", "count_focus",
+           "in_table", "number_words", "phrases", "states_action", "states_count"]

@@ -40,7 +40,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .asked import CountFocus, action_family, action_words, count_focus, states_action, states_count
+from .asked import (
+    CountFocus,
+    action_family,
+    action_words,
+    asks_people,
+    asks_person,
+    count_focus,
+    states_action,
+    states_count,
+)
 from .evidence import (
     FRONT_MATTER_SECTIONS,
     Claim,
@@ -63,6 +72,7 @@ from .sentences import (
     defines,
     definition_question,
     fold_word,
+    link_only,
     question_focus,
     stop_words,
     text_language,
@@ -70,6 +80,7 @@ from .sentences import (
     verb_words,
     word_set,
 )
+from .snippets import display_text
 
 _SPACE = re.compile(r"\s+")
 _OUTER = "\"'„“”‚‘’«»`"
@@ -572,7 +583,11 @@ class RelevanceGate:
     question's most specific word while it has other words; ``count``: what a count question counts
     (:func:`query.asked.count_focus`: a quote must state a number of it); ``action``: the action family
     of a who question ("Kdo založil X?": ``found``; :func:`query.asked.action_family`), which a quote must
-    name.
+    name; ``person``: the question asks for a person and is no definition question ("Kdo převzal …?",
+    "Which member …?"; :func:`query.asked.asks_person`): a quote must name someone the question does not;
+    ``people``: it asks who all ("Kdo všechno …?", :func:`query.asked.asks_people`): a quote must name two;
+    ``numbers``: the numbers the question itself gives (``{"60", "70"}`` of "… when they expected only
+    60-70?"), which answer no count or time question.
     """
 
     focus: QuestionFocus
@@ -585,6 +600,9 @@ class RelevanceGate:
     verbs: frozenset[str] = frozenset()
     count: CountFocus | None = None
     action: str | None = None
+    person: bool = False
+    people: bool = False
+    numbers: frozenset[str] = frozenset()
 
     def weight(self, word: str) -> float:
         """The weight of one of :attr:`words` (1.0 without weights)."""
@@ -604,7 +622,11 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
     (``dilpomovej``) is taken as that word, as in name matching.
     """
     focus = question_focus(question)
-    names = {fold_word(w) for name in question_names(question) for w in name} | {fold_word(w) for w in ignore}
+    # what a "which X" question asks for is never resolved elsewhere: "team" of "Which team won …?" is
+    # no person the graph knows, however it matched
+    asked_for = {focus.thing, focus.head} - {None}
+    names = {fold_word(w) for name in question_names(question) for w in name} | {
+        fold_word(w) for w in ignore if fold_word(w) not in asked_for}
     weights = dict(weights or {})
     unknown_set = set(unknown)
     words = [w for w in (list(weights) if weights else focus.words) if w not in names]
@@ -649,7 +671,10 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
                          unknown=head, definition=definition_question(question),
                          verbs=verb_words(question) & frozenset(checked),
                          count=count_focus(question) if focus.kind == "count" else None,
-                         action=action_family(question))
+                         action=action_family(question),
+                         person=asks_person(question) and definition_question(question) is None,
+                         people=asks_people(question),
+                         numbers=frozenset(_numbers(question)))
 
 
 _QUESTION_END = re.compile(r"[?？][\s\"'“”„»«)\]*_]*$")
@@ -684,6 +709,9 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
         # an interview's "Kolik lidí vlastně na Code for Romania dělá …?" answers neither "Co je Code
         # for Romania?" nor a count question: a question states nothing
         details.append("the quote is itself a question; it states nothing")
+    if link_only(claim.quote):
+        # "Přečti si, proč se mění vedení" (a link to another post) does not say since when anyone leads
+        details.append("the quote is only a link; it states nothing")
     if gate.words:
         pairs = [_claim_words(claim.quote, item) for item in items]
         counted = set(gate.count.nouns) if gate.count is not None and states_count(
@@ -706,6 +734,11 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
             # "Who founded Česko.Digital?" is not answered by "…Code for Romania, a non-profit
             # organization founded in 2016…": the action is there, what it was done to is not
             details.append("the question asks who did something to what it names; the quote does not name it")
+        elif gate.focus.thing in own_words and len(gate.words) >= 2 and not any(
+                w in own_words or w in context_words for w in gate.words if w != gate.focus.thing):
+            # "Which team won the first Česko.Digital hackday?" is not answered by "We have a dedicated
+            # team …" of another organisation: a rare word for the thing asked for is all it shares
+            details.append("the quote names the thing the question asks for, but nothing of what it asks about")
         elif missing:
             details.append("what the question asks about occurs nowhere in the pages, nor in the quote")
         elif share < RELEVANCE_SHARE:
@@ -731,14 +764,71 @@ def claim_relevance(gate: RelevanceGate, claim: Claim, evidence: Sequence[Eviden
     if gate.definition is not None and not defines(gate.definition, claim.quote):
         details.append(f"the question asks {'who' if gate.definition.kind == 'person' else 'what'} "
                        "its subject is; the quote does not define it")
+    elif gate.definition is not None and gate.definition.qualifier and not any(
+            all(own.has(w) or context.has(w) for w in gate.definition.qualifier)
+            for own, context in (_claim_words(claim.quote, item) for item in items)):
+        # "Co je projekt Digitální inkluze od Česko.Digital?": a definition of some other "Digitální
+        # inkluze" page that never names Česko.Digital does not say it is theirs
+        details.append("the question asks about its subject as qualified by a name; the quote and its "
+                       "headings do not name it")
     if gate.count is not None:
         details += _count_details(gate.count, claim.quote, items)
     elif not carries_value(gate.focus.kind, claim.quote):
         details.append(f"the question asks for {_KIND_LABEL[str(gate.focus.kind)]}; the quote states none")
+    if gate.focus.kind in ("count", "time") and _only_numbers_of(gate.numbers, claim.quote):
+        # "we were expecting about 60–70 people" does not say how many came when the question says 60-70
+        details.append("the quote only repeats numbers the question gives")
+    if gate.person and not names_someone(question_words(gate), claim.quote, 2 if gate.people else 1):
+        details.append("the question asks who; the quote names no one it does not already name" if not gate.people
+                       else "the question asks who all; the quote names fewer than two people")
     if gate.action is not None and not states_action(gate.action, claim.quote):
         details.append("the question asks who did something; the quote does not say who did it "
                        "(no word for the action, no person named, or a contact line)")
     return details
+
+
+def _only_numbers_of(numbers: frozenset[str], quote: str) -> bool:
+    shown = _numbers(display_text(quote))
+    return bool(shown) and set(shown) <= numbers
+
+
+def repeats_numbers(question: str, quote: str) -> bool:
+    """Whether every number of ``quote`` (as displayed; at least one) is a number ``question`` gives
+    itself: "… expecting about 60–70 people" for "How many came, when they expected only 60-70?"."""
+    numbers = frozenset(_numbers(question))
+    return bool(numbers) and _only_numbers_of(numbers, quote)
+
+
+def question_words(gate: RelevanceGate) -> WordSet:
+    """The words of the question of ``gate`` (its focus words, waived and resolved ones included)."""
+    return word_set(" ".join((*gate.focus.words, *gate.waived)))
+
+
+def names_someone(asked: WordSet, quote: str, least: int = 1) -> bool:
+    """Whether ``quote`` names at least ``least`` people the question does not: a capitalised word inside a
+    sentence or a name of two or more capitalised words (:func:`_detail_tokens`; no acronym, no "I’m": "UX",
+    "CEO" name no one) none of whose name's words is among ``asked`` (the question's words), each name
+    counted once; for more than one, only full names of two or more words count ("Shay Banon, tvůrce
+    Elasticsearch" names one person).  "We have a dedicated team …, a team of UX designers" names no one;
+    "Funkci převzala Eva Pavlíková" names no one new for "Kdo po Evě Pavlíkové …?" ("Eva" belongs to the
+    asked "Pavlíková")."""
+    shown = display_text(quote)
+    runs = capital_runs(tokenize(shown), set())
+    named: set[tuple[str, ...]] = set()
+    for word in _detail_tokens(shown):
+        word = re.sub(r"['’]\w*$", "", word)  # "I’m" is "I"
+        if len(word) < 2 or not word[:1].isupper() or word.isupper() or any(c.isdigit() for c in word):
+            continue
+        run = next((r for r in runs if any(t.text.startswith(word) for t in r)), [])
+        name: list[str] = []
+        for token in run:  # "Česko.Digital" is one word of a name, as the question writes it
+            if token.joined and name:
+                name[-1] += "." + token.text
+            else:
+                name.append(token.text)
+        if not any(asked.has(fold_word(w)) for w in [word, *name]) and (least == 1 or len(name) >= 2):
+            named.add(tuple(name) or (word,))
+    return len(named) >= least
 
 
 def _count_details(count: CountFocus, quote: str, items: Sequence[EvidenceItem]) -> list[str]:

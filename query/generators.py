@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .asked import action_family, count_focus, states_action, states_count
-from .checker import name_occurs, question_names, support_text
+from .asked import action_family, asks_people, asks_person, count_focus, states_action, states_count
+from .checker import name_occurs, names_someone, question_names, repeats_numbers, support_text
 from .errors import InvalidRequestError
 from .evidence import Claim, ClaimVerdict, EvidenceItem, Generator, GeneratorReply, GeneratorUnavailableError
 from .sentences import (
@@ -51,6 +51,7 @@ from .sentences import (
     content_words,
     defines,
     definition_question,
+    link_only,
     question_focus,
     text_units,
     word_set,
@@ -79,7 +80,8 @@ class _Candidate:
 def _can_answer(question: str, candidates: list[_Candidate]) -> list[_Candidate]:
     """The candidates that can answer what a count or a who-did-it question asks (the checker's rules,
     :mod:`query.asked`): a number counting the thing asked for ("130 dobrovolníků", not "3leté"), a word
-    for the action asked about ("založili", not a contact line)."""
+    for the action asked about ("založili", not a contact line), a number or date the question does not
+    give itself, someone named for a who question."""
     count = count_focus(question) if question_focus(question).kind == "count" else None
     if count is not None:
         candidates = [c for c in candidates
@@ -87,6 +89,13 @@ def _can_answer(question: str, candidates: list[_Candidate]) -> list[_Candidate]
     family = action_family(question)
     if family is not None:
         candidates = [c for c in candidates if states_action(family, c.unit.text)]
+    focus = question_focus(question)
+    if focus.kind in ("count", "time"):
+        candidates = [c for c in candidates if not repeats_numbers(question, c.unit.text)]
+    if asks_person(question):
+        asked = word_set(" ".join(focus.words))
+        least = 2 if asks_people(question) else 1
+        candidates = [c for c in candidates if names_someone(asked, c.unit.text, least)]
     return candidates
 
 
@@ -222,12 +231,19 @@ class ExtractiveGenerator:
         """Answer a definition question ("Co je X?", "What is X?", "Kdo je X?") with the one unit that
         defines X most plainly (:func:`query.sentences.defines`: copula or apposition before a relative
         clause; then better evidence rank, then earlier position), or none: a sentence that only
-        mentions X does not say what X is, so the reply is then ``insufficient``."""
+        mentions X does not say what X is, so the reply is then ``insufficient``.  A qualified subject
+        ("Co je X od Y?") takes only units that name Y too (in the unit, its headings or the item's title)."""
         best: tuple[int, int, int] | None = None
         chosen: tuple[EvidenceItem, Unit] | None = None
         for rank, item in enumerate(evidence):
             for unit in text_units(item.text):
-                strength = defines(definition, unit.text) if not addresses_model(unit.text) else 0
+                if definition.qualifier:
+                    # "Co je projekt X od Y?": only a unit naming Y, in itself or the headings above it
+                    named = word_set("\n".join([unit.text, item.title or "", *item.heading_path, *unit.headings]))
+                    if not all(named.has(w) for w in definition.qualifier):
+                        continue
+                states = not addresses_model(unit.text) and not link_only(unit.text)
+                strength = defines(definition, unit.text) if states else 0
                 key = (strength, -rank, -unit.order)
                 if strength and (best is None or key > best):
                     best, chosen = key, (item, unit)
@@ -241,8 +257,8 @@ class ExtractiveGenerator:
         for rank, item in evidence:
             base = [item.title or "", *item.heading_path]
             for unit in text_units(item.text):
-                if addresses_model(unit.text):
-                    continue
+                if addresses_model(unit.text) or link_only(unit.text):
+                    continue  # an instruction to a model, or a link to read: no statement
                 own_words = word_set(unit.text)
                 ctx_words = word_set("\n".join(base + list(unit.headings)))
                 own = frozenset(w for w in wanted if own_words.has(w))

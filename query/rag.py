@@ -60,6 +60,7 @@ from .sentences import (
     analyze,
     defines,
     definition_question,
+    fold_word,
     question_focus,
     text_language,
     text_units,
@@ -312,6 +313,10 @@ def _defining(bundle: OpenedBundle, chunk_id: str, definition: DefinitionQuestio
 
 
 DEFINITION_SCAN = 400
+DEFINING_LEAST = 2
+"""Least :func:`query.sentences.defines` strength of a chunk added from outside the fused top: 2, a relative
+clause ("Cityvizor, který přináší transparentní přehled o financování obcí"), as a page may define X no
+more plainly; such chunks come after the plain definitions (3 and 4) within the limit."""
 """Chunks naming the subject of a definition question that are scanned for a defining sentence (BM25 order)."""
 
 
@@ -319,7 +324,8 @@ def _defining_chunks(bundle: OpenedBundle, definition: DefinitionQuestion, publi
                      limit: int = 3) -> list[tuple[str, int]]:
     """``(chunk id, strength)`` of up to ``limit`` chunks (strongest first, then BM25 order) among the
     first :data:`DEFINITION_SCAN` that name every name word of the subject and hold a sentence defining it
-    with strength 3 or more (a copula, apposition, dash or bracket: :func:`query.sentences.defines`)."""
+    with strength :data:`DEFINING_LEAST` or more (a copula, apposition, dash or bracket, or a relative clause
+    of which it is the subject: :func:`query.sentences.defines`); a plain definition comes first."""
     from whoosh import query as wq
 
     from .hybrid import _chunk_id
@@ -340,10 +346,10 @@ def _defining_chunks(bundle: OpenedBundle, definition: DefinitionQuestion, publi
         chunk = bundle.chunks[bundle.chunk_index[cid]]
         if published_only and not chunk.published:
             continue
-        if not maybe.search(fold(chunk.text)):
+        if not maybe.search(fold_word(chunk.text)):  # folded with its punctuation: the dash and comma count
             continue
         strength = _defining(bundle, cid, definition)
-        if strength >= 3:
+        if strength >= DEFINING_LEAST:
             found.append((-strength, rank, cid))
     return [(cid, -neg) for neg, _, cid in sorted(found)[:limit]]
 

@@ -383,6 +383,20 @@ def addresses_model(text: str) -> bool:
     return bool(_INSTRUCTION.search(" ".join(analyze(text))))
 
 
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|\[\[[^\]]*\]\]|<https?://[^>]*>")
+
+
+def link_only(text: str) -> bool:
+    """True when ``text`` (one unit, Markdown) is nothing but links: "**> [Přečti si, proč se mění
+    vedení](https://…/2023/12/…)**" names a page to read, it states nothing (and the year of its address
+    is no date of anything).  Markup around the links (emphasis, quote markers, list bullets) and
+    punctuation do not count as words."""
+    from .snippets import display_text
+
+    rest, found = _LINK.subn(" ", text)
+    return bool(found) and not any(ch.isalnum() for ch in display_text(rest))
+
+
 # --------------------------------------------------------------------------- what a question asks
 
 _INTERROGATIVES = frozenset("""
@@ -403,8 +417,6 @@ X" (sk, cs, en)."""
 
 _TIME_CUES = ("kedy", "kdy", "when", "odkedy", "dokedy", "odkdy", "dokdy", "since when",
                "datum", "date", "dna", "dni", "den", "kolkej", "kolik hodin")
-_COUNT_CUES = ("kolko", "kolik", "kolkych", "kolkym", "kolkeho", "pocet", "poctu", "how many", "how much",
-               "number of", "ako vela", "kolkokrat", "kolikrat", "how often", "wie viele", "wie viel", "anzahl")
 _GRADE_WORDS = ("znamk", "hodnoten", "klasifikac", "grade", "graded", "grading")
 _TIME_FRAME = re.compile(r" (?:what|which|ktor\w*|kter\w*|ak\w*|jak\w*|v|ve|o|in) "
                          r"(?:time|cas|hodin\w*|rok\w*|roce|year|datum|date|den|dni|dna) ")
@@ -462,6 +474,15 @@ class QuestionFocus:
     firemní wifi?"): the thing asked for, which a claim's own words must name."""
 
 
+@lru_cache(maxsize=1)
+def _count_cues() -> tuple[str, ...]:
+    """Folded words and phrases that make a question ask for a count or an amount (``count.cues`` and
+    ``count.amount_cues`` of ``query/asked.yaml``: "kolik", "kolika", "how many", "wie viel")."""
+    from .asked import phrases
+
+    return phrases("count", "cues") + phrases("count", "amount_cues")
+
+
 def question_focus(question: str) -> QuestionFocus:
     """Return the :class:`QuestionFocus` of ``question`` (sk, cs, en; cue words matched folded)."""
     tokens = analyze(question)
@@ -469,7 +490,7 @@ def question_focus(question: str) -> QuestionFocus:
     kind: str | None = None
     if any(f" {g}" in flat for g in _GRADE_WORDS):
         kind = "grade"
-    elif any(f" {c} " in flat for c in _COUNT_CUES):
+    elif any(f" {c} " in flat for c in _count_cues()):
         kind = "count"
     elif any(f" {c} " in flat for c in _TIME_CUES) or _TIME_FRAME.search(flat):
         kind = "time"
@@ -495,7 +516,8 @@ def carries_value(kind: str | None, text: str) -> bool:
     """True when ``text`` states a value of ``kind`` (see :class:`QuestionFocus`); always true for ``None``.
 
     ``count``: a count in digits or words that is no year, date, ordinal, share or price
-    (:func:`query.asked.states_count`); ``time``: a date, year, clock time, month,
+    (:func:`query.asked.states_count`); the other kinds are read in the text as displayed (a year in a
+    link's address is no date); ``time``: a date, year, clock time, month,
     weekday or period word (``nightly``, ``každú noc``, ``ráno``); ``grade``: a grade letter
     (A-E, FX), digit 1-5 standing alone, or a grade word (výborne, veľmi dobre, ...).
     """
@@ -505,6 +527,9 @@ def carries_value(kind: str | None, text: str) -> bool:
         from .asked import states_count
 
         return states_count(text)
+    from .snippets import display_text
+
+    text = display_text(text)  # what a reader sees: the year in a link's address dates nothing
     folded_words = analyze(text)
     if kind == "time":
         return bool(_DATE_OR_TIME.search(text)) or any(w.startswith(_MONTHS_DAYS) for w in folded_words)
@@ -608,7 +633,13 @@ _LOWER = "a-záäčďéěíĺľňóôŕřšťúůýžöüß"
 _PAREN_AFTER = re.compile(rf"\s*\(\s*(?:[{_LOWER}][^\W\d]*[\s,)]|[^\W\d{_LOWER}][^\W\d]*\s+\w|[A-Z]{{2,}}[\s,])")
 """A bracket after X opening with a description (lower-case word, a capitalised word followed by more, or an
 acronym with more): "Jehlomat (aplikace pro ...)", "Jan Kotara (COO, ...)"; not a bare name ("Preventivka (Loono)")."""
-_RELATIVE_AFTER = re.compile(r"\s*,\s+(?:" + "|".join(_RELATIVES) + r")\s+\S", re.I)
+_SUBJECT_RELATIVES = tuple(r for r in _RELATIVES if r not in ("kterou", "ktorú"))
+"""Relative pronouns that stand for X as the subject of the clause ("UNIPA, která sdružuje …"); after
+"kterou / ktorú" the clause says what others do with X ("Umapa, kterou dnes rozvíjí 18 dobrovolníků")."""
+_RELATIVE_AFTER = re.compile(r"\s*,\s+(?:" + "|".join(_SUBJECT_RELATIVES) + r")\s+\S", re.I)
+_APPOSITION_AFTER = re.compile(rf"\s*,\s+(?:(?:a|an|the)\s+)?((?:[{_LOWER}][\w-]*\s+)?[{_LOWER}][\w-]*)")
+"""X followed by an apposition, a noun and at most one word before it: ", a non-profit organization …",
+", neziskové organizaci" (not a list: ", informace a šikovný web")."""
 
 
 @dataclass(frozen=True)
@@ -618,13 +649,19 @@ class DefinitionQuestion:
 
     ``words``: the subject's folded words (articles dropped); ``names``: those written with a capital
     letter, a digit or an inner dot (``Jehlomat``, ``UNIPA``, ``Česko.Digital``), else all ``words``:
-    a sentence must name them to be about the subject ("projekt Jehlomat" is about ``jehlomat``).
+    a sentence must name them to be about the subject ("projekt Jehlomat" is about ``jehlomat``); after a
+    leading noun of its kind the words that follow ("projekt Dáme roušky" names ``dame rousky``), and
+    a name with a lower-case word inside ("Code for Romania") is named whole.
     """
 
     kind: str
     subject: str
     words: tuple[str, ...]
     names: tuple[str, ...]
+    qualifier: tuple[str, ...] = ()
+    """Folded name words of what qualifies the subject: ``("cesko.digital",)`` of "Co je projekt X od
+    Česko.Digital?" and of "Co je Mastermind, který pořádá Česko.Digital?" (a quote must name them too,
+    in itself or the headings above it)."""
 
 
 def definition_question(question: str) -> DefinitionQuestion | None:
@@ -634,7 +671,11 @@ def definition_question(question: str) -> DefinitionQuestion | None:
     contains no lower-case stop word (a leading article is dropped) and no possessive: "What is the title of
     X's thesis?" and "Čo je v zadaní práce?" ask for something else.
     """
-    text = " ".join(normalize_text(question).split()).rstrip(" ?!.")
+    from .asked import in_table
+
+    # particles ("Co to vlastně je X?") do not change what is asked
+    text = " ".join(w for w in normalize_text(question).split()
+                    if not in_table(fold_word(w), "definition", "particles")).rstrip(" ?!.")
     match = None
     kind = ""
     for frames in _DEFINITION_FRAMES.values():
@@ -647,18 +688,52 @@ def definition_question(question: str) -> DefinitionQuestion | None:
             break
     if match is None:
         return None
-    subject = match.group("x").strip(" \"'„“”‚‘’«»*")
+    subject, qualifier = _qualified(match.group("x").strip(" \"'„“”‚‘’«»*"))
     raw = _SUBJECT_WORD.findall(subject)
     while raw and raw[0].lower() in _ARTICLES:
         raw = raw[1:]
     if not 1 <= len(raw) <= 5 or re.search(r"['’]s\b", subject):
         return None
+    if kind == "person" and len(raw) >= 2 and raw[0].islower() and fold_word(raw[0]).startswith(_ROLE_NOUNS):
+        return None  # "Kdo je zakladatelem Česko.Digital?" asks who holds a role, not who someone is
     stops = stop_words()
     words = tuple(fold_word(w) for w in raw)
-    if any(fold_word(w) in stops for w in raw if w.islower()):
+    named = [i for i, w in enumerate(raw) if not w.islower() or any(c.isdigit() or c == "." for c in w)]
+    inside = range(named[0] + 1, named[-1]) if named else range(0)
+    if any(fold_word(w) in stops for i, w in enumerate(raw) if w.islower() and i not in inside):
         return None  # "Co je v zadání", "Co je nového": no subject (a capitalised "Nový" is a name word)
-    names = tuple(fold_word(w) for w in raw if not w.islower() or any(c.isdigit() or c == "." for c in w))
-    return DefinitionQuestion(kind, " ".join(raw), words, names or words)
+    if any(i in inside for i, w in enumerate(raw) if w.islower()):
+        names = tuple(words[named[0]:named[-1] + 1])  # "Code for Romania": one name with a word inside
+    elif len(raw) >= 2 and raw[0].islower() and _is_category(raw[0]) and named:
+        names = words[1:]  # "projekt Dáme roušky": what follows the noun of its kind is the name
+    else:
+        names = tuple(words[i] for i in named)
+    return DefinitionQuestion(kind, " ".join(raw), words, names or words, qualifier)
+
+
+def _qualified(subject: str) -> tuple[str, tuple[str, ...]]:
+    """Split a definition question's subject from what qualifies it: "projekt X od Česko.Digital" ->
+    ``("projekt X", ("cesko.digital",))``, "Mastermind, který pořádá Česko.Digital" -> ``("Mastermind",
+    ("cesko.digital",))`` (a qualifying preposition of ``definition.qualifiers`` in ``query/asked.yaml``
+    after the first word, or a relative clause after a comma).  The qualifier is its capitalised words
+    (names), else its words that are no stop words; ``()`` when nothing qualifies the subject."""
+    from .asked import in_table
+
+    head, rest = subject, ""
+    comma = re.match(r"([^,]+),\s*(?:" + "|".join(_RELATIVES) + r")\s+(.+)", subject, re.IGNORECASE)
+    if comma:
+        head, rest = comma.group(1), comma.group(2)
+    else:
+        words = subject.split()
+        for i, word in enumerate(words[1:], 1):
+            if word.islower() and in_table(fold_word(word), "definition", "qualifiers") and i + 1 < len(words):
+                head, rest = " ".join(words[:i]), " ".join(words[i + 1:])
+                break
+    if not rest:
+        return subject, ()
+    raw = _SUBJECT_WORD.findall(rest)
+    names = tuple(fold_word(w) for w in raw if not w.islower())
+    return head.strip(), names or tuple(fold_word(w) for w in raw if fold_word(w) not in stop_words())
 
 
 def _subject_spans(words: list[re.Match[str]], wanted: tuple[str, ...]) -> Iterable[tuple[int, int, bool]]:
@@ -670,6 +745,21 @@ def _subject_spans(words: list[re.Match[str]], wanted: tuple[str, ...]) -> Itera
         pairs = list(zip(folded[i:i + n], wanted, strict=True))
         if all(f == w or words_match(f, w) for f, w in pairs):
             yield i, i + n - 1, all(f == w for f, w in pairs)
+
+
+def _is_role(word: str) -> bool:
+    """Whether ``word`` is a noun for a person's role ("koordinátorka", "Product Owner"'s "owner" is not)."""
+    folded = fold_word(word)
+    return folded.isalpha() and folded.startswith(_ROLE_NOUNS) and len(folded) <= 14
+
+
+def _ranks(after: str) -> bool:
+    """Whether the copula after a subject is followed by a rank ("byl prvním z projektů", "was our third
+    project"; ``definition.ranks`` of ``query/asked.yaml``) within its first two words."""
+    from .asked import in_table
+
+    words = [fold_word(w) for w in _SUBJECT_WORD.findall(after)[1:3]]
+    return any(in_table(w, "definition", "ranks") for w in words)
 
 
 def _is_category(word: str, kind: str = "thing") -> bool:
@@ -685,13 +775,18 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
     noun of its kind right before it: "Aplikace Preventivka byla ...") followed by a copula, possibly
     after an apposition ("X je/is/ist ...", "X, ..., je ..."), or an acronym X in parentheses after
     words it abbreviates (one of the eight words before it starts with its first letter: "Jsme Unie
-    porodních asistentek, z. s. (UNIPA), ..."); 3: X followed by a dash or a described bracket anywhere
-    ("vznikl Jehlomat – aplikace, ...", "Jehlomat (aplikace ...)"); for 4 and 3 X is written as asked
+    porodních asistentek, z. s. (UNIPA), ..."), unless the copula ranks X ("Cityvizor byl prvním z
+    projektů": 1, where X stands in a row, not what it is); 3: X followed by a dash, a described bracket or an
+    apposition naming its kind anywhere ("vznikl Jehlomat – aplikace, ...", "Jehlomat (aplikace ...)",
+    "… of Code for Romania, a non-profit organization founded …"); for 4 and 3 X is written as asked
     (not inflected: "na Jehlomatu – ..." is no definition); 2: X in any case form followed by a
-    relative clause ("projektu Jehlomat, který má ..."); 1: X right after a qualified noun of its kind
+    relative clause of which X is the subject ("projektu Jehlomat, který má ..."; not "Umapa, kterou
+    rozvíjí …"); 1: X right after a qualified noun of its kind that the question does not name itself
     ("vládní iniciativy Digitální Česko", "Koordinátor projektu Vojta Petrus"; "na projektu Jehlomat"
-    is none, and Czech genitives make this the weakest sign); 0: the sentence only mentions X (or not
-    even that).  Markup is read as displayed (:func:`query.snippets.display_text`).
+    is none, nor "úspěšným projektem Dáme roušky" for "Co byl projekt Dáme roušky?", nor a thing after a
+    role noun: "koordinátorka projektu Umapa" says where she works, and Czech
+    genitives make this the weakest sign); 0: the sentence only mentions X (or not even that).  Markup is
+    read as displayed (:func:`query.snippets.display_text`).
     """
     from .snippets import display_text
 
@@ -710,9 +805,14 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
                                          for i, w in enumerate(lead))
             # "vládní iniciativa Digitální Česko", "Koordinátor projektu Vojta Petrus": a noun of its kind
             # right before X, itself qualified by a word that is no stop word ("na projektu X" is not)
+            # ... and the noun tells more than the question does ("úspěšným projektem Dáme roušky" says
+            # nothing of "Co byl projekt Dáme roušky?")
             kind_before = (first >= 2 and _is_category(lead[-1].group(0), definition.kind)
                            and flat[lead[-1].end():start].strip() == ""
-                           and fold_word(lead[-2].group(0)) not in stop_words() and not lead[-2].group(0).isdigit())
+                           and fold_word(lead[-2].group(0)) not in stop_words() and not lead[-2].group(0).isdigit()
+                           and not any(words_match(fold_word(lead[-1].group(0)), w) for w in own)
+                           and not (definition.kind == "thing" and _is_role(lead[-2].group(0))))
+            apposition = _APPOSITION_AFTER.match(after)
             acronym = flat[start:end]
             if (before.endswith("(") and flat[end:end + 1] == ")" and len(words[:first]) >= 2
                     and not any(c.islower() for c in acronym)
@@ -720,8 +820,9 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
                             for w in words[max(0, first - 8):first])):
                 best = max(best, 4)
             elif exact and opening and (_COPULA_AFTER.match(after) or _APPOSITION_COPULA_AFTER.match(after)):
-                best = max(best, 4)
-            elif exact and (_DASH_AFTER.match(after) or _PAREN_AFTER.match(after)):
+                best = max(best, 1 if _ranks(after) else 4)
+            elif exact and (_DASH_AFTER.match(after) or _PAREN_AFTER.match(after) or (
+                    apposition and any(_is_category(w, definition.kind) for w in apposition.group(1).split()))):
                 best = max(best, 3)
             elif _RELATIVE_AFTER.match(after):
                 best = max(best, 2)
