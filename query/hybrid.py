@@ -523,7 +523,9 @@ def bm25_matrix(bundle: OpenedBundle) -> BM25Matrix | None:
             matrix = BM25Matrix.load(bundle.path / BM25_DIR, same_ids=((bundle.path / IDS_FILE).read_bytes(), ids))
         except (MatrixFormatError, OSError):
             return False
-        if matrix.chunk_ids is not ids and (len(matrix.chunk_ids) != len(bundle.chunks)
+        # bundle.chunks has one entry per vector label: a chunk embedded as several segments has
+        # several, the matrix one row.  Compare the distinct chunk ids (bundle.chunk_index).
+        if matrix.chunk_ids is not ids and (len(matrix.chunk_ids) != len(bundle.chunk_index)
                                             or set(matrix.chunk_ids) != bundle.chunk_index.keys()):
             return False
         return matrix  # postings are weighed per query term until warm_up() weighs them all
