@@ -402,6 +402,14 @@ class BM25Matrix:
             hi += 1
         return lo, hi
 
+    def prefix_count(self, fieldname: str, prefix: str) -> int:
+        """Return how many terms of ``fieldname`` start with ``prefix`` and occur in some row (0 for an unknown field).
+
+        Two bisections and a count over the prefix's column range: no term string is built.
+        """
+        lo, hi = self._prefix_columns(fieldname, prefix)
+        return int(np.count_nonzero(self.df(fieldname)[lo:hi])) if hi > lo else 0
+
     def expand_prefix(self, fieldname: str, prefix: str) -> list[str]:
         """Return the terms of ``fieldname`` that start with ``prefix`` and occur in some row, in term order."""
         lo, hi = self._prefix_columns(fieldname, prefix)

@@ -15,7 +15,10 @@ filter.
 * ``bm25s``: the ``bm25s`` package (sparse matrix of precomputed BM25 impacts, numpy scoring) over the
   same text, lowercased word tokens, top 10.  Bench-only dependency (``pip install .[bench]``).
 
-Queries (deterministic for a seed): half are document titles, half 2-5 consecutive words of a chunk.
+Queries (deterministic for a seed): half are document titles, half 2-5 consecutive words of a chunk;
+``--long N`` replaces N of them with description-style queries of 7-20 consecutive words of a chunk
+(more than ``MAX_PREFIX_QUERY_TERMS`` words: the ``any_term`` stem prefixes of long queries), and
+p50/p95/p99 are also given for the queries of more than that many distinct words alone.
 
 ``--bm25-equivalence`` instead compares, in this process, the BM25 arm scored by Whoosh's matchers
 with the same arm scored on the bundle's BM25 matrix (``bm25/``) for every query: top-10 chunk ids
@@ -161,18 +164,34 @@ class Bm25s:
 # -- queries and statistics -----------------------------------------------------------------------------
 
 
-def make_queries(chunks: list, n: int, seed: int) -> list[str]:
-    """Return ``n`` queries: half distinct document titles, half 2-5 consecutive words of a chunk."""
+def make_queries(chunks: list, n: int, seed: int, long: int = 0) -> list[str]:
+    """Return ``n`` queries: ``long`` of 7-20 consecutive words of a chunk (the last ones), the rest half
+    distinct document titles, half 2-5 consecutive words of a chunk (the same as with ``long`` 0 and
+    ``n - long`` queries)."""
     rng = random.Random(seed)
+    short = n - long
     titles = sorted({c.title for c in chunks if WORD.search(c.title)})
-    queries = rng.sample(titles, min(len(titles), n // 2))
-    while len(queries) < n:
+    queries = rng.sample(titles, min(len(titles), short // 2))
+    while len(queries) < short:
         words = WORD.findall(rng.choice(chunks).text)
         if len(words) >= 2:
             size = rng.randint(2, min(5, len(words)))
             start = rng.randrange(len(words) - size + 1)
             queries.append(" ".join(words[start:start + size]))
+    while len(queries) < n:
+        words = WORD.findall(rng.choice(chunks).text)
+        if len(words) >= 7:
+            size = rng.randint(7, min(20, len(words)))
+            start = rng.randrange(len(words) - size + 1)
+            queries.append(" ".join(words[start:start + size]))
     return queries
+
+
+def is_long(query: str) -> bool:
+    """Return whether ``query`` has more than ``MAX_PREFIX_QUERY_TERMS`` distinct words (gitrag's long queries)."""
+    from query.hybrid import MAX_PREFIX_QUERY_TERMS, query_terms
+
+    return len(query_terms(query)) > MAX_PREFIX_QUERY_TERMS
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -244,6 +263,8 @@ def main() -> int:
     parser.add_argument("--bundle", required=True, type=Path)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--long", type=int, default=0,
+                        help="how many of the queries are 7-20 consecutive words of a chunk (description-style)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--compare-tree", type=Path, default=None,
                         help="another gitrag checkout to measure side by side (named gitrag-compare)")
@@ -263,7 +284,10 @@ def main() -> int:
     bundle = args.bundle.resolve()
     wanted = args.engines.split(",")
     chunks, texts = _chunk_texts(bundle)
-    queries = make_queries(chunks, args.queries, args.seed)
+    if not 0 <= args.long <= args.queries:
+        parser.error("--long must be between 0 and --queries")
+    queries = make_queries(chunks, args.queries, args.seed, args.long)
+    long_ids = {i for i, q in enumerate(queries) if is_long(q)}
     if args.bm25_equivalence:
         report = bm25_equivalence(bundle, queries)
         if args.json:
@@ -291,6 +315,7 @@ def main() -> int:
         engines.append(Bm25s(texts))
 
     times: dict[str, list[float]] = {e.name: [] for e in engines}
+    long_times: dict[str, list[float]] = {e.name: [] for e in engines}
     tops: dict[str, list] = {e.name: [None] * len(queries) for e in engines}
     for _round in range(args.rounds):
         for i, query in enumerate(queries):
@@ -298,11 +323,15 @@ def main() -> int:
             for engine in engines[k:] + engines[:k]:
                 answer = engine.ask({"query": query}) if isinstance(engine, Worker) else engine.ask(query)
                 times[engine.name].append(answer["ms"])
+                if i in long_ids:
+                    long_times[engine.name].append(answer["ms"])
                 tops[engine.name][i] = answer["top"]
 
     rows = {name: percentiles(values) for name, values in times.items()}
     result: dict = {"bundle": bundle.name, "chunks": len(chunks), "queries": len(queries), "rounds": args.rounds,
-                    "engines": rows}
+                    "long_queries": len(long_ids), "engines": rows}
+    if len(long_ids) >= 2:
+        result["engines_long_queries"] = {name: percentiles(values) for name, values in long_times.items()}
     if "fts5" in rows:
         result["ratios_to_fts5"] = {name: {k: round(v[k] / rows["fts5"][k], 1) for k in ("p50_ms", "p99_ms")}
                                     for name, v in rows.items() if name != "fts5"}
@@ -323,11 +352,15 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=1))
     else:
-        print(f"{result['bundle']}: {len(chunks)} chunks, {len(queries)} queries x {args.rounds} rounds, interleaved")
+        print(f"{result['bundle']}: {len(chunks)} chunks, {len(queries)} queries x {args.rounds} rounds, interleaved; "
+              f"{len(long_ids)} queries of more than 6 distinct words")
         for name, row in rows.items():
             ratio = result.get("ratios_to_fts5", {}).get(name)
             print(f"  {name:15s} p50 {row['p50_ms']:9.2f}  p95 {row['p95_ms']:9.2f}  p99 {row['p99_ms']:9.2f} ms"
                   + (f"   x FTS5: p50 {ratio['p50_ms']}  p99 {ratio['p99_ms']}" if ratio else ""))
+        for name, row in result.get("engines_long_queries", {}).items():
+            print(f"  {name:15s} p50 {row['p50_ms']:9.2f}  p95 {row['p95_ms']:9.2f}  p99 {row['p99_ms']:9.2f} ms"
+                  f"   (the {len(long_ids)} long queries only)")
         if "top10_differs" in result:
             print(f"  queries whose gitrag top 10 differs from gitrag-compare: {result['top10_differs']}")
         for name, row in hostile.items():

@@ -16,6 +16,7 @@ that document among its best ``anchor_bm25_rank`` documents (by default: first).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -48,6 +49,13 @@ from .snippets import display_text, make_snippet, near_duplicate
 MAX_QUERY_CHARS = 1000
 MAX_QUERY_TERMS = 64
 MAX_PREFIX_QUERY_TERMS = 6
+MAX_STEM_FORMS = 0
+"""In a query of more than :data:`MAX_PREFIX_QUERY_TERMS` words, a word's stem prefix is used only
+when it expands to at most this many indexed words in every prefix field, so that a long query
+scores at most ``MAX_QUERY_TERMS * len(PREFIX_FIELDS) * MAX_STEM_FORMS`` expanded terms (on the BM25
+matrix: as many posting columns).  0 (the default) turns the stem prefixes of long queries off:
+with 64 the BM25 arm gains 0.008-0.065 nDCG@10 on obsidian-desc en/cs/pl/de/ru, but the MiniLM
+hybrid of the thesis test set falls 0.009 below its own BM25 arm (measurements: longq note)."""
 PREFIX_FIELDS = ("title", "headings", "body")
 """Folded fields searched by stem prefix in the ``prefix_terms`` strategy."""
 CONFIDENCE_DEPTH = 10
@@ -246,6 +254,9 @@ class QueryWord:
     term: QueryTerm
     fuzzy: tuple[tuple[str, tuple[str, ...]], ...] = ()
     swaps: tuple[str, ...] = ()
+    narrow_stem: bool = False
+    """The word's stem prefix expands to at most :data:`MAX_STEM_FORMS` indexed words in every prefix
+    field (checked only in queries of more than :data:`MAX_PREFIX_QUERY_TERMS` words)."""
 
 
 def _longest_word(bundle: OpenedBundle, searcher: Any) -> int:
@@ -269,18 +280,22 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
     :data:`LONG_WORD` letters must be at most that distance longer than the longest indexed word)
     and is among the first :data:`MAX_TYPO_WORDS` such words of the query: the cost of expansion
     grows with the word's length, so it is bounded by the index, not by the request.
+    In a query of more than :data:`MAX_PREFIX_QUERY_TERMS` words each word's
+    :attr:`QueryWord.narrow_stem` is set (whatever ``typo``).
     """
     words: list[QueryWord] = []
     expanded = 0
+    long_query = len(terms) > MAX_PREFIX_QUERY_TERMS
     for term in terms:
         word = term.folded
+        narrow = long_query and MAX_STEM_FORMS > 0 and _narrow_stem(bundle, searcher, word)
         if not typo or len(word) < 4 or word.isdigit() or expanded >= MAX_TYPO_WORDS or _known(bundle, searcher, word):
-            words.append(QueryWord(term))
+            words.append(QueryWord(term, narrow_stem=narrow))
             continue
         maxdist = 2 if len(word) >= 8 else 1
         # The longest word is found once per bundle, and only asked for long words (short ones are cheap).
         if len(word) > LONG_WORD and len(word) - maxdist > _longest_word(bundle, searcher):
-            words.append(QueryWord(term))
+            words.append(QueryWord(term, narrow_stem=narrow))
             continue
         expanded += 1
         fuzzy = tuple((f, forms) for f in FOLDED_FIELDS
@@ -288,8 +303,25 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
                                                 if _indexed(bundle, searcher, f, w)))))
         # Levenshtein distance counts a swap of two neighbours as 2 edits; add swapped forms that exist.
         swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)} - {word}
-        words.append(QueryWord(term, fuzzy, tuple(w for w in sorted(swaps) if _known(bundle, searcher, w))))
+        words.append(QueryWord(term, fuzzy, tuple(w for w in sorted(swaps) if _known(bundle, searcher, w)), narrow))
     return words
+
+
+def _narrow_stem(bundle: OpenedBundle, searcher: Any, word: str) -> bool:
+    """Return whether ``word`` has a stem prefix matching at most :data:`MAX_STEM_FORMS` indexed words per prefix field.
+
+    Counted on the BM25 matrix when the bundle has one (its live terms: two bisections per field);
+    else reads at most ``MAX_STEM_FORMS + 1`` entries of each field's Whoosh term list.
+    """
+    stem = _stem_prefix(word)
+    if stem is None:
+        return False
+    matrix = bm25_matrix(bundle)
+    if matrix is not None:
+        return all(matrix.prefix_count(f, stem) <= MAX_STEM_FORMS for f in PREFIX_FIELDS)
+    reader = searcher.reader()
+    return all(sum(1 for _ in itertools.islice(reader.expand_prefix(f, stem), MAX_STEM_FORMS + 1)) <= MAX_STEM_FORMS
+               for f in PREFIX_FIELDS)
 
 
 def _word_query(word: QueryWord, *, prefix: bool) -> wq.Query:
@@ -314,16 +346,22 @@ def build_text_queries(words: list[QueryWord]) -> list[tuple[str, wq.Query]]:
     """Return the BM25 strategies ``[(name, query)]`` for ``words``, strictest first.
 
     ``any_term`` is omitted for a one-word query (it would equal ``all_terms``); ``prefix_terms``
-    for long queries and for queries without a word long enough to have a stem.
+    for long queries and for queries without a word long enough to have a stem.  In a long query
+    (more than :data:`MAX_PREFIX_QUERY_TERMS` words, such as a description of the page) ``any_term``
+    also matches the stem prefixes of the words whose stem is narrow (:attr:`QueryWord.narrow_stem`),
+    so that a page using those words in other inflected forms is found.
     """
     if not words:
         return []
     plain = [_word_query(w, prefix=False) for w in words]
     strategies: list[tuple[str, wq.Query]] = [("all_terms", wq.And(plain))]
-    if len(words) <= MAX_PREFIX_QUERY_TERMS and any(_stem_prefix(w.term.folded) for w in words):
+    long_query = len(words) > MAX_PREFIX_QUERY_TERMS
+    if not long_query and any(_stem_prefix(w.term.folded) for w in words):
         strategies.append(("prefix_terms", wq.And([_word_query(w, prefix=True) for w in words])))
     if len(words) > 1:
-        strategies.append(("any_term", wq.Or(plain)))
+        any_words = [_word_query(w, prefix=True) if long_query and w.narrow_stem else q
+                     for w, q in zip(words, plain, strict=True)]
+        strategies.append(("any_term", wq.Or(any_words)))
     return strategies
 
 
@@ -487,7 +525,9 @@ def bm25_matrix(bundle: OpenedBundle) -> BM25Matrix | None:
             matrix = BM25Matrix.load(bundle.path / BM25_DIR, same_ids=((bundle.path / IDS_FILE).read_bytes(), ids))
         except (MatrixFormatError, OSError):
             return False
-        if matrix.chunk_ids is not ids and (len(matrix.chunk_ids) != len(bundle.chunks)
+        # bundle.chunks has one entry per vector label: a chunk embedded as several segments has
+        # several, the matrix one row.  Compare the distinct chunk ids (bundle.chunk_index).
+        if matrix.chunk_ids is not ids and (len(matrix.chunk_ids) != len(bundle.chunk_index)
                                             or set(matrix.chunk_ids) != bundle.chunk_index.keys()):
             return False
         return matrix  # postings are weighed per query term until warm_up() weighs them all

@@ -17,7 +17,7 @@ from artifacts.records import Chunk, Document
 from artifacts.store import verify_bundle
 from indexer.build import build_bundle, embedding_parts, embedding_text
 from query.bundle import open_bundle
-from query.hybrid import vector_ranking
+from query.hybrid import bm25_matrix, bm25_ranking, vector_ranking
 from tests.conftest import MINILM, RepoBuilder
 
 
@@ -72,6 +72,10 @@ def test_long_input_has_one_row_per_segment_and_is_found_by_its_last_words(seg_r
     hits = vector_ranking(bundle, "zebraplanktón horské jazero", depth=10, published_only=True)
     assert hits[0][0] == long_id  # the words only in the last segment still find the chunk
     assert len({cid for cid, _ in hits}) == len(hits) == 3  # each chunk returned once
+    # The BM25 matrix (one row per chunk) is used although the vector labels are more than the chunks.
+    assert bm25_matrix(bundle) is not None and bm25_matrix(bundle).n_rows == counts.chunks
+    lexical, _ = bm25_ranking(bundle, "zebraplanktón horské jazero", depth=10, published_only=True, engine="matrix")
+    assert lexical[0][0] == long_id
     bundle.close()
 
 
