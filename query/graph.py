@@ -284,9 +284,37 @@ class Analysis:
     language: str | None = None
     intent: str = "unsupported"
     work_years: list[int] = field(default_factory=list)  # years that restrict works (not a start year)
+    category_types: list[str] = field(default_factory=list)  # work types read from category values ("dr2018")
+    category_start: bool = False  # a start-year category value ("st2014") was named
+
+    def structure_question(self, vocab: Vocabulary) -> bool:
+        """Whether the question asks for persons or documents selected by front matter or links
+        (see the ``structure`` section of graphwords.yaml): only the graph answers it.
+
+        The asking word must ask for them: a ``targets`` word itself ("Kto má tag X?") or followed
+        by one, stop words skipped ("Ktorí študenti ...", "How many posts ..."); "S akými nástrojmi
+        pracujú študenti v téme X?" asks for tools, "What does the category code X mean?" for a meaning.
+        """
+        rule = vocab.structure
+        named = bool(self.persons or self.document_authors)
+        selected = self.has(*rule.get("selectors", ())) or bool(self.tags or self.topics or self.category_types) \
+            or (named and self.has(*rule.get("selectors_with_name", ())))
+        if not selected:
+            return False
+        targets = {p for c in rule.get("targets", ()) for s, e, _ in self.concepts.get(c, []) for p in range(s, e)}
+        for concept in rule.get("asks", ()):
+            for start, end, _ in self.concepts.get(concept, []):
+                if start in targets:
+                    return True
+                after = end
+                while after < len(self.tokens) and after not in targets and vocab.is_stopword(self.tokens[after]):
+                    after += 1
+                if after in targets:
+                    return True
+        return False
 
     def has(self, *concepts: str) -> bool:
-        return any(self.concepts.get(c) for c in concepts)
+        return any(self.concepts.get(c) for c in concepts) or ("start" in concepts and self.category_start)
 
     @property
     def specific_type(self) -> bool:
@@ -376,6 +404,32 @@ def _find_named(
     return chosen[0] if len(chosen) == 1 else [item for item, _, _ in chosen]
 
 
+def _category_values(a: Analysis, index: GraphIndex) -> set[int]:
+    """Read front matter category values written in the question ("dr2018", "st2014") with the
+    mapping's own patterns: a work category gives a work type and a year, a start-year category a
+    year and a start.  Returns their positions (explained words); sets ``a.category_types``,
+    ``a.category_start`` and adds the years to ``a.years``."""
+    mapping = index.mapping
+    work = re.compile(mapping.works.category) if mapping.works else None
+    start = re.compile(mapping.person_pages.start_year_category) \
+        if mapping.person_pages and mapping.person_pages.start_year_category else None
+    found: set[int] = set()
+    for token in a.tokens:
+        value = token.lower
+        if work is not None and (m := work.fullmatch(value)) and m.group("type") in index.work_types:
+            a.category_types.append(m.group("type"))
+            year = int(m.group("year"))
+        elif start is not None and (m := start.fullmatch(value)):
+            a.category_start = True
+            year = int(m.group("year"))
+        else:
+            continue
+        found.add(token.index)
+        if year not in a.years:
+            a.years.append(year)
+    return found
+
+
 def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
     """Recognise entities, intent words and the intent of ``question`` (see the module docstring)."""
     vocab = index.vocabulary
@@ -386,6 +440,7 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
     starts, punctuated = _boundaries(question, tokens)
     a.quoted = _quoted(question)
     free = {t.index for t in tokens}
+    free -= _category_values(a, index)
 
     a.persons = known.names.match(tokens)
     free -= {p for m in a.persons for p in m.positions}
@@ -428,6 +483,7 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
                     free.discard(pos)
         concepts()
     a.work_types, type_positions = vocab.find_work_types(tokens, free)
+    a.work_types += [t for t in dict.fromkeys(a.category_types) if t not in a.work_types]
     vocab_positions = type_positions | {p for hits in a.concepts.values() for s, e, _ in hits for p in range(s, e)}
 
     # surnames alone (also written in lower case) and names nobody has
@@ -483,10 +539,10 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
 # nouns for people): a concept the intent does not use ("Kolik stran má diplomová práce X?" has a
 # count the works of a person do not answer) means the question asks for something else.
 _ALLOWED: dict[str, set[str]] = {
-    "works_of_person": {"work", "year", "author", "document"},
-    "title_of_work": {"title", "work", "topic", "year", "start", "author", "document"},
-    "year_of_work": {"year", "work", "start", "author", "document"},
-    "supervisor_of_work": {"supervisor", "work", "year", "start", "document"},
+    "works_of_person": {"work", "year", "author", "document", "category"},
+    "title_of_work": {"title", "work", "topic", "year", "start", "author", "document", "category"},
+    "year_of_work": {"year", "work", "start", "author", "document", "category"},
+    "supervisor_of_work": {"supervisor", "work", "year", "start", "document", "category"},
     "start_year_of_person": {"start", "year"},
     "tags_of_person": {"tag", "topic", "document", "author", "start", "year"},
     "topics_of_person": {"topic", "document", "author", "start", "year"},
@@ -498,11 +554,13 @@ _ALLOWED: dict[str, set[str]] = {
     "author_of_document": {"author", "document"},
     "tags_of_document": {"tag", "document"},
     "topics_of_document": {"topic", "document"},
-    "persons_with_work": {"work", "count", "year", "author", "document"},
-    "persons_started": {"start", "year", "count"},
-    "supervised_by": {"supervisor", "work", "year", "count", "document"},
+    "persons_with_work": {"work", "count", "year", "author", "document", "category"},
+    "persons_started": {"start", "year", "count", "category"},
+    "supervised_by": {"supervisor", "work", "year", "count", "document", "start", "category"},
 }
 _ALWAYS = {"filler", "who", "which", "person"}
+_NOT_LINKS = ("supervisor", "start", "category", "common", "tag")
+"""Concepts a link question cannot use: what they ask about is no page a link leads to."""
 # Intents that take a year from the question as a restriction (of works, of persons); a year in a
 # question of any other intent is a word the intent cannot use ("Aké tagy mal X v roku 2019?":
 # tags have no year), unless a start word makes it the start year that identifies the person.
@@ -518,6 +576,8 @@ def _intent(a: Analysis, index: GraphIndex) -> str:
     intent = _choose_intent(a, index)
     if intent == "links" and (a.years or any(w.isdigit() for w in a.unexplained)):
         return "unsupported"  # links have no year or number
+    if intent == "links" and a.has(*_NOT_LINKS):
+        return "unsupported"  # "Koľko vedúcich prác je uvedených na stránke Ľudia?" counts supervisors, not links
     allowed = _ALLOWED.get(intent)
     if allowed is None:
         return intent
@@ -686,6 +746,8 @@ class _Answer:
             # the question's words the analysis explained (entities, intent words, stop and filler
             # words): an ``ok`` answer explains every word, and its claims answer them all
             "explained_words": [t.text for t in a.tokens if t.text not in a.unexplained],
+            # asks for persons or documents selected by front matter or links: never for text search
+            "structure_question": a.structure_question(index.vocabulary),
         }
 
     def body(self, status: str = "ok", reason: str | None = None, *, complete: bool | None = None,
@@ -1033,8 +1095,11 @@ def _supervised_by(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, An
     rows = fetch_rows(conn, cypher, {"name": name, "published_only": out.request.published_only})
     if a.work_types:
         rows = [r for r in rows if r[4] in a.work_types]
-    if a.years:
-        rows = [r for r in rows if r[5] in a.years]
+    if a.work_years:
+        rows = [r for r in rows if r[5] in a.work_years]
+    started = a.years if a.has("start") else []  # "Ktorých študentov, čo začali v roku 2022, viedol X?"
+    if started:
+        rows = [r for r in rows if index.persons[r[0]].start_year in started]
     persons: dict[str, tuple[str, str]] = {}
     works = []
     for pid, pname, path, wid, wtype, year, title, chunk_ids in rows:
@@ -1044,11 +1109,14 @@ def _supervised_by(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, An
             out.fact(pname, "has_work", {"type": wtype, "year": year, "title": title, "work_id": wid,
                                          "supervisor": name}, path, json.loads(chunk_ids or "[]"), subject_id=pid)
         out.fact(pname, "supervised_by", name, path, subject_id=pid)
+        if started:
+            out.fact(pname, "started_in", index.persons[pid].start_year, path, subject_id=pid)
     chosen = list(persons.items())
     if len(chosen) > out.request.limit:
         out.truncation.append("entity_limit")
         chosen = chosen[: out.request.limit]
-    answer = {"supervisor": name, "work_types": a.work_types or None, "year": a.years[0] if a.years else None,
+    answer = {"supervisor": name, "work_types": a.work_types or None, "year": a.work_years[0] if a.work_years else None,
+              "start_year": started[0] if started else None,
               "count": len(persons), "persons": [n for _, (n, _) in chosen], "person_ids": [i for i, _ in chosen],
               "works": works}
     if not persons:
@@ -1292,6 +1360,19 @@ def _direction(a: Analysis, index: GraphIndex, span: tuple[int, int]) -> str | N
     return None
 
 
+def _asks_for_persons(a: Analysis) -> bool:
+    """Whether the first noun of the question that says what is asked for is a word for persons
+    ("Ktorí študenti ...") rather than for pages or topics ("Which topic pages does X's student page
+    link to?"); words of the page's title do not count."""
+    span = range(*a.page_span) if a.page_span else range(0)
+    first: tuple[int, str] | None = None
+    for concept in ("person", "document", "topic"):
+        for s, _, _ in a.concepts.get(concept, []):
+            if s not in span and (first is None or s < first[0]):
+                first = (s, concept)
+    return first is not None and first[1] == "person"
+
+
 def _links(out: _Answer, index: GraphIndex, a: Analysis, persons: list[_Person]) -> dict[str, Any]:
     if a.pages:
         page = a.pages[0]
@@ -1318,7 +1399,11 @@ def _links(out: _Answer, index: GraphIndex, a: Analysis, persons: list[_Person])
         "RETURN DISTINCT a.path, a.title ORDER BY a.path LIMIT $n"
     )
     params = {"path": path, "published_only": out.request.published_only, "n": out.request.limit + 1}
-    rows = out.cut(fetch_rows(out.bundle.graph_connection(), cypher, params), "result_limit")
+    rows = fetch_rows(out.bundle.graph_connection(), cypher, params)
+    if _asks_for_persons(a):  # "Ktorí študenti sú uvedení na stránke X?": the pages of persons only
+        person_pages = {p.path for p in index.persons.values() if p.kind == "page" and p.path}
+        rows = [r for r in rows if r[0] in person_pages]
+    rows = out.cut(rows, "result_limit")
     out.source(path)
     for other, _ in rows:
         src, dst = (other, path) if incoming else (path, other)
