@@ -1058,6 +1058,27 @@ def _person_works(out: _Answer, index: GraphIndex, a: Analysis, person: _Person)
     return out.body("ok", complete=complete, answer=item)
 
 
+def _as_written(out: _Answer, path: str | None, name: str) -> str | None:
+    """How the page at ``path`` spells the document author ``name``, when it spells it otherwise.
+
+    The build merges spellings of one name whose folded form is the same ("Eva Kolarova" and "Eva
+    Kolárová", :func:`artifacts.graphschema.name_key`) into one ``DocumentAuthor`` named as most pages
+    spell it; a fact about a page that spells it differently says so (``as_written``)."""
+    doc = out.bundle.docs.get(path) if path else None
+    for written in doc.authors if doc is not None else ():
+        written = unicodedata.normalize("NFC", written.strip())
+        if written != name and fold(written) == fold(name):
+            return written
+    return None
+
+
+def _supervised_fact(out: _Answer, subject: str, name: str, path: str | None, subject_id: str) -> str:
+    """Add the ``supervised_by`` fact of one page; returns the name as the page writes it."""
+    written = _as_written(out, path, name)
+    out.fact(subject, "supervised_by", name, path, subject_id=subject_id, **({"as_written": written} if written else {}))
+    return written or name
+
+
 def _supervisor(out: _Answer, index: GraphIndex, a: Analysis, person: _Person) -> dict[str, Any]:
     """Supervisors of a person's works: the document authors of the person's page."""
     conn = out.bundle.graph_connection()
@@ -1071,7 +1092,7 @@ def _supervisor(out: _Answer, index: GraphIndex, a: Analysis, person: _Person) -
                             "RETURN a.name ORDER BY a.name", {"path": person.path})
     names = [r[0] for r in rows]
     for name in names:
-        out.fact(person.name, "supervised_by", name, person.path, subject_id=person.id)
+        _supervised_fact(out, person.name, name, person.path, person.id)
     answer = {"person": person.name, "person_id": person.id, "path": person.path,
               "work_type": a.work_types[0] if len(a.work_types) == 1 else (a.work_types or None),
               "supervisors": names}
@@ -1102,21 +1123,26 @@ def _supervised_by(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, An
         rows = [r for r in rows if index.persons[r[0]].start_year in started]
     persons: dict[str, tuple[str, str]] = {}
     works = []
+    spellings: dict[str, int] = {}
     for pid, pname, path, wid, wtype, year, title, chunk_ids in rows:
+        if pid not in persons:  # one supervised_by fact per person, however many works
+            written = _supervised_fact(out, pname, name, path, pid)
+            spellings[written] = spellings.get(written, 0) + 1
+            if started:
+                out.fact(pname, "started_in", index.persons[pid].start_year, path, subject_id=pid)
         persons.setdefault(pid, (pname, path))
         if wid is not None:
             works.append({"person": pname, "type": wtype, "year": year, "title": title})
             out.fact(pname, "has_work", {"type": wtype, "year": year, "title": title, "work_id": wid,
                                          "supervisor": name}, path, json.loads(chunk_ids or "[]"), subject_id=pid)
-        out.fact(pname, "supervised_by", name, path, subject_id=pid)
-        if started:
-            out.fact(pname, "started_in", index.persons[pid].start_year, path, subject_id=pid)
     chosen = list(persons.items())
     if len(chosen) > out.request.limit:
         out.truncation.append("entity_limit")
         chosen = chosen[: out.request.limit]
     answer = {"supervisor": name, "work_types": a.work_types or None, "year": a.work_years[0] if a.work_years else None,
               "start_year": started[0] if started else None,
+              # the spellings merged into the name, with their numbers of pages (only when several)
+              "spellings": spellings if len(spellings) > 1 else None,
               "count": len(persons), "persons": [n for _, (n, _) in chosen], "person_ids": [i for i, _ in chosen],
               "works": works}
     if not persons:
