@@ -296,20 +296,24 @@ class Analysis:
         pracujú študenti v téme X?" asks for tools, "What does the category code X mean?" for a meaning.
         """
         rule = vocab.structure
-        named = bool(self.persons or self.document_authors)
-        selected = self.has(*rule.get("selectors", ())) or bool(self.tags or self.topics or self.category_types) \
-            or (named and self.has(*rule.get("selectors_with_name", ())))
-        if not selected:
+        by_value = self.has(*rule.get("selectors", ())) or bool(self.tags or self.topics or self.category_types)
+        by_name = bool(self.persons or self.document_authors) and self.has(*rule.get("selectors_with_name", ()))
+        if not (by_value or by_name):
             return False
         targets = {p for c in rule.get("targets", ()) for s, e, _ in self.concepts.get(c, []) for p in range(s, e)}
+        who = {p for s, e, _ in self.concepts.get("who", []) for p in range(s, e)}
         for concept in rule.get("asks", ()):
             for start, end, _ in self.concepts.get(concept, []):
                 if start in targets:
-                    return True
+                    # a bare "who" next to a name asks for a person of that name's page ("Kto je
+                    # vedúci práce X?"), which the page's text says; with a value it selects ("Kto má tag X?")
+                    if by_value or start not in who:
+                        return True
+                    continue
                 after = end
                 while after < len(self.tokens) and after not in targets and vocab.is_stopword(self.tokens[after]):
                     after += 1
-                if after in targets:
+                if after in targets and after not in who:
                     return True
         return False
 
@@ -550,7 +554,7 @@ _ALLOWED: dict[str, set[str]] = {
     "common_topics": {"topic", "common", "document", "author", "start", "year"},
     "persons_with_tag": {"tag", "topic", "document", "author", "count"},
     "documents_with_tag": {"tag", "topic", "document", "count"},
-    "documents_of_author": {"document", "author", "count"},
+    "documents_of_author": {"document", "author", "count", "tag"},  # tag: with a tag value only
     "author_of_document": {"author", "document"},
     "tags_of_document": {"tag", "document"},
     "topics_of_document": {"topic", "document"},
@@ -559,6 +563,8 @@ _ALLOWED: dict[str, set[str]] = {
     "supervised_by": {"supervisor", "work", "year", "count", "document", "start", "category"},
 }
 _ALWAYS = {"filler", "who", "which", "person"}
+_USES_DOCUMENT_AUTHORS = {"documents_of_author", "supervised_by", "needs_person"}
+"""Intents whose answer is selected by the document author named in the question."""
 _NOT_LINKS = ("supervisor", "start", "category", "common", "tag")
 """Concepts a link question cannot use: what they ask about is no page a link leads to."""
 # Intents that take a year from the question as a restriction (of works, of persons); a year in a
@@ -578,6 +584,8 @@ def _intent(a: Analysis, index: GraphIndex) -> str:
         return "unsupported"  # links have no year or number
     if intent == "links" and a.has(*_NOT_LINKS):
         return "unsupported"  # "Koľko vedúcich prác je uvedených na stránke Ľudia?" counts supervisors, not links
+    if a.document_authors and intent not in _USES_DOCUMENT_AUTHORS:
+        return "unsupported"  # a supervisor the answer would ignore: "Ktorí študenti Evy Kolárovej majú tag X?"
     allowed = _ALLOWED.get(intent)
     if allowed is None:
         return intent
@@ -643,6 +651,9 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
             return f"{what}_of_document"  # "Jaké štítky má článek X?"
         if a.has("topic") and not a.has("tag") and persons and a.specific_type and not a.has("common"):
             return "title_of_work"  # "Na akú tému písal X bakalársku prácu?"
+        if (len(a.persons) == 1 or (a.document_authors and not persons)) and a.tags and not a.topics \
+                and a.has("document") and a.has("author"):
+            return "documents_of_author"  # "Které články se štítkem newsletter napsala Radka Horáková?"
         if len(a.persons) >= 2 or (a.has("common") and persons):
             return f"common_{what}"
         if persons:
@@ -672,6 +683,9 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
         return "documents_of_author"
     if a.document_authors and a.has("supervisor") and not a.unmatched_names:
         return "supervised_by"  # "Aké práce viedla Zuzana Krajčíová?", "Koho školil Daniel Hládek?"
+    if a.document_authors and not a.unmatched_names and a.has("person", "who", "count") \
+            and (a.has("start") or a.work_types or a.has("work")) and not a.has("title") and index.has_works:
+        return "supervised_by"  # "Ktorí študenti Evy Kolárovej začali v roku 2020?": the author of their pages
     if a.pages and a.has("author", "person") and a.has("author", "who", "which"):
         return "author_of_document"
     if a.has("start") and a.years and not a.work_types:
@@ -926,7 +940,7 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     if a.intent == "supervised_by":
         return _supervised_by(out, index, a)
     if a.intent == "documents_of_author" and not a.persons:
-        return _documents_of_author(out, index, [], a.document_authors)
+        return _documents_of_author(out, index, [], a.document_authors, a.tags)
     persons = _resolve_persons(out, index, a)
     if isinstance(persons, dict):
         return persons
@@ -941,7 +955,7 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
             return out.unsupported("Tags or topics of several persons: ask for their common tags, or one at a time.")
         return _common(out, persons, "tags" if a.intent == "tags_of_person" else "topics")
     if a.intent == "documents_of_author":
-        return _documents_of_author(out, index, persons, [])
+        return _documents_of_author(out, index, persons, [], a.tags)
     if len(persons) != 1:
         return out.unsupported("The question names several persons; ask about one at a time.")
     if a.intent == "supervisor_of_work":
@@ -1289,7 +1303,9 @@ def _with_tag(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
 
 
 def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person],
-                         authors: list[NameMatch]) -> dict[str, Any]:
+                         authors: list[NameMatch], tags: list[str] | None = None) -> dict[str, Any]:
+    """Documents of persons (``AUTHORED_BY``) or document authors; with ``tags``, only those tagged
+    with one of them (each document's matching tags are facts too)."""
     conn = out.bundle.graph_connection()
     items = []
     targets: list[tuple[str, str, str]] = [(p.name, p.id, "MATCH (d:Document)-[:AUTHORED_BY]->(:Person {id: $id}) ")
@@ -1301,14 +1317,21 @@ def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person]
         name = match.entries[0].name
         targets.append((name, name, "MATCH (d:Document)-[:HAS_DOCUMENT_AUTHOR]->(:DocumentAuthor {name: $id}) "))
     for name, ident, match_doc in targets:
-        where = match_doc + "WHERE d.published OR NOT $published_only "
-        params = {"id": ident, "published_only": out.request.published_only, "n": out.request.limit + 1}
+        if tags:
+            match_doc += "MATCH (d)-[:TAGGED]->(t:Tag) WHERE t.name IN $tags AND (d.published OR NOT $published_only) "
+        where = match_doc + ("" if tags else "WHERE d.published OR NOT $published_only ")
+        params = {"id": ident, "published_only": out.request.published_only, "n": out.request.limit + 1,
+                  **({"tags": tags} if tags else {})}
         count = int(fetch_rows(conn, where + "RETURN count(DISTINCT d.path)", params)[0][0])
         rows = out.cut(fetch_rows(conn, where + "RETURN DISTINCT d.path, d.title ORDER BY d.path LIMIT $n", params),
                        "result_limit")
         for path, _title in rows:
             out.fact(name, "authored", path, path, subject_id=ident)
-        items.append({"author": name, "person": name, "author_id": ident, "count": count,
+            for tag in (r[0] for r in fetch_rows(conn, "MATCH (d:Document {path: $path})-[:TAGGED]->(t:Tag) "
+                                                       "WHERE t.name IN $tags RETURN t.name ORDER BY t.name",
+                                                 {"path": path, "tags": tags})) if tags else ():
+                out.fact(path, "tagged", tag, path)
+        items.append({"author": name, "person": name, "author_id": ident, "count": count, "tags": tags or None,
                       "documents": [r[0] for r in rows], "titles": [r[1] for r in rows]})
     total = sum(item["count"] for item in items)
     answer: Any = items[0] if len(items) == 1 else {"authors": items}

@@ -156,6 +156,28 @@ def test_a_count_of_other_things_listed_on_a_page_is_no_link_answer(wiki: Any) -
     assert graph["status"] != "ok" and graph["intent"] == "unsupported", graph
 
 
+def test_students_of_a_supervisor_named_only_by_a_possessive(wiki: Any) -> None:
+    # "študenti Evy Kolárovej": the supervisor selects the students; never every student of 2022
+    graph = _graph(wiki, "Ktorí študenti Evy Kolárovej začali v roku 2022?")
+    assert (graph["status"], graph["intent"]) == ("ok", "supervised_by"), graph
+    assert sorted(graph["answer"]["persons"]) == ["Andrea Jančová", "Juraj Molnár"]
+
+
+def test_a_supervisor_the_answer_would_ignore_is_refused(wiki: Any) -> None:
+    # tags of a supervisor's students is no template: refused, never the students of the tag alone
+    graph = _graph(wiki, "Ktorí študenti Daniela Hládka majú tag sentiment?")
+    assert (graph["status"], graph["reason"], graph["intent"]) == ("no_answer", "unsupported_question", "unsupported")
+    body = _ask(wiki, "Ktorí študenti Daniela Hládka majú tag sentiment?")
+    assert body["status"] == "no_answer" and body["claims"] == [], body
+
+
+def test_listed_on_the_page_in_english_reads_on_as_a_preposition(wiki: Any) -> None:
+    # "on" in graphwords.yaml is quoted: a bare on is YAML's true, and "on the page X" was no direction
+    graph = _graph(wiki, "Which students are listed on the topic page Analýza sentimentu?")
+    assert (graph["status"], graph["intent"]) == ("ok", "links_from"), graph
+    assert sorted(graph["answer"]["titles"]) == ["Nikola Čižmárová", "Patrik Hric"]
+
+
 @pytest.mark.parametrize("question", [
     "Ktorí študenti majú tag sentiment a obhájili s vyznamenaním?",
     "Kto má kategóriu dr2018 a pochvalu dekana?",
@@ -226,6 +248,17 @@ def test_posts_that_carry_a_tag(blog: Any) -> None:
     body = _ask(blog, "How many posts carry the nedluzim-statu tag?")
     assert (body["status"], body["engine"]) == ("ok", "graph"), body
     assert body["answer"].startswith("Count: 4.")
+
+
+def test_posts_of_an_author_with_a_tag(blog: Any) -> None:
+    # the tag selects among the author's posts (main answered with the author's tags instead)
+    body = _ask(blog, "Které články se štítkem nedluzim-statu napsal Tomáš Znamenáček?")
+    assert (body["status"], body["engine"]) == ("ok", "graph"), body
+    assert body["answer"].startswith("Počet: 4.")
+    assert "Zápisky z hackathonu 3" not in body["answer"]  # his, tagged akce only
+    assert "„Zápisky z hackathonu 1“: štítky nedluzim-statu." in body["answer"]
+    graph = _graph(blog, "Kolik článků se štítkem akce napsala Lucie Hrdinová?")
+    assert graph["aggregation"]["count"] == 1 and graph["answer"]["tags"] == ["akce"]
 
 
 def test_blog_structure_question_not_understood_is_refused(blog: Any) -> None:
