@@ -1089,7 +1089,8 @@ def _as_written(out: _Answer, path: str | None, name: str) -> str | None:
 def _supervised_fact(out: _Answer, subject: str, name: str, path: str | None, subject_id: str) -> str:
     """Add the ``supervised_by`` fact of one page; returns the name as the page writes it."""
     written = _as_written(out, path, name)
-    out.fact(subject, "supervised_by", name, path, subject_id=subject_id, **({"as_written": written} if written else {}))
+    extra = {"as_written": written} if written else {}
+    out.fact(subject, "supervised_by", name, path, subject_id=subject_id, **extra)
     return written or name
 
 
