@@ -553,8 +553,8 @@ _ALLOWED: dict[str, set[str]] = {
     "common_tags": {"tag", "topic", "common", "document", "author", "start", "year"},
     "common_topics": {"topic", "common", "document", "author", "start", "year"},
     "persons_with_tag": {"tag", "topic", "document", "author", "count"},
-    "documents_with_tag": {"tag", "topic", "document", "count"},
-    "documents_of_author": {"document", "author", "count", "tag"},  # tag: with a tag value only
+    "documents_with_tag": {"tag", "topic", "document", "count", "year"},
+    "documents_of_author": {"document", "author", "count", "tag", "year"},  # tag: with a tag value only
     "author_of_document": {"author", "document"},
     "tags_of_document": {"tag", "document"},
     "topics_of_document": {"topic", "document"},
@@ -571,7 +571,7 @@ _NOT_LINKS = ("supervisor", "start", "category", "common", "tag")
 # question of any other intent is a word the intent cannot use ("Aké tagy mal X v roku 2019?":
 # tags have no year), unless a start word makes it the start year that identifies the person.
 _YEAR_SLOT = {"works_of_person", "title_of_work", "supervisor_of_work", "persons_with_work", "persons_started",
-              "supervised_by"}
+              "supervised_by", "documents_of_author", "documents_with_tag"}  # documents: the year of their date
 # Intents whose answer is a year: "rok"/"kedy" without a year value is what they ask.
 _ASKS_YEAR = {"year_of_work", "start_year_of_person", "works_of_person", "persons_with_work"}
 
@@ -940,7 +940,7 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     if a.intent == "supervised_by":
         return _supervised_by(out, index, a)
     if a.intent == "documents_of_author" and not a.persons:
-        return _documents_of_author(out, index, [], a.document_authors, a.tags)
+        return _documents_of_author(out, index, [], a.document_authors, a.tags, a.work_years)
     persons = _resolve_persons(out, index, a)
     if isinstance(persons, dict):
         return persons
@@ -955,7 +955,7 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
             return out.unsupported("Tags or topics of several persons: ask for their common tags, or one at a time.")
         return _common(out, persons, "tags" if a.intent == "tags_of_person" else "topics")
     if a.intent == "documents_of_author":
-        return _documents_of_author(out, index, persons, [], a.tags)
+        return _documents_of_author(out, index, persons, [], a.tags, a.work_years)
     if len(persons) != 1:
         return out.unsupported("The question names several persons; ask about one at a time.")
     if a.intent == "supervisor_of_work":
@@ -1265,6 +1265,18 @@ def _common(out: _Answer, persons: list[_Person], what: str) -> dict[str, Any]:
     return out.body("ok", complete=True, answer=answer, aggregation={"count": len(shared), "complete": True})
 
 
+def _dated_fact(out: _Answer, path: str) -> None:
+    """The ``dated`` fact of a document: its front matter date (the year a question restricted it to)."""
+    rows = fetch_rows(out.bundle.graph_connection(), "MATCH (d:Document {path: $path}) RETURN d.date, d.year",
+                      {"path": path})
+    if not rows:
+        return
+    date, year = rows[0]
+    day = re.match(r"\d{4}-\d{1,2}-\d{1,2}", str(date or "").strip())
+    if day or year:
+        out.fact(path, "dated", day.group(0) if day else str(year), path)
+
+
 def _with_tag(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     """Persons (or documents) whose documents carry the tag or belong to the topic named."""
     conn = out.bundle.graph_connection()
@@ -1276,14 +1288,19 @@ def _with_tag(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
         doc_match = "MATCH (d:Document)-[:HAS_TOPIC]->(:Topic {id: $value}) "
     params: dict[str, Any] = {"value": value, "published_only": out.request.published_only,
                               "n": out.request.limit + 1}
-    doc_match += "WHERE d.published OR NOT $published_only "
+    doc_match += "WHERE (d.published OR NOT $published_only) "
     if a.intent == "documents_with_tag":
+        if a.work_years:  # "Kolik článků se štítkem X vyšlo v roce 2021?": the year of the document's date
+            doc_match += "AND d.year IN $years "
+            params["years"] = a.work_years
         count = int(fetch_rows(conn, doc_match + "RETURN count(DISTINCT d.path)", params)[0][0])
         rows = out.cut(fetch_rows(conn, doc_match + "RETURN DISTINCT d.path ORDER BY d.path LIMIT $n", params),
                        "result_limit")
         for (path,) in rows:
             out.fact(path, "tagged" if label == "tag" else "has_topic", value, path)
-        answer = {label: value, "count": count, "documents": [r[0] for r in rows]}
+            if a.work_years:
+                _dated_fact(out, path)
+        answer = {label: value, "count": count, "documents": [r[0] for r in rows], "years": a.work_years or None}
         return out.body("ok", complete=not out.truncation, answer=answer,
                         aggregation={"count": count, "complete": True})
     rel = "DESCRIBES" if index.person_kind == "page" else "AUTHORED_BY"
@@ -1304,9 +1321,11 @@ def _with_tag(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
 
 
 def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person],
-                         authors: list[NameMatch], tags: list[str] | None = None) -> dict[str, Any]:
+                         authors: list[NameMatch], tags: list[str] | None = None,
+                         years: list[int] | None = None) -> dict[str, Any]:
     """Documents of persons (``AUTHORED_BY``) or document authors; with ``tags``, only those tagged
-    with one of them (each document's matching tags are facts too)."""
+    with one of them, with ``years`` only those dated in one of them (each document's matching tags
+    and year are facts too)."""
     conn = out.bundle.graph_connection()
     items = []
     targets: list[tuple[str, str, str]] = [(p.name, p.id, "MATCH (d:Document)-[:AUTHORED_BY]->(:Person {id: $id}) ")
@@ -1320,9 +1339,11 @@ def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person]
     for name, ident, match_doc in targets:
         if tags:
             match_doc += "MATCH (d)-[:TAGGED]->(t:Tag) WHERE t.name IN $tags AND (d.published OR NOT $published_only) "
-        where = match_doc + ("" if tags else "WHERE d.published OR NOT $published_only ")
+        where = match_doc + ("" if tags else "WHERE (d.published OR NOT $published_only) ")
+        if years:
+            where += "AND d.year IN $years "
         params = {"id": ident, "published_only": out.request.published_only, "n": out.request.limit + 1,
-                  **({"tags": tags} if tags else {})}
+                  **({"tags": tags} if tags else {}), **({"years": years} if years else {})}
         count = int(fetch_rows(conn, where + "RETURN count(DISTINCT d.path)", params)[0][0])
         rows = out.cut(fetch_rows(conn, where + "RETURN DISTINCT d.path, d.title ORDER BY d.path LIMIT $n", params),
                        "result_limit")
@@ -1332,7 +1353,10 @@ def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person]
                                                        "WHERE t.name IN $tags RETURN t.name ORDER BY t.name",
                                                  {"path": path, "tags": tags})) if tags else ():
                 out.fact(path, "tagged", tag, path)
+            if years:
+                _dated_fact(out, path)
         items.append({"author": name, "person": name, "author_id": ident, "count": count, "tags": tags or None,
+                      "years": years or None,
                       "documents": [r[0] for r in rows], "titles": [r[1] for r in rows]})
     total = sum(item["count"] for item in items)
     answer: Any = items[0] if len(items) == 1 else {"authors": items}

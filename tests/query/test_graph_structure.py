@@ -231,6 +231,8 @@ def blog(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
         repo.write(f"content/press/2023-01-{day:02d}-tz.md",
                    _post(f"Tisková zpráva o projektu {day}", "tzna", ["nedluzim-statu"], day))
     repo.write("content/press/2023-01-09-tz.md", _post("Tisková zpráva Lucie", "lhrd", ["akce"], 9))
+    repo.write("content/posts/2022-05-01-starsi.md",
+               _post("Starší zápisky", "tzna", ["nedluzim-statu"], 1).replace("date: 2023-01-01", "date: 2022-05-01"))
     commit = repo.commit("blog")
     result = build_bundle(repo.path, root / "store", commit, embedder=hash_embedder)
     bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
@@ -241,24 +243,40 @@ def blog(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
 def test_posts_including_press_releases_of_an_author(blog: Any) -> None:
     body = _ask(blog, "Kolik příspěvků (včetně tiskových zpráv) napsal Tomáš Znamenáček?")
     assert (body["status"], body["engine"]) == ("ok", "graph"), body
-    assert body["answer"].startswith("Počet: 5.")
+    assert body["answer"].startswith("Počet: 6.")
 
 
 def test_posts_that_carry_a_tag(blog: Any) -> None:
     body = _ask(blog, "How many posts carry the nedluzim-statu tag?")
     assert (body["status"], body["engine"]) == ("ok", "graph"), body
-    assert body["answer"].startswith("Count: 4.")
+    assert body["answer"].startswith("Count: 5.")
 
 
 def test_posts_of_an_author_with_a_tag(blog: Any) -> None:
     # the tag selects among the author's posts (main answered with the author's tags instead)
     body = _ask(blog, "Které články se štítkem nedluzim-statu napsal Tomáš Znamenáček?")
     assert (body["status"], body["engine"]) == ("ok", "graph"), body
-    assert body["answer"].startswith("Počet: 4.")
+    assert body["answer"].startswith("Počet: 5.")
     assert "Zápisky z hackathonu 3" not in body["answer"]  # his, tagged akce only
     assert "„Zápisky z hackathonu 1“: štítky nedluzim-statu." in body["answer"]
     graph = _graph(blog, "Kolik článků se štítkem akce napsala Lucie Hrdinová?")
     assert graph["aggregation"]["count"] == 1 and graph["answer"]["tags"] == ["akce"]
+
+
+@pytest.mark.parametrize(("question", "count"), [
+    ("Kolik článků napsal Tomáš Znamenáček v roce 2022?", 1),
+    ("Které články napsal Tomáš Znamenáček v roce 2023?", 3 + 2),
+    ("Kolik článků se štítkem nedluzim-statu vyšlo v roce 2023?", 4),
+    ("How many posts tagged nedluzim-statu are from 2022?", 1),
+])
+def test_documents_restricted_to_the_year_of_their_date(blog: Any, question: str, count: int) -> None:
+    graph = _graph(blog, question)
+    assert graph["status"] == "ok" and graph["aggregation"]["count"] == count, graph
+    body = _ask(blog, question)
+    assert (body["status"], body["engine"]) == ("ok", "graph"), body
+    if count == 1:  # the date is stated for each document
+        assert "„Starší zápisky“: datum 2022-05-01." in body["answer"] or \
+            "“Starší zápisky”: date 2022-05-01." in body["answer"], body["answer"]
 
 
 def test_blog_structure_question_not_understood_is_refused(blog: Any) -> None:
