@@ -15,6 +15,12 @@ that intent needs was filled from the question.  Understanding, in order:
 3. every remaining word must be a stop word or a ``filler`` word: a question with a word the
    vocabulary does not explain ("e-mail", "známku", "let") is not understood.
 
+Front matter category values written in the question ("dr2018", "st2016") are read with the
+mapping's own patterns (a work type and a year, or a start year).  Every body reports
+``entities.structure_question``: whether the question asks for persons or documents selected by front
+matter or links (``structure`` in graphwords.yaml); ``/answer`` never passes such a question to text
+search when the graph did not answer it.
+
 Intents (``intent`` of the response) and their slots:
 
 ==========================  ======================================================================
@@ -29,7 +35,8 @@ Intents (``intent`` of the response) and their slots:
 ``common_tags``             two or more persons; a tag word (``common_topics``: a topic word)
 ``persons_with_tag``        a tag or topic value named after a tag/topic word; persons (``documents_with_tag``
                             when the question asks for documents)
-``documents_of_author``     a person or document author; an author/document word
+``documents_of_author``     a person or document author; an author/document word (a tag value and a
+                            year restrict the documents: "Kolik článků se štítkem X napsal Y v roce 2020?")
 ``author_of_document``      a page named by its title (words may be inflected; the beginning of one
                             title only is enough); an author word
 ``tags_of_document``        a page named by its title (two or more words); a tag word
