@@ -12,6 +12,10 @@ graph answer                                   what ``/answer`` does
                                                question about someone the wiki does not know: it is
                                                never answered from another person's page)
 ``ambiguous_person``                           ``ambiguous`` with the graph's ``candidates``
+``unsupported_question``, structure question  ``no_answer`` / ``unsupported_question``: persons or
+                                               documents selected by front matter or links ("Ktorí
+                                               študenti majú tag X?", ``entities.structure_question``)
+                                               are never answered by a text sentence
 ``unsupported_question`` naming known persons  text retrieval restricted to their pages (``graph+text``)
 anything else                                  text retrieval over the whole bundle (``text``)
 =============================================  ==========================================================
@@ -188,6 +192,11 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
     if status == "no_answer" and reason != "unsupported_question":
         return Routed("graph", Context(), "no_answer", reason or "no_matching_sources", graph_body=body,
                       complete=body.get("complete"), timings=timings)
+    if entities.get("structure_question"):
+        # persons or documents selected by front matter or links ("Ktorí študenti majú tag X?"): only
+        # the graph answers them, and it did not understand this one; a text sentence would name
+        # none of the asked persons or documents, so the question is refused
+        return Routed("graph", Context(), "no_answer", "unsupported_question", graph_body=body, timings=timings)
     # unsupported_question: the graph did not answer; text retrieval may, within what it recognised.
     started = time.perf_counter()
     paths = _person_paths(bundle, entities)

@@ -15,6 +15,12 @@ that intent needs was filled from the question.  Understanding, in order:
 3. every remaining word must be a stop word or a ``filler`` word: a question with a word the
    vocabulary does not explain ("e-mail", "známku", "let") is not understood.
 
+Front matter category values written in the question ("dr2018", "st2016") are read with the
+mapping's own patterns (a work type and a year, or a start year).  Every body reports
+``entities.structure_question``: whether the question asks for persons or documents selected by front
+matter or links (``structure`` in graphwords.yaml); ``/answer`` never passes such a question to text
+search when the graph did not answer it.
+
 Intents (``intent`` of the response) and their slots:
 
 ==========================  ======================================================================
@@ -29,7 +35,8 @@ Intents (``intent`` of the response) and their slots:
 ``common_tags``             two or more persons; a tag word (``common_topics``: a topic word)
 ``persons_with_tag``        a tag or topic value named after a tag/topic word; persons (``documents_with_tag``
                             when the question asks for documents)
-``documents_of_author``     a person or document author; an author/document word
+``documents_of_author``     a person or document author; an author/document word (a tag value and a
+                            year restrict the documents: "Kolik článků se štítkem X napsal Y v roce 2020?")
 ``author_of_document``      a page named by its title (words may be inflected; the beginning of one
                             title only is enough); an author word
 ``tags_of_document``        a page named by its title (two or more words); a tag word
@@ -284,9 +291,41 @@ class Analysis:
     language: str | None = None
     intent: str = "unsupported"
     work_years: list[int] = field(default_factory=list)  # years that restrict works (not a start year)
+    category_types: list[str] = field(default_factory=list)  # work types read from category values ("dr2018")
+    category_start: bool = False  # a start-year category value ("st2014") was named
+
+    def structure_question(self, vocab: Vocabulary) -> bool:
+        """Whether the question asks for persons or documents selected by front matter or links
+        (see the ``structure`` section of graphwords.yaml): only the graph answers it.
+
+        The asking word must ask for them: a ``targets`` word itself ("Kto má tag X?") or followed
+        by one, stop words skipped ("Ktorí študenti ...", "How many posts ..."); "S akými nástrojmi
+        pracujú študenti v téme X?" asks for tools, "What does the category code X mean?" for a meaning.
+        """
+        rule = vocab.structure
+        by_value = self.has(*rule.get("selectors", ())) or bool(self.tags or self.topics or self.category_types)
+        by_name = bool(self.persons or self.document_authors) and self.has(*rule.get("selectors_with_name", ()))
+        if not (by_value or by_name):
+            return False
+        targets = {p for c in rule.get("targets", ()) for s, e, _ in self.concepts.get(c, []) for p in range(s, e)}
+        who = {p for s, e, _ in self.concepts.get("who", []) for p in range(s, e)}
+        for concept in rule.get("asks", ()):
+            for start, end, _ in self.concepts.get(concept, []):
+                if start in targets:
+                    # a bare "who" next to a name asks for a person of that name's page ("Kto je
+                    # vedúci práce X?"), which the page's text says; with a value it selects ("Kto má tag X?")
+                    if by_value or start not in who:
+                        return True
+                    continue
+                after = end
+                while after < len(self.tokens) and after not in targets and vocab.is_stopword(self.tokens[after]):
+                    after += 1
+                if after in targets and after not in who:
+                    return True
+        return False
 
     def has(self, *concepts: str) -> bool:
-        return any(self.concepts.get(c) for c in concepts)
+        return any(self.concepts.get(c) for c in concepts) or ("start" in concepts and self.category_start)
 
     @property
     def specific_type(self) -> bool:
@@ -376,6 +415,32 @@ def _find_named(
     return chosen[0] if len(chosen) == 1 else [item for item, _, _ in chosen]
 
 
+def _category_values(a: Analysis, index: GraphIndex) -> set[int]:
+    """Read front matter category values written in the question ("dr2018", "st2014") with the
+    mapping's own patterns: a work category gives a work type and a year, a start-year category a
+    year and a start.  Returns their positions (explained words); sets ``a.category_types``,
+    ``a.category_start`` and adds the years to ``a.years``."""
+    mapping = index.mapping
+    work = re.compile(mapping.works.category) if mapping.works else None
+    start = re.compile(mapping.person_pages.start_year_category) \
+        if mapping.person_pages and mapping.person_pages.start_year_category else None
+    found: set[int] = set()
+    for token in a.tokens:
+        value = token.lower
+        if work is not None and (m := work.fullmatch(value)) and m.group("type") in index.work_types:
+            a.category_types.append(m.group("type"))
+            year = int(m.group("year"))
+        elif start is not None and (m := start.fullmatch(value)):
+            a.category_start = True
+            year = int(m.group("year"))
+        else:
+            continue
+        found.add(token.index)
+        if year not in a.years:
+            a.years.append(year)
+    return found
+
+
 def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
     """Recognise entities, intent words and the intent of ``question`` (see the module docstring)."""
     vocab = index.vocabulary
@@ -386,6 +451,7 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
     starts, punctuated = _boundaries(question, tokens)
     a.quoted = _quoted(question)
     free = {t.index for t in tokens}
+    free -= _category_values(a, index)
 
     a.persons = known.names.match(tokens)
     free -= {p for m in a.persons for p in m.positions}
@@ -428,6 +494,7 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
                     free.discard(pos)
         concepts()
     a.work_types, type_positions = vocab.find_work_types(tokens, free)
+    a.work_types += [t for t in dict.fromkeys(a.category_types) if t not in a.work_types]
     vocab_positions = type_positions | {p for hits in a.concepts.values() for s, e, _ in hits for p in range(s, e)}
 
     # surnames alone (also written in lower case) and names nobody has
@@ -483,31 +550,35 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
 # nouns for people): a concept the intent does not use ("Kolik stran má diplomová práce X?" has a
 # count the works of a person do not answer) means the question asks for something else.
 _ALLOWED: dict[str, set[str]] = {
-    "works_of_person": {"work", "year", "author", "document"},
-    "title_of_work": {"title", "work", "topic", "year", "start", "author", "document"},
-    "year_of_work": {"year", "work", "start", "author", "document"},
-    "supervisor_of_work": {"supervisor", "work", "year", "start", "document"},
+    "works_of_person": {"work", "year", "author", "document", "category"},
+    "title_of_work": {"title", "work", "topic", "year", "start", "author", "document", "category"},
+    "year_of_work": {"year", "work", "start", "author", "document", "category"},
+    "supervisor_of_work": {"supervisor", "work", "year", "start", "document", "category"},
     "start_year_of_person": {"start", "year"},
     "tags_of_person": {"tag", "topic", "document", "author", "start", "year"},
     "topics_of_person": {"topic", "document", "author", "start", "year"},
     "common_tags": {"tag", "topic", "common", "document", "author", "start", "year"},
     "common_topics": {"topic", "common", "document", "author", "start", "year"},
     "persons_with_tag": {"tag", "topic", "document", "author", "count"},
-    "documents_with_tag": {"tag", "topic", "document", "count"},
-    "documents_of_author": {"document", "author", "count"},
+    "documents_with_tag": {"tag", "topic", "document", "count", "year"},
+    "documents_of_author": {"document", "author", "count", "tag", "year"},  # tag: with a tag value only
     "author_of_document": {"author", "document"},
     "tags_of_document": {"tag", "document"},
     "topics_of_document": {"topic", "document"},
-    "persons_with_work": {"work", "count", "year", "author", "document"},
-    "persons_started": {"start", "year", "count"},
-    "supervised_by": {"supervisor", "work", "year", "count", "document"},
+    "persons_with_work": {"work", "count", "year", "author", "document", "category"},
+    "persons_started": {"start", "year", "count", "category"},
+    "supervised_by": {"supervisor", "work", "year", "count", "document", "start", "category"},
 }
 _ALWAYS = {"filler", "who", "which", "person"}
+_USES_DOCUMENT_AUTHORS = {"documents_of_author", "supervised_by", "needs_person"}
+"""Intents whose answer is selected by the document author named in the question."""
+_NOT_LINKS = ("supervisor", "start", "category", "common", "tag")
+"""Concepts a link question cannot use: what they ask about is no page a link leads to."""
 # Intents that take a year from the question as a restriction (of works, of persons); a year in a
 # question of any other intent is a word the intent cannot use ("Aké tagy mal X v roku 2019?":
 # tags have no year), unless a start word makes it the start year that identifies the person.
 _YEAR_SLOT = {"works_of_person", "title_of_work", "supervisor_of_work", "persons_with_work", "persons_started",
-              "supervised_by"}
+              "supervised_by", "documents_of_author", "documents_with_tag"}  # documents: the year of their date
 # Intents whose answer is a year: "rok"/"kedy" without a year value is what they ask.
 _ASKS_YEAR = {"year_of_work", "start_year_of_person", "works_of_person", "persons_with_work"}
 
@@ -518,6 +589,10 @@ def _intent(a: Analysis, index: GraphIndex) -> str:
     intent = _choose_intent(a, index)
     if intent == "links" and (a.years or any(w.isdigit() for w in a.unexplained)):
         return "unsupported"  # links have no year or number
+    if intent == "links" and a.has(*_NOT_LINKS):
+        return "unsupported"  # "Koľko vedúcich prác je uvedených na stránke Ľudia?" counts supervisors, not links
+    if a.document_authors and intent not in _USES_DOCUMENT_AUTHORS:
+        return "unsupported"  # a supervisor the answer would ignore: "Ktorí študenti Evy Kolárovej majú tag X?"
     allowed = _ALLOWED.get(intent)
     if allowed is None:
         return intent
@@ -583,6 +658,9 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
             return f"{what}_of_document"  # "Jaké štítky má článek X?"
         if a.has("topic") and not a.has("tag") and persons and a.specific_type and not a.has("common"):
             return "title_of_work"  # "Na akú tému písal X bakalársku prácu?"
+        if (len(a.persons) == 1 or (a.document_authors and not persons)) and a.tags and not a.topics \
+                and a.has("document") and a.has("author"):
+            return "documents_of_author"  # "Které články se štítkem newsletter napsala Radka Horáková?"
         if len(a.persons) >= 2 or (a.has("common") and persons):
             return f"common_{what}"
         if persons:
@@ -612,6 +690,9 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
         return "documents_of_author"
     if a.document_authors and a.has("supervisor") and not a.unmatched_names:
         return "supervised_by"  # "Aké práce viedla Zuzana Krajčíová?", "Koho školil Daniel Hládek?"
+    if a.document_authors and not a.unmatched_names and a.has("person", "who", "count") \
+            and (a.has("start") or a.work_types or a.has("work")) and not a.has("title") and index.has_works:
+        return "supervised_by"  # "Ktorí študenti Evy Kolárovej začali v roku 2020?": the author of their pages
     if a.pages and a.has("author", "person") and a.has("author", "who", "which"):
         return "author_of_document"
     if a.has("start") and a.years and not a.work_types:
@@ -686,6 +767,8 @@ class _Answer:
             # the question's words the analysis explained (entities, intent words, stop and filler
             # words): an ``ok`` answer explains every word, and its claims answer them all
             "explained_words": [t.text for t in a.tokens if t.text not in a.unexplained],
+            # asks for persons or documents selected by front matter or links: never for text search
+            "structure_question": a.structure_question(index.vocabulary),
         }
 
     def body(self, status: str = "ok", reason: str | None = None, *, complete: bool | None = None,
@@ -864,7 +947,7 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     if a.intent == "supervised_by":
         return _supervised_by(out, index, a)
     if a.intent == "documents_of_author" and not a.persons:
-        return _documents_of_author(out, index, [], a.document_authors)
+        return _documents_of_author(out, index, [], a.document_authors, a.tags, a.work_years)
     persons = _resolve_persons(out, index, a)
     if isinstance(persons, dict):
         return persons
@@ -879,7 +962,7 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
             return out.unsupported("Tags or topics of several persons: ask for their common tags, or one at a time.")
         return _common(out, persons, "tags" if a.intent == "tags_of_person" else "topics")
     if a.intent == "documents_of_author":
-        return _documents_of_author(out, index, persons, [])
+        return _documents_of_author(out, index, persons, [], a.tags, a.work_years)
     if len(persons) != 1:
         return out.unsupported("The question names several persons; ask about one at a time.")
     if a.intent == "supervisor_of_work":
@@ -996,6 +1079,28 @@ def _person_works(out: _Answer, index: GraphIndex, a: Analysis, person: _Person)
     return out.body("ok", complete=complete, answer=item)
 
 
+def _as_written(out: _Answer, path: str | None, name: str) -> str | None:
+    """How the page at ``path`` spells the document author ``name``, when it spells it otherwise.
+
+    The build merges spellings of one name whose folded form is the same ("Eva Kolarova" and "Eva
+    Kolárová", :func:`artifacts.graphschema.name_key`) into one ``DocumentAuthor`` named as most pages
+    spell it; a fact about a page that spells it differently says so (``as_written``)."""
+    doc = out.bundle.docs.get(path) if path else None
+    for written in doc.authors if doc is not None else ():
+        written = unicodedata.normalize("NFC", written.strip())
+        if written != name and fold(written) == fold(name):
+            return written
+    return None
+
+
+def _supervised_fact(out: _Answer, subject: str, name: str, path: str | None, subject_id: str) -> str:
+    """Add the ``supervised_by`` fact of one page; returns the name as the page writes it."""
+    written = _as_written(out, path, name)
+    extra = {"as_written": written} if written else {}
+    out.fact(subject, "supervised_by", name, path, subject_id=subject_id, **extra)
+    return written or name
+
+
 def _supervisor(out: _Answer, index: GraphIndex, a: Analysis, person: _Person) -> dict[str, Any]:
     """Supervisors of a person's works: the document authors of the person's page."""
     conn = out.bundle.graph_connection()
@@ -1009,7 +1114,7 @@ def _supervisor(out: _Answer, index: GraphIndex, a: Analysis, person: _Person) -
                             "RETURN a.name ORDER BY a.name", {"path": person.path})
     names = [r[0] for r in rows]
     for name in names:
-        out.fact(person.name, "supervised_by", name, person.path, subject_id=person.id)
+        _supervised_fact(out, person.name, name, person.path, person.id)
     answer = {"person": person.name, "person_id": person.id, "path": person.path,
               "work_type": a.work_types[0] if len(a.work_types) == 1 else (a.work_types or None),
               "supervisors": names}
@@ -1033,22 +1138,33 @@ def _supervised_by(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, An
     rows = fetch_rows(conn, cypher, {"name": name, "published_only": out.request.published_only})
     if a.work_types:
         rows = [r for r in rows if r[4] in a.work_types]
-    if a.years:
-        rows = [r for r in rows if r[5] in a.years]
+    if a.work_years:
+        rows = [r for r in rows if r[5] in a.work_years]
+    started = a.years if a.has("start") else []  # "Ktorých študentov, čo začali v roku 2022, viedol X?"
+    if started:
+        rows = [r for r in rows if index.persons[r[0]].start_year in started]
     persons: dict[str, tuple[str, str]] = {}
     works = []
+    spellings: dict[str, int] = {}
     for pid, pname, path, wid, wtype, year, title, chunk_ids in rows:
+        if pid not in persons:  # one supervised_by fact per person, however many works
+            written = _supervised_fact(out, pname, name, path, pid)
+            spellings[written] = spellings.get(written, 0) + 1
+            if started:
+                out.fact(pname, "started_in", index.persons[pid].start_year, path, subject_id=pid)
         persons.setdefault(pid, (pname, path))
         if wid is not None:
             works.append({"person": pname, "type": wtype, "year": year, "title": title})
             out.fact(pname, "has_work", {"type": wtype, "year": year, "title": title, "work_id": wid,
                                          "supervisor": name}, path, json.loads(chunk_ids or "[]"), subject_id=pid)
-        out.fact(pname, "supervised_by", name, path, subject_id=pid)
     chosen = list(persons.items())
     if len(chosen) > out.request.limit:
         out.truncation.append("entity_limit")
         chosen = chosen[: out.request.limit]
-    answer = {"supervisor": name, "work_types": a.work_types or None, "year": a.years[0] if a.years else None,
+    answer = {"supervisor": name, "work_types": a.work_types or None, "year": a.work_years[0] if a.work_years else None,
+              "start_year": started[0] if started else None,
+              # the spellings merged into the name, with their numbers of pages (only when several)
+              "spellings": spellings if len(spellings) > 1 else None,
               "count": len(persons), "persons": [n for _, (n, _) in chosen], "person_ids": [i for i, _ in chosen],
               "works": works}
     if not persons:
@@ -1156,6 +1272,18 @@ def _common(out: _Answer, persons: list[_Person], what: str) -> dict[str, Any]:
     return out.body("ok", complete=True, answer=answer, aggregation={"count": len(shared), "complete": True})
 
 
+def _dated_fact(out: _Answer, path: str) -> None:
+    """The ``dated`` fact of a document: its front matter date (the year a question restricted it to)."""
+    rows = fetch_rows(out.bundle.graph_connection(), "MATCH (d:Document {path: $path}) RETURN d.date, d.year",
+                      {"path": path})
+    if not rows:
+        return
+    date, year = rows[0]
+    day = re.match(r"\d{4}-\d{1,2}-\d{1,2}", str(date or "").strip())
+    if day or year:
+        out.fact(path, "dated", day.group(0) if day else str(year), path)
+
+
 def _with_tag(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     """Persons (or documents) whose documents carry the tag or belong to the topic named."""
     conn = out.bundle.graph_connection()
@@ -1167,14 +1295,19 @@ def _with_tag(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
         doc_match = "MATCH (d:Document)-[:HAS_TOPIC]->(:Topic {id: $value}) "
     params: dict[str, Any] = {"value": value, "published_only": out.request.published_only,
                               "n": out.request.limit + 1}
-    doc_match += "WHERE d.published OR NOT $published_only "
+    doc_match += "WHERE (d.published OR NOT $published_only) "
     if a.intent == "documents_with_tag":
+        if a.work_years:  # "Kolik článků se štítkem X vyšlo v roce 2021?": the year of the document's date
+            doc_match += "AND d.year IN $years "
+            params["years"] = a.work_years
         count = int(fetch_rows(conn, doc_match + "RETURN count(DISTINCT d.path)", params)[0][0])
         rows = out.cut(fetch_rows(conn, doc_match + "RETURN DISTINCT d.path ORDER BY d.path LIMIT $n", params),
                        "result_limit")
         for (path,) in rows:
             out.fact(path, "tagged" if label == "tag" else "has_topic", value, path)
-        answer = {label: value, "count": count, "documents": [r[0] for r in rows]}
+            if a.work_years:
+                _dated_fact(out, path)
+        answer = {label: value, "count": count, "documents": [r[0] for r in rows], "years": a.work_years or None}
         return out.body("ok", complete=not out.truncation, answer=answer,
                         aggregation={"count": count, "complete": True})
     rel = "DESCRIBES" if index.person_kind == "page" else "AUTHORED_BY"
@@ -1195,7 +1328,11 @@ def _with_tag(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
 
 
 def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person],
-                         authors: list[NameMatch]) -> dict[str, Any]:
+                         authors: list[NameMatch], tags: list[str] | None = None,
+                         years: list[int] | None = None) -> dict[str, Any]:
+    """Documents of persons (``AUTHORED_BY``) or document authors; with ``tags``, only those tagged
+    with one of them, with ``years`` only those dated in one of them (each document's matching tags
+    and year are facts too)."""
     conn = out.bundle.graph_connection()
     items = []
     targets: list[tuple[str, str, str]] = [(p.name, p.id, "MATCH (d:Document)-[:AUTHORED_BY]->(:Person {id: $id}) ")
@@ -1207,14 +1344,26 @@ def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person]
         name = match.entries[0].name
         targets.append((name, name, "MATCH (d:Document)-[:HAS_DOCUMENT_AUTHOR]->(:DocumentAuthor {name: $id}) "))
     for name, ident, match_doc in targets:
-        where = match_doc + "WHERE d.published OR NOT $published_only "
-        params = {"id": ident, "published_only": out.request.published_only, "n": out.request.limit + 1}
+        if tags:
+            match_doc += "MATCH (d)-[:TAGGED]->(t:Tag) WHERE t.name IN $tags AND (d.published OR NOT $published_only) "
+        where = match_doc + ("" if tags else "WHERE (d.published OR NOT $published_only) ")
+        if years:
+            where += "AND d.year IN $years "
+        params = {"id": ident, "published_only": out.request.published_only, "n": out.request.limit + 1,
+                  **({"tags": tags} if tags else {}), **({"years": years} if years else {})}
         count = int(fetch_rows(conn, where + "RETURN count(DISTINCT d.path)", params)[0][0])
         rows = out.cut(fetch_rows(conn, where + "RETURN DISTINCT d.path, d.title ORDER BY d.path LIMIT $n", params),
                        "result_limit")
         for path, _title in rows:
             out.fact(name, "authored", path, path, subject_id=ident)
-        items.append({"author": name, "person": name, "author_id": ident, "count": count,
+            for tag in (r[0] for r in fetch_rows(conn, "MATCH (d:Document {path: $path})-[:TAGGED]->(t:Tag) "
+                                                       "WHERE t.name IN $tags RETURN t.name ORDER BY t.name",
+                                                 {"path": path, "tags": tags})) if tags else ():
+                out.fact(path, "tagged", tag, path)
+            if years:
+                _dated_fact(out, path)
+        items.append({"author": name, "person": name, "author_id": ident, "count": count, "tags": tags or None,
+                      "years": years or None,
                       "documents": [r[0] for r in rows], "titles": [r[1] for r in rows]})
     total = sum(item["count"] for item in items)
     answer: Any = items[0] if len(items) == 1 else {"authors": items}
@@ -1292,6 +1441,19 @@ def _direction(a: Analysis, index: GraphIndex, span: tuple[int, int]) -> str | N
     return None
 
 
+def _asks_for_persons(a: Analysis) -> bool:
+    """Whether the first noun of the question that says what is asked for is a word for persons
+    ("Ktorí študenti ...") rather than for pages or topics ("Which topic pages does X's student page
+    link to?"); words of the page's title do not count."""
+    span = range(*a.page_span) if a.page_span else range(0)
+    first: tuple[int, str] | None = None
+    for concept in ("person", "document", "topic"):
+        for s, _, _ in a.concepts.get(concept, []):
+            if s not in span and (first is None or s < first[0]):
+                first = (s, concept)
+    return first is not None and first[1] == "person"
+
+
 def _links(out: _Answer, index: GraphIndex, a: Analysis, persons: list[_Person]) -> dict[str, Any]:
     if a.pages:
         page = a.pages[0]
@@ -1318,7 +1480,11 @@ def _links(out: _Answer, index: GraphIndex, a: Analysis, persons: list[_Person])
         "RETURN DISTINCT a.path, a.title ORDER BY a.path LIMIT $n"
     )
     params = {"path": path, "published_only": out.request.published_only, "n": out.request.limit + 1}
-    rows = out.cut(fetch_rows(out.bundle.graph_connection(), cypher, params), "result_limit")
+    rows = fetch_rows(out.bundle.graph_connection(), cypher, params)
+    if _asks_for_persons(a):  # "Ktorí študenti sú uvedení na stránke X?": the pages of persons only
+        person_pages = {p.path for p in index.persons.values() if p.kind == "page" and p.path}
+        rows = [r for r in rows if r[0] in person_pages]
+    rows = out.cut(rows, "result_limit")
     out.source(path)
     for other, _ in rows:
         src, dst = (other, path) if incoming else (path, other)

@@ -97,6 +97,9 @@ class Vocabulary:
     verb_before_title: dict[str, str]
     stopwords: frozenset[str] = field(default_factory=frozenset)
     lemma_languages: tuple[str, ...] = ()  # languages whose lemmas are compared (default: ``languages``)
+    structure: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Concept names of a structure question (``asks``, ``targets``, ``selectors``,
+    ``selectors_with_name``; see the ``structure`` section of graphwords.yaml)."""
     _first_cache: dict[int, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -124,6 +127,7 @@ class Vocabulary:
             verb_before_title={str(k): str(v) for k, v in (links_data.get("verb_before_title") or {}).items()},
             stopwords=_stopwords(tuple(str(x) for x in data.get("stopwords") or languages)),
             lemma_languages=tuple(str(x) for x in data.get("lemmatize") or languages),
+            structure={str(k): tuple(str(c) for c in v or ()) for k, v in (data.get("structure") or {}).items()},
         )
 
     def forms(self, token: Token) -> frozenset[str]:

@@ -469,7 +469,10 @@ def render_facts(facts: list[dict[str, Any]], words: Phrasing | None = None,
         if key not in grouped:
             grouped[key] = []
             lines.append(key)
-        grouped[key].append(_shown(fact.get("object"), words, title_of))
+        shown = _shown(fact.get("object"), words, title_of)
+        if fact.get("as_written"):  # a name the page spells otherwise ("Eva Kolárová (Eva Kolarova)")
+            shown += f" ({fact['as_written']})"
+        grouped[key].append(shown)
     out = []
     for line in lines:
         if isinstance(line, tuple):
