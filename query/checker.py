@@ -811,7 +811,7 @@ def names_someone(asked: WordSet, quote: str, least: int = 1) -> bool:
     counted once; for more than one, only full names of two or more words count ("Shay Banon, tvůrce
     Elasticsearch" names one person).  "We have a dedicated team …, a team of UX designers" names no one;
     "Funkci převzala Eva Pavlíková" names no one new for "Kdo po Evě Pavlíkové …?" ("Eva" belongs to the
-    asked "Pavlíková")."""
+    asked "Pavlíková"); a name glued with a dot ("Česko.Digital") is an organisation's and names no one."""
     shown = display_text(quote)
     runs = capital_runs(tokenize(shown), set())
     named: set[tuple[str, ...]] = set()
@@ -826,6 +826,8 @@ def names_someone(asked: WordSet, quote: str, least: int = 1) -> bool:
                 name[-1] += "." + token.text
             else:
                 name.append(token.text)
+        if any("." in w for w in name):
+            continue  # "Česko.Digital", "Pomáháme.Digital": a name glued with a dot is an organisation's
         if not any(asked.has(fold_word(w)) for w in [word, *name]) and (least == 1 or len(name) >= 2):
             named.add(tuple(name) or (word,))
     return len(named) >= least

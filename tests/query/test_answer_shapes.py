@@ -169,6 +169,9 @@ def test_naming_someone_the_question_does_not() -> None:
     assert names_someone(asked, "Po Evě Pavlíkové převzal funkci Jan Kotara.")
     assert not names_someone(asked, "Funkci CEO převzala Eva Pavlíková.")          # only whom it names
     assert not names_someone(asked, "We have a team of UX designers and I’m going to call them.")
+    # "who wrote the case study about X?" is not answered by a sentence of it naming only the organisation
+    assert not names_someone(word_set("who wrote the case study about zachran obed"),
+                             "Jak se projekt do komunity Česko.Digital dostal, si povíme v případové studii.")
     assert not repeats_numbers("Kolik lidí přišlo, když jsme čekali 60-70?", "Kolik? Přišlo 150 lidí.")
     assert repeats_numbers("Kolik lidí přišlo, když jsme čekali 60-70?", EXPECTED)
 
