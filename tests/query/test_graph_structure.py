@@ -171,6 +171,20 @@ def test_a_supervisor_the_answer_would_ignore_is_refused(wiki: Any) -> None:
     assert body["status"] == "no_answer" and body["claims"] == [], body
 
 
+@pytest.mark.parametrize("question", ["Kto bol konzultantom diplomovej práce Patrika Hrica?",
+                                      "Kdo byl konzultantem práce Patrika Hrice?"])
+def test_a_consultant_is_not_the_supervisor(wiki: Any, question: str) -> None:
+    # a consultant (konzultant) is another role than the supervisor (vedúci práce), and the pages name none:
+    # the supervisor is never given as the consultant
+    graph = _graph(wiki, question)
+    assert graph["intent"] != "supervisor_of_work" and graph["status"] != "ok", graph
+    body = _ask(wiki, question)
+    assert body["status"] == "no_answer" and "Kolárová" not in (body["answer"] or ""), body
+    supervisor = _graph(wiki, "Kto bol vedúcim práce Patrika Hrica?")
+    assert (supervisor["status"], supervisor["intent"]) == ("ok", "supervisor_of_work"), supervisor
+    assert "Kolárová" in repr(supervisor["answer"]), supervisor
+
+
 def test_listed_on_the_page_in_english_reads_on_as_a_preposition(wiki: Any) -> None:
     # "on" in graphwords.yaml is quoted: a bare on is YAML's true, and "on the page X" was no direction
     graph = _graph(wiki, "Which students are listed on the topic page Analýza sentimentu?")
