@@ -601,7 +601,7 @@ _CATEGORY_NOUNS = (
     "stiftung", "portal", "web", "kurz", "course", "program", "nastroj", "tool", "sluzb", "service", "newsletter",
     "podcast", "akceler", "accelerator", "hackathon", "soutez", "sutaz", "databaz", "database", "system",
     "firm", "company", "spolecnost", "spolocnost", "unie", "union", "hnuti", "hnutie", "sit", "siet", "network",
-    "porad", "show",
+    "porad", "show", "tema", "topic", "thema",
     "metod", "method", "framework", "knihovn", "kniznic", "library", "format", "standard", "zakon", "law",
 )
 _ROLE_NOUNS = (
@@ -700,7 +700,9 @@ def definition_question(question: str) -> DefinitionQuestion | None:
     words = tuple(fold_word(w) for w in raw)
     named = [i for i, w in enumerate(raw) if not w.islower() or any(c.isdigit() or c == "." for c in w)]
     inside = range(named[0] + 1, named[-1]) if named else range(0)
-    if any(fold_word(w) in stops for i, w in enumerate(raw) if w.islower() and i not in inside):
+    lead_kind = len(raw) >= 2 and raw[0].islower() and _is_category(raw[0]) and bool(named)  # "téma X"
+    if any(fold_word(w) in stops for i, w in enumerate(raw)
+           if w.islower() and i not in inside and not (i == 0 and lead_kind)):
         return None  # "Co je v zadání", "Co je nového": no subject (a capitalised "Nový" is a name word)
     if any(i in inside for i, w in enumerate(raw) if w.islower()):
         names = tuple(words[named[0]:named[-1] + 1])  # "Code for Romania": one name with a word inside
@@ -726,7 +728,13 @@ def _qualified(subject: str) -> tuple[str, tuple[str, ...]]:
     else:
         words = subject.split()
         for i, word in enumerate(words[1:], 1):
-            if word.islower() and in_table(fold_word(word), "definition", "qualifiers") and i + 1 < len(words):
+            # where X is ("na wiki", "at Česko.Digital") qualifies only a subject that names something:
+            # "Co je nového v Česko.Digital?" has no subject
+            located = in_table(fold_word(word), "definition", "locations")
+            if located and not any(not w.islower() for w in words[:i]):
+                continue
+            if (word.islower() and i + 1 < len(words)
+                    and (located or in_table(fold_word(word), "definition", "qualifiers"))):
                 head, rest = " ".join(words[:i]), " ".join(words[i + 1:])
                 break
     if not rest:

@@ -103,6 +103,10 @@ def test_every_case_of_the_count_word_asks_a_count(question: str, nouns: tuple[s
     ("Co je Mastermind, který pořádá Česko.Digital?", "Mastermind", ("mastermind",), ("cesko.digital",)),
     ("What is Code for Romania?", "Code for Romania", ("code", "for", "romania"), ()),
     ("Co byl projekt Dáme roušky?", "projekt Dáme roušky", ("dame", "rousky"), ()),
+    # where X is qualifies it like "od Y" ("locations" in query/asked.yaml); "téma" is a noun of its kind
+    ("What is Mastermind at Česko.Digital?", "Mastermind", ("mastermind",), ("cesko.digital",)),
+    ("Čo je téma Detekcia hoaxov na wiki záverečných prác?", "téma Detekcia hoaxov", ("detekcia", "hoaxov"),
+     ("wiki", "zaverecnych", "prac")),
 ])
 def test_definition_frames(question: str, subject: str, names: tuple[str, ...], qualifier: tuple[str, ...]) -> None:
     found = definition_question(question)
@@ -110,7 +114,7 @@ def test_definition_frames(question: str, subject: str, names: tuple[str, ...], 
 
 
 @pytest.mark.parametrize("question", ["Kdo je zakladatelem Česko.Digital?", "Co je v zadání?",
-                                      "What is the capital of Australia?"])
+                                      "What is the capital of Australia?", "Co je nového v Česko.Digital?"])
 def test_no_definition_frame(question: str) -> None:
     assert definition_question(question) is None
 
