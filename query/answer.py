@@ -180,6 +180,11 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
     status, reason = body.get("status"), body.get("reason")
     entities = body.get("entities") or {}
     budget = request.max_context_tokens
+    definition = definition_question(request.query)
+    if status == "ok" and definition is not None and definition.kind == "thing":
+        # "Čo je téma Syntéza reči?" asks what X is; the graph's list of the students of topic X is no
+        # definition: the text (a sentence defining X) answers it, or nothing does
+        status, reason = "no_answer", "unsupported_question"
     if status == "ok":
         context = graph_context(bundle, body, max_tokens=budget, base_url=options.base_url)
         if not context.items:
@@ -205,7 +210,7 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
         min_support = MIN_SUPPORT_RESTRICTED if paths else MIN_SUPPORT
     names = [w for p in entities.get("persons") or [] for w in str(p.get("matched") or "").split()]
     # "Kdo je X?": X is what the pages must be searched for, even when the graph knows X as a person
-    search_names = [] if definition_question(request.query) is not None else names
+    search_names = [] if definition is not None else names
     context = text_context(bundle, request.query, max_tokens=budget, options=options, flt=request.filter,
                            published_only=request.published_only, paths=paths or None, min_support=min_support,
                            resolved_words=search_names)

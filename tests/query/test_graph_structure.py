@@ -171,6 +171,13 @@ def test_a_supervisor_the_answer_would_ignore_is_refused(wiki: Any) -> None:
     assert body["status"] == "no_answer" and body["claims"] == [], body
 
 
+def test_what_a_topic_is_is_no_list_of_its_students(wiki: Any) -> None:
+    # "Čo je téma X?" asks what X is: the graph's students of topic X answer something else
+    assert _graph(wiki, "Ktorí študenti majú tému Analýza sentimentu?")["status"] == "ok"
+    body = _ask(wiki, "Čo je téma Analýza sentimentu?")
+    assert body["engine"] == "text" and "Patrik Hric" not in (body["answer"] or ""), body
+
+
 @pytest.mark.parametrize("question", ["Kto bol konzultantom diplomovej práce Patrika Hrica?",
                                       "Kdo byl konzultantem práce Patrika Hrice?"])
 def test_a_consultant_is_not_the_supervisor(wiki: Any, question: str) -> None:
