@@ -1492,6 +1492,8 @@ def _links(out: _Answer, index: GraphIndex, a: Analysis, persons: list[_Person])
     a.intent = "links_to" if incoming else "links_from"
     answer = {"page": path, "document": path, "title": title, "direction": direction,
               "documents": [r[0] for r in rows], "titles": [r[1] for r in rows]}
+    if a.has("count") and not out.truncation:  # "Koľko študentov je uvedených na stránke X?": an exact count
+        answer["count"] = len(rows)
     return out.body("ok", complete=not out.truncation, answer=answer,
                     aggregation={"count": len(rows), "complete": not out.truncation})
 

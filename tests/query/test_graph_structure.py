@@ -149,6 +149,10 @@ def test_students_listed_on_a_topic_page(wiki: Any) -> None:
     # asked for pages, every page it links to
     graph = _graph(wiki, "Na ktoré stránky odkazuje stránka Analýza sentimentu?")
     assert "Rozpoznávanie reči" in graph["answer"]["titles"]
+    assert "count" not in graph["answer"]
+    # asked how many, the answer states the count ("Počet: 2.") before the list
+    body = _ask(wiki, "Koľko študentov je uvedených na stránke témy Analýza sentimentu?")
+    assert body["status"] == "ok" and body["answer"].startswith("Počet: 2."), body
 
 
 def test_a_count_of_other_things_listed_on_a_page_is_no_link_answer(wiki: Any) -> None:
