@@ -181,7 +181,8 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
     entities = body.get("entities") or {}
     budget = request.max_context_tokens
     definition = definition_question(request.query)
-    if status == "ok" and definition is not None and definition.kind == "thing":
+    if status == "ok" and definition is not None and definition.kind == "thing" \
+            and body.get("intent") in ("persons_with_tag", "documents_with_tag"):
         # "Čo je téma Syntéza reči?" asks what X is; the graph's list of the students of topic X is no
         # definition: the text (a sentence defining X) answers it, or nothing does
         status, reason = "no_answer", "unsupported_question"

@@ -690,7 +690,7 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
         return "documents_of_author"
     if a.document_authors and a.has("supervisor") and not a.unmatched_names:
         return "supervised_by"  # "Aké práce viedla Zuzana Krajčíová?", "Koho školil Daniel Hládek?"
-    if a.document_authors and not a.unmatched_names and a.has("person", "who", "count") \
+    if a.document_authors and not a.unmatched_names and a.has("person") \
             and (a.has("start") or a.work_types or a.has("work")) and not a.has("title") and index.has_works:
         return "supervised_by"  # "Ktorí študenti Evy Kolárovej začali v roku 2020?": the author of their pages
     if a.pages and a.has("author", "person") and a.has("author", "who", "which"):
@@ -1479,9 +1479,12 @@ def _links(out: _Answer, index: GraphIndex, a: Analysis, persons: list[_Person])
         "MATCH (b:Document {path: $path})-[:LINKS_TO]->(a:Document) WHERE a.published OR NOT $published_only "
         "RETURN DISTINCT a.path, a.title ORDER BY a.path LIMIT $n"
     )
-    params = {"path": path, "published_only": out.request.published_only, "n": out.request.limit + 1}
+    persons_only = _asks_for_persons(a)  # "Ktorí študenti sú uvedení na stránke X?": the pages of persons only
+    # filtered to persons before the limit cuts the rows (else a cut list would look complete)
+    limit = 2 ** 31 - 1 if persons_only else out.request.limit + 1
+    params = {"path": path, "published_only": out.request.published_only, "n": limit}
     rows = fetch_rows(out.bundle.graph_connection(), cypher, params)
-    if _asks_for_persons(a):  # "Ktorí študenti sú uvedení na stránke X?": the pages of persons only
+    if persons_only:
         person_pages = {p.path for p in index.persons.values() if p.kind == "page" and p.path}
         rows = [r for r in rows if r[0] in person_pages]
     rows = out.cut(rows, "result_limit")

@@ -180,6 +180,16 @@ def test_what_a_topic_is_is_no_list_of_its_students(wiki: Any) -> None:
     assert _graph(wiki, "Ktorí študenti majú tému Analýza sentimentu?")["status"] == "ok"
     body = _ask(wiki, "Čo je téma Analýza sentimentu?")
     assert body["engine"] == "text" and "Patrik Hric" not in (body["answer"] or ""), body
+    # a graph answer to another question of that shape stays the graph's
+    body = _ask(wiki, "Čo je vedúci práce Patrika Hrica?")
+    assert body["engine"] == "graph" and "Kolárová" in body["answer"], body
+
+
+def test_works_a_supervisor_defended_are_not_her_students(wiki: Any) -> None:
+    # "Koľko prác obhájila X?" asks for X's own works: the number of students she supervised answers nothing
+    graph = _graph(wiki, "Koľko prác obhájila Eva Kolárová?")
+    assert graph["intent"] != "supervised_by", graph
+    assert _graph(wiki, "Koľko študentov Evy Kolárovej začalo v roku 2022?")["intent"] == "supervised_by"
 
 
 @pytest.mark.parametrize("question", ["Kto bol konzultantom diplomovej práce Patrika Hrica?",
