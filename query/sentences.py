@@ -721,7 +721,7 @@ def _qualified(subject: str) -> tuple[str, tuple[str, ...]]:
     (names), else its words that are no stop words; ``()`` when nothing qualifies the subject."""
     from .asked import in_table
 
-    head, rest = subject, ""
+    head, rest, located = subject, "", False
     comma = re.match(r"([^,]+),\s*(?:" + "|".join(_RELATIVES) + r")\s+(.+)", subject, re.IGNORECASE)
     if comma:
         head, rest = comma.group(1), comma.group(2)
@@ -730,17 +730,19 @@ def _qualified(subject: str) -> tuple[str, tuple[str, ...]]:
         for i, word in enumerate(words[1:], 1):
             # where X is ("na wiki", "at Česko.Digital") qualifies only a subject that names something:
             # "Co je nového v Česko.Digital?" has no subject
-            located = in_table(fold_word(word), "definition", "locations")
-            if located and not any(not w.islower() for w in words[:i]):
+            where = in_table(fold_word(word), "definition", "locations")
+            if where and not any(not w.islower() for w in words[:i]):
                 continue
             if (word.islower() and i + 1 < len(words)
-                    and (located or in_table(fold_word(word), "definition", "qualifiers"))):
-                head, rest = " ".join(words[:i]), " ".join(words[i + 1:])
+                    and (where or in_table(fold_word(word), "definition", "qualifiers"))):
+                head, rest, located = " ".join(words[:i]), " ".join(words[i + 1:]), where
                 break
     if not rest:
         return subject, ()
     raw = _SUBJECT_WORD.findall(rest)
     names = tuple(fold_word(w) for w in raw if not w.islower())
+    if located and not names:
+        return head.strip(), ()  # "Co je Jehlomat v praxi?": where X is, named by nothing the quote must repeat
     return head.strip(), names or tuple(fold_word(w) for w in raw if fold_word(w) not in stop_words())
 
 

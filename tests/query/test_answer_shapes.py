@@ -105,8 +105,9 @@ def test_every_case_of_the_count_word_asks_a_count(question: str, nouns: tuple[s
     ("Co byl projekt Dáme roušky?", "projekt Dáme roušky", ("dame", "rousky"), ()),
     # where X is qualifies it like "od Y" ("locations" in query/asked.yaml); "téma" is a noun of its kind
     ("What is Mastermind at Česko.Digital?", "Mastermind", ("mastermind",), ("cesko.digital",)),
-    ("Čo je téma Detekcia hoaxov na wiki záverečných prác?", "téma Detekcia hoaxov", ("detekcia", "hoaxov"),
-     ("wiki", "zaverecnych", "prac")),
+    ("Čo je téma Detekcia hoaxov na wiki záverečných prác?", "téma Detekcia hoaxov", ("detekcia", "hoaxov"), ()),
+    ("Co je Jehlomat v praxi?", "Jehlomat", ("jehlomat",), ()),      # a place named by nothing: no qualifier
+    ("What is GitHub on Windows?", "GitHub", ("github",), ("windows",)),   # "on" is a word, not YAML's true
 ])
 def test_definition_frames(question: str, subject: str, names: tuple[str, ...], qualifier: tuple[str, ...]) -> None:
     found = definition_question(question)
