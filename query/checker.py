@@ -666,13 +666,14 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
         dropped = (unknown_set & set(checked)) - head
         waived += sorted(dropped)
         checked = tuple(w for w in checked if w not in dropped)
+    definition = definition_question(question)
     return RelevanceGate(focus, checked, tuple(waived), unverifiable=bool(words) and not checked,
                          weights=tuple(max(weights[w], 1e-6) for w in checked) if weights else (),
-                         unknown=head, definition=definition_question(question),
+                         unknown=head, definition=definition,
                          verbs=verb_words(question) & frozenset(checked),
                          count=count_focus(question) if focus.kind == "count" else None,
                          action=action_family(question),
-                         person=asks_person(question) and definition_question(question) is None,
+                         person=asks_person(question) and definition is None,
                          people=asks_people(question),
                          numbers=frozenset(_numbers(question)))
 

@@ -82,14 +82,14 @@ def _can_answer(question: str, candidates: list[_Candidate]) -> list[_Candidate]
     :mod:`query.asked`): a number counting the thing asked for ("130 dobrovolníků", not "3leté"), a word
     for the action asked about ("založili", not a contact line), a number or date the question does not
     give itself, someone named for a who question."""
-    count = count_focus(question) if question_focus(question).kind == "count" else None
+    focus = question_focus(question)
+    count = count_focus(question) if focus.kind == "count" else None
     if count is not None:
         candidates = [c for c in candidates
                       if states_count(c.unit.text, count.nouns, beneficiary=count.beneficiary)]
     family = action_family(question)
     if family is not None:
         candidates = [c for c in candidates if states_action(family, c.unit.text)]
-    focus = question_focus(question)
     if focus.kind in ("count", "time"):
         candidates = [c for c in candidates if not repeats_numbers(question, c.unit.text)]
     if asks_person(question):
