@@ -172,18 +172,20 @@ def make_queries(chunks: list, n: int, seed: int, long: int = 0) -> list[str]:
     short = n - long
     titles = sorted({c.title for c in chunks if WORD.search(c.title)})
     queries = rng.sample(titles, min(len(titles), short // 2))
-    while len(queries) < short:
-        words = WORD.findall(rng.choice(chunks).text)
-        if len(words) >= 2:
-            size = rng.randint(2, min(5, len(words)))
-            start = rng.randrange(len(words) - size + 1)
-            queries.append(" ".join(words[start:start + size]))
-    while len(queries) < n:
-        words = WORD.findall(rng.choice(chunks).text)
-        if len(words) >= 7:
-            size = rng.randint(7, min(20, len(words)))
-            start = rng.randrange(len(words) - size + 1)
-            queries.append(" ".join(words[start:start + size]))
+
+    def add_until(count: int, least: int, most: int) -> None:
+        """Append windows of ``least``-``most`` consecutive words of random chunks until ``count`` queries."""
+        if len(queries) < count and not any(len(WORD.findall(c.text)) >= least for c in chunks):
+            raise SystemExit(f"search_latency: no chunk has {least} words for a query of {least}-{most} words")
+        while len(queries) < count:
+            words = WORD.findall(rng.choice(chunks).text)
+            if len(words) >= least:
+                size = rng.randint(least, min(most, len(words)))
+                start = rng.randrange(len(words) - size + 1)
+                queries.append(" ".join(words[start:start + size]))
+
+    add_until(short, 2, 5)
+    add_until(n, 7, 20)
     return queries
 
 
