@@ -52,9 +52,6 @@ GUIDE = ("---\ntitle: Návod\n---\n\n# Návod pre vedúcich\n\n"
 
 @pytest.fixture(scope="module")
 def wiki(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
-    from indexer.build import build_bundle
-    from query.bundle import open_bundle
-
     root = tmp_path_factory.mktemp("graph-structure")
     repo = RepoBuilder(root / "repo")
     repo.write("graph-schema.yaml", PRESETS["thesis-wiki"])
@@ -64,11 +61,18 @@ def wiki(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
     repo.write("pages/topics/sentiment/README.md", TOPIC)
     repo.write("pages/topics/asr/README.md", ASR)
     repo.write("pages/navody/README.md", GUIDE)
-    commit = repo.commit("wiki")
-    result = build_bundle(repo.path, root / "store", commit, embedder=hash_embedder)
-    bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
+    bundle = _build_and_open(repo, root, "wiki", hash_embedder)
     yield bundle
     bundle.close()
+
+
+def _build_and_open(repo: RepoBuilder, root: Any, message: str, embedder: Any) -> Any:
+    """Commit ``repo``, build its bundle into ``root / "store"`` with ``embedder`` and open it."""
+    from indexer.build import build_bundle
+    from query.bundle import open_bundle
+
+    result = build_bundle(repo.path, root / "store", repo.commit(message), embedder=embedder)
+    return open_bundle(result.bundle_path, verify=False, embedder=embedder)
 
 
 def _ask(bundle: Any, question: str, **fields: Any) -> dict[str, Any]:
@@ -253,9 +257,6 @@ def _post(title: str, author: str, tags: list[str], day: int) -> str:
 
 @pytest.fixture(scope="module")
 def blog(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
-    from indexer.build import build_bundle
-    from query.bundle import open_bundle
-
     root = tmp_path_factory.mktemp("graph-structure-blog")
     repo = RepoBuilder(root / "repo")
     repo.write("content/authors.yaml", AUTHORS)
@@ -268,9 +269,7 @@ def blog(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
     repo.write("content/press/2023-01-09-tz.md", _post("Tisková zpráva Lucie", "lhrd", ["akce"], 9))
     repo.write("content/posts/2022-05-01-starsi.md",
                _post("Starší zápisky", "tzna", ["nedluzim-statu"], 1).replace("date: 2023-01-01", "date: 2022-05-01"))
-    commit = repo.commit("blog")
-    result = build_bundle(repo.path, root / "store", commit, embedder=hash_embedder)
-    bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
+    bundle = _build_and_open(repo, root, "blog", hash_embedder)
     yield bundle
     bundle.close()
 
