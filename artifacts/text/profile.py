@@ -1,0 +1,194 @@
+"""Language profiles: the closed word classes the answer and graph code need, one YAML file per language.
+
+A profile (``artifacts/text/profiles/<code>.yaml``) holds, for one language:
+
+- ``code`` (ISO 639-1), ``name``; ``pysbd`` and ``simplemma``: the language code those libraries use
+  for this language (``null`` when they have none);
+- ``letters``: letters that are typical of the language and rare in the others (detection only);
+- ``function_words``: the most frequent function words (articles, prepositions, pronouns, auxiliaries)
+  of the language, used by :func:`detect_language` only;
+- ``classes``: named closed word classes (``negation``, ``copula``, ``conjunction_and``, ...), each a list
+  of words or multi-word phrases; :meth:`Profile.words` returns one class folded;
+- ``question_words``: interrogatives and question phrases mapped to the answer type they ask for
+  (``count``, ``quantity``, ``time``, ``person``, ``place``, ``reason``, ``procedure``, ``definition``,
+  ``choice``, ``yes_no``);
+- ``number_words``: cardinal numbers spelled as words, ``word: value``;
+- ``months`` and ``weekdays``: names (stems allowed, ending in ``*``).
+
+Adding a language is adding a file; code reads the classes by name and never names a word.  Every
+list is folded with :func:`artifacts.analysis.fold` when read (lower case, no diacritics), so entries
+may be written with their diacritics.
+
+Errors: :class:`ProfileError` (a :class:`ValueError`) for a missing or malformed profile file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from artifacts.analysis import fold
+
+ANSWER_TYPES = ("count", "quantity", "time", "person", "place", "reason", "procedure", "definition",
+                "choice", "yes_no")
+"""The answer types a question word can ask for (values of a profile's ``question_words``)."""
+
+
+class ProfileError(ValueError):
+    """A language profile file is missing or malformed."""
+
+
+def _fold_one(word: Any) -> str:
+    text = str(word).strip()
+    star = "*" if text.endswith("*") else ""
+    return " ".join(fold(text.rstrip("*")).split()) + star
+
+
+def _fold_all(words: Iterable[Any]) -> frozenset[str]:
+    if isinstance(words, (str, bytes)) or not isinstance(words, Iterable):
+        raise ProfileError("a word class must be a list")
+    for w in words:
+        if not isinstance(w, (str, int)) or isinstance(w, bool):
+            raise ProfileError(f"a word class holds {w!r}: quote words YAML reads as true/false/null")
+    return frozenset(f for f in (_fold_one(w) for w in words) if f.strip("*"))
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One language's closed word classes, folded (see the module docstring for the file format)."""
+
+    code: str
+    name: str
+    pysbd: str | None
+    simplemma: str | None
+    letters: frozenset[str]
+    function_words: frozenset[str]
+    classes: Mapping[str, frozenset[str]]
+    question_words: Mapping[str, str]
+    number_words: Mapping[str, int]
+    months: frozenset[str]
+    weekdays: frozenset[str]
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def words(self, name: str) -> frozenset[str]:
+        """Return the folded words of class ``name``; an empty set when this profile has no such class."""
+        return self.classes.get(name, frozenset())
+
+    def matches(self, name: str, token: str) -> bool:
+        """True when the folded ``token`` is a word of class ``name`` (an entry ending in ``*`` is a prefix)."""
+        for entry in self.words(name):
+            if entry.endswith("*") and " " not in entry:
+                if token.startswith(entry[:-1]):
+                    return True
+            elif token == entry:
+                return True
+        return False
+
+    def has_class(self, name: str) -> bool:
+        """True when the profile defines the class ``name`` (even as an empty list)."""
+        return name in self.classes
+
+
+def _profile_from(data: Mapping[str, Any], source: str) -> Profile:
+    if not isinstance(data, Mapping) or not isinstance(data.get("code"), str):
+        raise ProfileError(f"language profile {source}: not a mapping with a 'code'")
+    classes_raw = data.get("classes") or {}
+    if not isinstance(classes_raw, Mapping):
+        raise ProfileError(f"language profile {source}: 'classes' must be a mapping of lists")
+    classes = {str(k): _fold_all(v or ()) for k, v in classes_raw.items()}
+    questions_raw = data.get("question_words") or {}
+    questions: dict[str, str] = {}
+    for phrase, kind in questions_raw.items():
+        if kind not in ANSWER_TYPES:
+            raise ProfileError(f"language profile {source}: question word {phrase!r} asks for unknown type {kind!r}")
+        questions[" ".join(fold(str(phrase)).split())] = str(kind)
+    for key in questions_raw:
+        if not isinstance(key, str):
+            raise ProfileError(f"language profile {source}: question word {key!r} must be a quoted string")
+    numbers = {" ".join(fold(str(w)).split()): int(v) for w, v in (data.get("number_words") or {}).items()}
+    return Profile(
+        code=data["code"],
+        name=str(data.get("name", data["code"])),
+        pysbd=data.get("pysbd"),
+        simplemma=data.get("simplemma"),
+        letters=frozenset(str(data.get("letters") or "")),
+        function_words=_fold_all(data.get("function_words") or ()),
+        classes=classes,
+        question_words=questions,
+        number_words=numbers,
+        months=_fold_all(data.get("months") or ()),
+        weekdays=_fold_all(data.get("weekdays") or ()),
+        raw=dict(data),
+    )
+
+
+@lru_cache(maxsize=1)
+def available() -> tuple[str, ...]:
+    """Return the codes of the installed profiles, sorted (``("cs", "de", "en", "sk")``)."""
+    folder = resources.files("artifacts.text") / "profiles"
+    return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")))
+
+
+@cache
+def load_profile(code: str) -> Profile:
+    """Return the profile of language ``code``.
+
+    Raises:
+        ProfileError: no profile file for ``code``, or the file is malformed.
+    """
+    if code not in available():
+        raise ProfileError(f"no language profile {code!r} (have: {', '.join(available())})")
+    path = resources.files("artifacts.text") / "profiles" / f"{code}.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"language profile {code}: invalid YAML ({exc.__class__.__name__})") from None
+    return _profile_from(data, code)
+
+
+def profiles() -> dict[str, Profile]:
+    """Return every installed profile by code."""
+    return {code: load_profile(code) for code in available()}
+
+
+def union(name: str, codes: Iterable[str] | None = None) -> frozenset[str]:
+    """Return the folded words of class ``name`` over the profiles ``codes`` (all profiles when None)."""
+    out: set[str] = set()
+    for code in codes if codes is not None else available():
+        out |= load_profile(code).words(name)
+    return frozenset(out)
+
+
+def detect_language(text: str, candidates: Iterable[str] | None = None) -> str | None:
+    """Return the code of the profile whose language ``text`` is most likely written in, or None.
+
+    One detector for questions and evidence alike: each candidate profile scores one point per
+    token that is one of its ``function_words`` and two per letter occurrence from its ``letters``
+    (diacritics read before folding); the highest score wins when it is strictly above every other.
+    ``None`` when no profile scores or the best two tie (too short or mixed to tell).
+
+    Args:
+        text: any text (a question, a chunk); only the first 4,000 characters are read.
+        candidates: profile codes to choose from (default: every installed profile).
+    """
+    sample = text[:4000]
+    from artifacts.analysis import folded_spans
+
+    tokens = [t for t, _s, _e in folded_spans(sample)]
+    lowered = sample.lower()
+    scores: list[tuple[float, str]] = []
+    for code in candidates if candidates is not None else available():
+        prof = load_profile(code)
+        score = float(sum(1 for t in tokens if t in prof.function_words))
+        if prof.letters:
+            score += 2.0 * sum(1 for ch in lowered if ch in prof.letters)
+        scores.append((score, code))
+    scores.sort(reverse=True)
+    if not scores or scores[0][0] <= 0 or (len(scores) > 1 and scores[0][0] == scores[1][0]):
+        return None
+    return scores[0][1]
