@@ -53,6 +53,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from artifacts.analysis import fold, normalize_text
 
+from .answerability import UnitScorer, default_model
 from .bundle import OpenedBundle
 from .contract import Envelope, Source, validate_request
 from .errors import InvalidQueryError
@@ -60,6 +61,7 @@ from .evidence import Claim, EvidenceItem, GenerationOutcome, Generator, Generat
 from .graph import answer_graph, graph_index
 from .graph_words import phrasing
 from .hybrid import SearchFilter, SearchOptions
+from .question import analyse_question
 from .rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, Context, graph_context, text_context
 from .sentences import defines, definition_question
 from .snippets import display_text
@@ -370,6 +372,17 @@ def _deliver(claims: list[Claim], context: Context, *, display: bool = False) ->
 # -- cache -----------------------------------------------------------------------------------------
 
 
+def _scorer(bundle: OpenedBundle, question: str, context: Context) -> UnitScorer | None:
+    """The answerability scorer of one text-route request (None when no model is installed)."""
+    if default_model() is None:
+        return None
+    try:
+        embedder = bundle.embedder
+    except Exception:  # noqa: BLE001 - a bundle whose model cannot load is scored lexically
+        embedder = None
+    return UnitScorer(analyse_question(question), context.items, embedder, weights=context.word_weights)
+
+
 class AnswerCache:
     """LRU of answer bodies bounded by ``max_entries`` and ``max_bytes`` (UTF-8 JSON size); thread-safe.
 
@@ -525,7 +538,7 @@ def _dropped(outcome: GenerationOutcome | None) -> int:
 async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOptions,
                  generator: Generator | None, *, emit: Emit | None = None, cache: AnswerCache | None = None,
                  coverage_threshold: float = 0.20, min_support: float | None = None,
-                 include_debug: bool = False) -> dict[str, Any]:
+                 include_debug: bool = False, answerability: bool = True) -> dict[str, Any]:
     """Answer ``request`` from ``bundle``; return the ``/answer`` response body.
 
     Body: the contract envelope plus ``query``, ``engine``, ``answer`` (text with ``[S1]`` markers,
@@ -534,13 +547,16 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
     ``cached``, ``timings`` (ms per stage); ``candidates`` when ambiguous; ``evidence`` in
     ``mode=retrieve``; ``debug`` (the checker's report) when ``include_debug``.
 
-    ``generator`` may be ``None`` only in ``mode=retrieve``.  The route and retrieval run in a
-    worker thread.  :raises GeneratorUnavailableError: the provider failed (``mode=answer``).
+    ``answerability``: gate text claims with the calibrated score (:mod:`query.answerability`; a no-op
+    when no model is installed).  ``generator`` may be ``None`` only in ``mode=retrieve``.  The route and
+    retrieval run in a worker thread.  :raises GeneratorUnavailableError: the provider failed (``mode=answer``).
     :raises RetrievalUnavailableError: the graph or text index failed.
     """
     emit = emit or _no_emit
     started = time.perf_counter()
     fingerprint = generator.fingerprint() if generator is not None else "none"
+    model = default_model() if answerability else None
+    fingerprint += f":answerability={model.fingerprint if model is not None else 'none'}"
     key = AnswerCache.key(bundle.manifest.content_digest, fingerprint, request) if cache is not None else None
     if cache is not None and key is not None and not include_debug:
         hit = cache.get(key)
@@ -602,10 +618,11 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
     else:
         if generator is None:
             raise ValueError("mode=answer needs a generator")
+        scorer = _scorer(bundle, request.query, context) if answerability else None
         outcome = await run_generation(request.query, context.items, _Observed(generator, emit),  # type: ignore[arg-type]
                                        coverage_threshold=coverage_threshold, graph=None,
                                        ignore=routed.resolved_words, weights=context.word_weights or None,
-                                       unknown=context.unknown_words)
+                                       unknown=context.unknown_words, answerability=scorer)
     timings["generation"] = _ms(generation_started)
 
     if outcome.status != "ok" or not outcome.claims:

@@ -27,8 +27,11 @@ kind                           expected strings
 ``ambiguous_person``           none: correct when status is ambiguous
 =============================  =====================================================================
 
-Totals: ``answer_accuracy`` (answerable questions answered with every expected string),
-``false_refusal_rate`` (answerable questions refused), ``refusal_accuracy`` (no-answer and
+Totals: ``answer_accuracy`` (answerable questions answered with every expected string, each matched on
+word boundaries so an expected ``3`` is not found in ``365``, citing a relevant page when the file names
+one), ``partial_rate`` (answered with some but not all expected strings, counted apart),
+``wrong_rate`` (over all questions: answered with none of the expected strings, or answered where a
+refusal was expected), ``false_refusal_rate`` (answerable questions refused), ``refusal_accuracy`` (no-answer and
 ambiguous questions refused the right way), citation ``precision`` (cited evidence items from a
 relevant document) and ``recall`` (relevant documents cited), ``unsupported_claims`` (delivered
 claims failing the re-check), latency ``p50``/``p95`` (ms), and per kind.
@@ -179,6 +182,13 @@ def folded(text: str) -> str:
     return " ".join(fold(unicodedata.normalize("NFC", text)).split())
 
 
+def contains_whole(text: str, needle: str) -> bool:
+    """True when folded ``needle`` occurs in folded ``text`` on word boundaries (``3`` is not in ``365``)."""
+    if not needle:
+        return True
+    return re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", text) is not None
+
+
 def _norm_quote(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).casefold().split())
 
@@ -240,7 +250,7 @@ def score_body(q: AnswerQuestion, body: dict[str, Any], bundle: OpenedBundle, ms
     """Return the per-question row for answer ``body`` (see the module docstring)."""
     answered = body.get("status") == "ok"
     text = folded(body.get("answer") or "")
-    found = [s for s in q.expected if folded(s) in text]
+    found = [s for s in q.expected if contains_whole(text, folded(s))]
     cited_items = [(ev.get("document_path"), ev.get("chunk_id")) for c in body.get("claims") or []
                    for ev in c.get("evidence") or []]
     cited_docs = sorted({s["document_path"] for s in body.get("sources") or []}) if answered else []
@@ -252,6 +262,9 @@ def score_body(q: AnswerQuestion, body: dict[str, Any], bundle: OpenedBundle, ms
             correct = answered and share >= ASSIGNMENT_SHARE and bool(cited_docs) and set(cited_docs) <= set(q.relevant)
         else:
             correct = answered and len(found) == len(q.expected)
+        # a reader counts an answer only when it cites a page that holds it (the question file names them)
+        if correct and q.relevant and not set(cited_docs) & set(q.relevant):
+            correct = False
     elif q.kind == "ambiguous_person" or q.expect_status == "ambiguous":
         correct = body.get("status") == "ambiguous"
     else:
@@ -260,6 +273,7 @@ def score_body(q: AnswerQuestion, body: dict[str, Any], bundle: OpenedBundle, ms
         "id": q.id, "kind": q.kind, "split": q.split, "commit": q.commit, "should_answer": q.should_answer,
         "status": body.get("status"), "reason": body.get("reason"), "engine": body.get("engine"),
         "answered": answered, "correct": correct, "expected": len(q.expected), "found": len(found),
+        "partial": bool(answered and q.should_answer and not correct and found),
         "missing": [s for s in q.expected if s not in found],
         "cited_documents": cited_docs, "relevant": list(q.relevant),
         "citations": len(cited_items), "correct_citations": sum(1 for p, _ in cited_items if p in q.relevant),
@@ -298,6 +312,9 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "questions": len(rows),
         "answer_accuracy": ratio(sum(r["correct"] for r in answerable), len(answerable)),
         "false_refusal_rate": ratio(sum(not r["answered"] for r in answerable), len(answerable)),
+        "partial_rate": ratio(sum(bool(r.get("partial")) for r in answerable), len(answerable)),
+        "wrong_rate": ratio(sum(r["answered"] and not r["correct"] and not r.get("partial") for r in answerable)
+                            + sum(r["answered"] for r in refusable), len(rows)),
         "refusal_accuracy": ratio(sum(r["correct"] for r in refusable), len(refusable)),
         "citation_precision": ratio(sum(r["correct_citations"] for r in rows), citations),
         "citation_recall": ratio(sum(len(set(r["cited_documents"]) & set(r["relevant"])) for r in recall_rows),

@@ -934,7 +934,7 @@ def _off_question(verdict: ClaimVerdict, details: list[str]) -> ClaimVerdict:
 
 
 def _judge(question: str, reply: GeneratorReply, items: list[EvidenceItem], graph: dict[str, Any] | None,
-           gate: RelevanceGate | None) -> list[ClaimVerdict]:
+           gate: RelevanceGate | None, scorer: Any = None) -> list[ClaimVerdict]:
     verdicts = check_reply(question, reply, items, graph=graph)
     if gate is None:
         return verdicts
@@ -942,6 +942,10 @@ def _judge(question: str, reply: GeneratorReply, items: list[EvidenceItem], grap
     for v in verdicts:
         details = claim_relevance(gate, v.claim, items) if v.ok else []
         out.append(_off_question(v, details) if details else v)
+    if scorer is not None:
+        from .answerability import gate_claims
+
+        out = gate_claims(scorer, out, items, _off_question)
     return out
 
 
@@ -949,7 +953,7 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
                          coverage_threshold: float = 0.20,
                          graph: dict[str, Any] | None = None, relevance: bool = True,
                          ignore: Iterable[str] = (), weights: dict[str, float] | None = None,
-                         unknown: Iterable[str] = ()) -> GenerationOutcome:
+                         unknown: Iterable[str] = (), answerability: Any = None) -> GenerationOutcome:
     """Generate claims, check them, repair once, and deliver only what passed.
 
     Steps: ``generator.generate`` -> :func:`check_reply` and, with ``relevance`` (the text route),
@@ -958,7 +962,9 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
     reply may repeat or replace claims) -> re-check; claims that passed either attempt are
     delivered (duplicates dropped), the rest is dropped.  ``ignore``: question words already
     resolved (person names the graph recognised), not asked of claims; ``weights``: the question
-    words' idf over the bundle and ``unknown`` the words it does not know (see :func:`relevance_gate`).
+    words' idf over the bundle and ``unknown`` the words it does not know (see :func:`relevance_gate`);
+    ``answerability``: a :class:`query.answerability.UnitScorer`; a supported claim whose quote scores
+    below its threshold fails with ``off_question`` (:func:`query.answerability.gate_claims`).
     Outcomes: ``ok``;
     ``no_answer``/``insufficient_evidence`` (the generator said so without claims, gave no claims,
     every supported claim was off the question, or the delivered claims address less than
@@ -972,7 +978,7 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
     items = list(evidence)
     gate = relevance_gate(question, items, ignore, weights, unknown) if relevance else None
     reply = await generator.generate(question, items)
-    verdicts = _judge(question, reply, items, graph, gate)
+    verdicts = _judge(question, reply, items, graph, gate, answerability)
     attempts = [_attempt_record(1, reply, verdicts)]
     if not reply.claims:
         return GenerationOutcome([], "no_answer", "insufficient_evidence", 0.0, attempts)
@@ -989,7 +995,7 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
             if not passed:
                 raise
         else:
-            second_verdicts = _judge(question, second, items, graph, gate)
+            second_verdicts = _judge(question, second, items, graph, gate, answerability)
             attempts.append(_attempt_record(2, second, second_verdicts))
             passed.extend(v.claim for v in second_verdicts if v.ok)
             every.extend(second_verdicts)

@@ -164,11 +164,22 @@ def union(name: str, codes: Iterable[str] | None = None) -> frozenset[str]:
     return frozenset(out)
 
 
+@lru_cache(maxsize=16)
+def _function_word_share(codes: tuple[str, ...]) -> dict[str, int]:
+    """How many of the profiles ``codes`` list each function word (a shared word is weaker evidence)."""
+    count: dict[str, int] = {}
+    for code in codes:
+        for word in load_profile(code).function_words:
+            count[word] = count.get(word, 0) + 1
+    return count
+
+
 def detect_language(text: str, candidates: Iterable[str] | None = None) -> str | None:
     """Return the code of the profile whose language ``text`` is most likely written in, or None.
 
-    One detector for questions and evidence alike: each candidate profile scores one point per
-    token that is one of its ``function_words`` and two per letter occurrence from its ``letters``
+    One detector for questions and evidence alike: each candidate profile scores ``1/k`` per token
+    that is one of its ``function_words`` (``k``: how many candidate profiles list that word, so a word
+    only one language uses counts most) and two per letter occurrence from its ``letters``
     (diacritics read before folding); the highest score wins when it is strictly above every other.
     ``None`` when no profile scores or the best two tie (too short or mixed to tell).
 
@@ -181,10 +192,12 @@ def detect_language(text: str, candidates: Iterable[str] | None = None) -> str |
 
     tokens = [t for t, _s, _e in folded_spans(sample)]
     lowered = sample.lower()
+    codes = list(candidates if candidates is not None else available())
+    share = _function_word_share(tuple(codes))
     scores: list[tuple[float, str]] = []
-    for code in candidates if candidates is not None else available():
+    for code in codes:
         prof = load_profile(code)
-        score = float(sum(1 for t in tokens if t in prof.function_words))
+        score = sum(1.0 / share[t] for t in tokens if t in prof.function_words)
         if prof.letters:
             score += 2.0 * sum(1 for ch in lowered if ch in prof.letters)
         scores.append((score, code))

@@ -86,3 +86,24 @@ def test_scoring_and_independent_recheck(wiki: dict[str, Any], hash_embedder: An
         assert totals([row])["answer_accuracy"] == 1.0
     finally:
         bundle.close()
+
+
+def test_scoring_reads_like_a_reader() -> None:
+    """Whole-number matching, a cited relevant page required, partial answers counted apart."""
+    from query.answer_eval import AnswerQuestion, score_body, totals
+
+    def body(text: str, cited: list[str]) -> dict:
+        return {"status": "ok", "answer": text, "claims": [],
+                "sources": [{"document_path": p} for p in cited]}
+
+    three = AnswerQuestion("q1", "How many?", "jsonl", True, ("3",), ("a.md",))
+    assert not score_body(three, body("Dynamics 365 is used.", ["a.md"]), None, 1.0)["correct"]  # type: ignore[arg-type]
+    assert score_body(three, body("It has 3 parts.", ["a.md"]), None, 1.0)["correct"]  # type: ignore[arg-type]
+    assert not score_body(three, body("It has 3 parts.", ["b.md"]), None, 1.0)["correct"]  # type: ignore[arg-type]
+    two = AnswerQuestion("q2", "Which two?", "jsonl", True, ("alpha", "beta"), ("a.md",))
+    half = score_body(two, body("Only alpha.", ["a.md"]), None, 1.0)  # type: ignore[arg-type]
+    assert half["partial"] and not half["correct"]
+    none = AnswerQuestion("q3", "Unanswerable?", "jsonl", False, (), ())
+    wrong = score_body(none, body("Something.", ["a.md"]), None, 1.0)  # type: ignore[arg-type]
+    t = totals([half, wrong])
+    assert t["partial_rate"] == 1.0 and t["wrong_rate"] == 0.5

