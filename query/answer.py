@@ -622,7 +622,8 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
         outcome = await run_generation(request.query, context.items, _Observed(generator, emit),  # type: ignore[arg-type]
                                        coverage_threshold=coverage_threshold, graph=None,
                                        ignore=routed.resolved_words, weights=context.word_weights or None,
-                                       unknown=context.unknown_words, answerability=scorer)
+                                       unknown=context.unknown_words, answerability=scorer,
+                                       rescue=getattr(generator, "name", None) == "extractive")
     timings["generation"] = _ms(generation_started)
 
     if outcome.status != "ok" or not outcome.claims:

@@ -318,5 +318,42 @@ def gate_claims(scorer: UnitScorer, verdicts: Sequence[Any], items: Sequence[Evi
     return out
 
 
+def best_units(scorer: UnitScorer, items: Sequence[EvidenceItem], *,
+               shortlist: int = 12) -> list[tuple[float, Any, Any]]:
+    """Return ``(probability, item, unit)`` of the evidence's units that reach the threshold, best first.
+
+    Every unit of the chunk items (not instructions to a model, not bare links) is scored with the lexical
+    signals first; the ``shortlist`` best of those are scored with the variant in use (one embedding batch).
+    """
+    from .sentences import addresses_model, link_only, text_units
+
+    pool = []
+    for item in items:
+        if item.kind != "chunk":
+            continue
+        for unit in text_units(item.text):
+            if unit.kind == "row" or addresses_model(unit.text) or link_only(unit.text):
+                continue
+            pool.append((item, unit))
+    if not pool:
+        return []
+    lexical = scorer.model.variants.get("lexical") if scorer.model is not None else None
+    if lexical is not None and len(pool) > shortlist and scorer.variant_name != "dense":
+        rank = scorer.rank
+        pre = [(lexical.probability(unit_features(scorer.analysis, scorer.weights, u.text, item_context(it),
+                                                  rank.get(it.evidence_id, 0), kind=u.kind,
+                                                  leads=u.leads is not None)), i) for i, (it, u) in enumerate(pool)]
+        pre.sort(key=lambda x: -x[0])
+        pool = [pool[i] for _p, i in pre[:shortlist]]
+    elif len(pool) > shortlist:
+        pool = pool[: shortlist * 2]
+    scored = scorer.score_many([(u.text, it) for it, u in pool], kinds=[u.kind for _it, u in pool],
+                               leads=[u.leads is not None for _it, u in pool])
+    out = [(p, it, u) for (p, _f), (it, u) in zip(scored, pool, strict=True) if scorer.passes(p)]
+    out.sort(key=lambda x: -x[0])
+    return out
+
+
 __all__ = ["FEATURES", "VARIANT_FEATURES", "AnswerabilityModel", "UnitScorer", "Variant", "coverage_share",
-           "default_model", "find_unit", "gate_claims", "holds_value", "item_context", "model_from", "unit_features"]
+           "best_units", "default_model", "find_unit", "gate_claims", "holds_value", "item_context", "model_from",
+           "unit_features"]

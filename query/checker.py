@@ -949,11 +949,32 @@ def _judge(question: str, reply: GeneratorReply, items: list[EvidenceItem], grap
     return out
 
 
+def _rescue(question: str, items: list[EvidenceItem], graph: dict[str, Any] | None, scorer: Any,
+            attempts: list[dict[str, Any]]) -> list[Claim]:
+    from .answerability import best_units
+    from .generators import shown_text
+
+    ranked = best_units(scorer, items)
+    if not ranked:
+        return []
+    _p, item, unit = ranked[0]
+    group = [unit]
+    if unit.leads is not None:
+        group += [u for u in text_units(item.text) if u.list_id == unit.leads]
+    claims = tuple(Claim(text=shown_text(u.text), evidence=(item.evidence_id,), quote=" ".join(u.text.split()))
+                   for u in group)
+    reply = GeneratorReply(claims)
+    verdicts = check_reply(question, reply, items, graph=graph)
+    attempts.append(_attempt_record(3, reply, verdicts))
+    return [v.claim for v in verdicts if v.ok]
+
+
 async def run_generation(question: str, evidence: Sequence[EvidenceItem], generator: Generator, *,
                          coverage_threshold: float = 0.20,
                          graph: dict[str, Any] | None = None, relevance: bool = True,
                          ignore: Iterable[str] = (), weights: dict[str, float] | None = None,
-                         unknown: Iterable[str] = (), answerability: Any = None) -> GenerationOutcome:
+                         unknown: Iterable[str] = (), answerability: Any = None,
+                         rescue: bool = False) -> GenerationOutcome:
     """Generate claims, check them, repair once, and deliver only what passed.
 
     Steps: ``generator.generate`` -> :func:`check_reply` and, with ``relevance`` (the text route),
@@ -964,7 +985,10 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
     resolved (person names the graph recognised), not asked of claims; ``weights``: the question
     words' idf over the bundle and ``unknown`` the words it does not know (see :func:`relevance_gate`);
     ``answerability``: a :class:`query.answerability.UnitScorer`; a supported claim whose quote scores
-    below its threshold fails with ``off_question`` (:func:`query.answerability.gate_claims`).
+    below its threshold fails with ``off_question`` (:func:`query.answerability.gate_claims`); with
+    ``rescue`` (the extractive generator), when no claim survives, the best evidence unit that reaches the
+    threshold (with the items of the list it introduces) is delivered verbatim if it passes the attribution
+    checks (attempt 3 of ``attempts``).
     Outcomes: ``ok``;
     ``no_answer``/``insufficient_evidence`` (the generator said so without claims, gave no claims,
     every supported claim was off the question, or the delivered claims address less than
@@ -1006,6 +1030,10 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
         if key not in seen:
             seen.add(key)
             delivered.append(claim)
+    if not delivered and answerability is not None and rescue:
+        delivered = _rescue(question, items, graph, answerability, attempts)
+        if delivered:
+            return GenerationOutcome(delivered, "ok", None, coverage(question, delivered, items), attempts, repaired)
     if not delivered:
         # supported but off the question: the evidence does not answer it (not a bad generator)
         off = any(v.reasons == ("off_question",) for v in every)
