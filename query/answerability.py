@@ -300,7 +300,7 @@ def gate_claims(scorer: UnitScorer, verdicts: Sequence[Any], items: Sequence[Evi
         todo.append((i, item, find_unit(v.claim.quote, item)))
     if not todo:
         return list(verdicts)
-    scored = scorer.score_many([(verdicts[i].claim.quote, item) for i, item, _u in todo],
+    scored = scorer.score_many([(u.text if u is not None else verdicts[i].claim.quote, item) for i, item, u in todo],
                                kinds=[u.kind if u is not None else "sentence" for _i, _it, u in todo],
                                leads=[u is not None and u.leads is not None for _i, _it, u in todo])
     passed_lists = {(item.evidence_id, u.leads) for (_i, item, u), (p, _f) in zip(todo, scored, strict=True)

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from artifacts.text.profile import crosses_language
+
 from .asked import (
     CountFocus,
     action_family,
@@ -642,11 +644,10 @@ def relevance_gate(question: str, evidence: Sequence[EvidenceItem], ignore: Iter
                     unknown_set.discard(w)
     waived: list[str] = []
     if words and evidence:
-        asked = text_language(question)
-        found = text_language("\n".join(item.text for item in evidence[:4]))
         # Czech and Slovak are checked word by word like one language (cognates match, see
-        # words_match): a Czech question's "plat" absent from Slovak evidence is not waived
-        if asked and found and asked != found and {asked, found} != {"cs", "sk"}:
+        # words_match; profiles list them as `close`): a Czech question's "plat" absent from Slovak
+        # evidence is not waived
+        if crosses_language(text_language(question), [text_language(item.text) for item in evidence[:4]]):
             everything = word_set("\n".join(support_text(item) for item in evidence))
             waived = [w for w in words if not everything.has(w)]
             unknown_set = set()  # another language: words the index does not know are expected

@@ -48,6 +48,7 @@ import tiktoken
 
 from artifacts.analysis import fold
 from artifacts.config import TOKENIZER
+from artifacts.text.profile import crosses_language
 
 from .bundle import OpenedBundle
 from .contract import Source
@@ -194,15 +195,14 @@ def cross_language_weights(bundle: OpenedBundle, question: str, texts: Iterable[
                            ignore: Iterable[str] = ()) -> dict[str, float] | None:
     """Weights for a question asked in another language than the pages, or ``None``.
 
-    When :func:`query.sentences.text_language` tells the question (``en``) from the candidate
-    ``texts`` (``sk``, Slovak or Czech), or the other way round, the question words the index does
+    When the question's language (:func:`query.sentences.text_language`) is none of the languages of the
+    candidate ``texts`` (each detected alone; Slovak and Czech count as one, see
+    :func:`artifacts.text.profile.crosses_language`), the question words the index does
     not know at all (no indexed word within the typo distance either) are translations the lexical
     gate cannot see, and are left out, as long as they are at most half of the question words;
     with more of them nothing checkable is left of the question, and the monolingual weights apply.
     """
-    asked = text_language(question)
-    found = text_language("\n".join(texts))
-    if not asked or not found or asked == found:
+    if not crosses_language(text_language(question), [text_language(t) for t in texts]):
         return None
     skip = {fold(w) for w in ignore}
     words = [w for w in question_focus(question).words if w not in skip]

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from artifacts.analysis import fold_token, folded_spans, folding_analyzer, normalize_text
+from artifacts.text.profile import detect_language, load_profile, question_type
 
 _SLAVIC_LETTERS = set("áäčďéěíĺľňóôŕřšťúůýžÁÄČĎÉĚÍĹĽŇÓÔŔŘŠŤÚŮÝŽ")
 _INNER_END = re.compile(r"[.!?…][\"'”’»)\]]*\s+\S")
@@ -70,10 +71,16 @@ class Unit:
 
 
 def _language(text: str) -> str:
+    """The pysbd rules for ``text``: those of its detected profile (:func:`artifacts.text.profile.detect_language`),
+    else Slovak for text with Slovak/Czech letters, else English."""
+    code = detect_language(text)
+    rules = load_profile(code).pysbd if code is not None else None
+    if rules:
+        return rules
     return "sk" if any(ch in _SLAVIC_LETTERS for ch in text) else "en"
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=8)
 def _segmenter(language: str):  # type: ignore[no-untyped-def]
     import pysbd
 
@@ -418,8 +425,6 @@ X" (sk, cs, en)."""
 _TIME_CUES = ("kedy", "kdy", "when", "odkedy", "dokedy", "odkdy", "dokdy", "since when",
                "datum", "date", "dna", "dni", "den", "kolkej", "kolik hodin")
 _GRADE_WORDS = ("znamk", "hodnoten", "klasifikac", "grade", "graded", "grading")
-_TIME_FRAME = re.compile(r" (?:what|which|ktor\w*|kter\w*|ak\w*|jak\w*|v|ve|o|in) "
-                         r"(?:time|cas|hodin\w*|rok\w*|roce|year|datum|date|den|dni|dna) ")
 _TIME_NOUNS = frozenset({"time", "cas", "hodin", "hodine", "hodinu", "rok", "roku", "roce", "year", "datum",
                          "date", "day", "den", "dna", "dni"})
 """Nouns that only say *which kind* of value a question wants (``what time``, ``v ktorom roku``)."""
@@ -492,7 +497,7 @@ def question_focus(question: str) -> QuestionFocus:
         kind = "grade"
     elif any(f" {c} " in flat for c in _count_cues()):
         kind = "count"
-    elif any(f" {c} " in flat for c in _TIME_CUES) or _TIME_FRAME.search(flat):
+    elif question_type(list(tokens), detect_language(question))[0] == "time":
         kind = "time"
     words = [w for w in content_words(question) if w not in _INTERROGATIVES]
     if kind == "time":
@@ -539,40 +544,10 @@ def carries_value(kind: str | None, text: str) -> bool:
     return True
 
 
-@lru_cache(maxsize=1)
-def _language_stops() -> tuple[frozenset[str], frozenset[str]]:
-    import stopwordsiso
-
-    def folded(lang: str) -> set[str]:
-        return {t for w in stopwordsiso.stopwords(lang) for t in analyze(w) if t.isalpha()}
-
-    english = folded("en")
-    slavic = folded("sk") | folded("cs")
-    return frozenset(english - slavic), frozenset(slavic - english)
-
-
-_CZECH_LETTERS = set("ěřůĚŘŮ")
-_SLOVAK_LETTERS = set("äľĺŕôÄĽĹŔÔ")
-
-
 def text_language(text: str) -> str | None:
-    """Guess ``en``, ``sk`` or ``cs`` from the stop words only one side uses and from lower-case
-    words with Slovak/Czech letters; ``None`` when the votes tie (too short to tell).  Slovak is
-    told from Czech by the letters only one of them has (``ä ľ ĺ ŕ ô`` / ``ě ř ů``), else ``sk``.
-    Capitalised words (names, terms) carry no letter vote, so "What did Denis Bača write?" is English."""
-    english, slavic = _language_stops()
-    words = analyze(text)
-    lower = [w for w in re.findall(r"\w+", text) if w[:1].islower()]
-    e = sum(1 for w in words if w in english)
-    s = sum(1 for w in words if w in slavic)
-    s += sum(1 for w in lower if any(ch in _SLAVIC_LETTERS for ch in w))
-    if e == s:
-        return None
-    if e > s:
-        return "en"
-    czech = sum(1 for w in lower if any(ch in _CZECH_LETTERS for ch in w))
-    slovak = sum(1 for w in lower if any(ch in _SLOVAK_LETTERS for ch in w))
-    return "cs" if czech > slovak else "sk"
+    """The language profile code of ``text`` (:func:`artifacts.text.profile.detect_language`, the one
+    detector of questions and evidence), or ``None`` when it cannot be told."""
+    return detect_language(text)
 
 
 # --------------------------------------------------------------------------- definition questions

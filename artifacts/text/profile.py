@@ -13,7 +13,9 @@ A profile (``artifacts/text/profiles/<code>.yaml``) holds, for one language:
   (``count``, ``quantity``, ``time``, ``person``, ``place``, ``reason``, ``procedure``, ``definition``,
   ``choice``, ``yes_no``);
 - ``number_words``: cardinal numbers spelled as words, ``word: value``;
-- ``months`` and ``weekdays``: names (stems allowed, ending in ``*``).
+- ``months`` and ``weekdays``: names (stems allowed, ending in ``*``);
+- ``close``: codes of languages so close that a short text often cannot be told from this one (Slovak
+  and Czech): a detection tie among them returns the first code (alphabetically) of the tie.
 
 Adding a language is adding a file; code reads the classes by name and never names a word.  Every
 list is folded with :func:`artifacts.analysis.fold` when read (lower case, no diacritics), so entries
@@ -73,6 +75,7 @@ class Profile:
     number_words: Mapping[str, int]
     months: frozenset[str]
     weekdays: frozenset[str]
+    close: frozenset[str] = frozenset()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def words(self, name: str) -> frozenset[str]:
@@ -123,6 +126,7 @@ def _profile_from(data: Mapping[str, Any], source: str) -> Profile:
         number_words=numbers,
         months=_fold_all(data.get("months") or ()),
         weekdays=_fold_all(data.get("weekdays") or ()),
+        close=frozenset(str(c) for c in data.get("close") or ()),
         raw=dict(data),
     )
 
@@ -174,14 +178,66 @@ def _function_word_share(codes: tuple[str, ...]) -> dict[str, int]:
     return count
 
 
+def same_language(a: str | None, b: str | None) -> bool:
+    """True when codes ``a`` and ``b`` are one language or ``close`` languages (Slovak and Czech); False
+    when either is None."""
+    if a is None or b is None:
+        return False
+    return a == b or (a in available() and b in load_profile(a).close)
+
+
+def crosses_language(question_language: str | None, text_languages: Iterable[str | None]) -> bool:
+    """True when the question's language is known and none of the known languages of the texts (each text
+    detected on its own) is the same or a close one: the question is asked in another language."""
+    known = [code for code in text_languages if code is not None]
+    return question_language is not None and bool(known) and not any(
+        same_language(question_language, code) for code in known)
+
+
+def question_type(tokens: list[str], language: str | None = None) -> tuple[str | None, str | None]:
+    """Return ``(answer type, phrase)`` of the first question phrase in folded ``tokens``, else ``(None, None)``.
+
+    Tokens are scanned from the start; at each position the longest ``question_words`` phrase of the
+    profile of ``language`` (every profile when None, or when that profile has none in the tokens) wins;
+    a ``yes_no`` phrase counts only as the first word.  The interrogative that opens a question decides
+    ("Which date format ...?" asks for a choice, "What happens when ...?" for nothing in particular).
+    """
+    codes = [language] if language is not None and language in available() else list(available())
+    found = _first_phrase(tokens, tuple(codes))
+    if found == (None, None) and len(codes) == 1:
+        found = _first_phrase(tokens, available())
+    return found
+
+
+@lru_cache(maxsize=16)
+def _phrase_table(codes: tuple[str, ...]) -> tuple[dict[tuple[str, ...], str], int]:
+    table: dict[tuple[str, ...], str] = {}
+    for code in codes:
+        for phrase, kind in load_profile(code).question_words.items():
+            table.setdefault(tuple(phrase.split()), kind)
+    return table, max((len(k) for k in table), default=0)
+
+
+def _first_phrase(tokens: list[str], codes: tuple[str, ...]) -> tuple[str | None, str | None]:
+    table, longest = _phrase_table(codes)
+    for i in range(len(tokens)):
+        for n in range(min(longest, len(tokens) - i), 0, -1):
+            kind = table.get(tuple(tokens[i:i + n]))
+            if kind is None or (kind == "yes_no" and i > 0):
+                continue
+            return kind, " ".join(tokens[i:i + n])
+    return None, None
+
+
 def detect_language(text: str, candidates: Iterable[str] | None = None) -> str | None:
     """Return the code of the profile whose language ``text`` is most likely written in, or None.
 
     One detector for questions and evidence alike: each candidate profile scores ``1/k`` per token
     that is one of its ``function_words`` (``k``: how many candidate profiles list that word, so a word
     only one language uses counts most) and two per letter occurrence from its ``letters``
-    (diacritics read before folding); the highest score wins when it is strictly above every other.
-    ``None`` when no profile scores or the best two tie (too short or mixed to tell).
+    (diacritics read before folding, in words that begin lower-case); the highest score wins when it is
+    strictly above every other, or when the tied profiles are ``close`` to each other.  ``None`` when no
+    profile scores or the best tie otherwise (too short or mixed to tell).
 
     Args:
         text: any text (a question, a chunk); only the first 4,000 characters are read.
@@ -191,7 +247,8 @@ def detect_language(text: str, candidates: Iterable[str] | None = None) -> str |
     from artifacts.analysis import folded_spans
 
     tokens = [t for t, _s, _e in folded_spans(sample)]
-    lowered = sample.lower()
+    # letters vote only in lower-case words: a name ("Holpův", "Müller") says little about the text
+    lowered = " ".join(w for w in sample.split() if w[:1].islower())
     codes = list(candidates if candidates is not None else available())
     share = _function_word_share(tuple(codes))
     scores: list[tuple[float, str]] = []
@@ -201,7 +258,14 @@ def detect_language(text: str, candidates: Iterable[str] | None = None) -> str |
         if prof.letters:
             score += 2.0 * sum(1 for ch in lowered if ch in prof.letters)
         scores.append((score, code))
-    scores.sort(reverse=True)
-    if not scores or scores[0][0] <= 0 or (len(scores) > 1 and scores[0][0] == scores[1][0]):
+    scores.sort(key=lambda sc: (-sc[0], sc[1]))
+    if not scores or scores[0][0] <= 0:
         return None
-    return scores[0][1]
+    tied = [code for score, code in scores if score == scores[0][0]]
+    if len(tied) > 1:
+        # a tie inside one group of close languages (Slovak and Czech) still tells the group: the
+        # first code of the group stands for it; any other tie is too short or mixed to tell
+        first = load_profile(tied[0])
+        if not all(code in first.close for code in tied[1:]):
+            return None
+    return tied[0]
