@@ -483,7 +483,8 @@ def _weak_definition(question: str, claims: list[Claim]) -> str | None:
 
 
 def _coverage_block(routed: Routed, outcome: GenerationOutcome | None, delivered: int,
-                    weak: str | None = None) -> dict[str, Any]:
+                    weak: str | None = None, scorer: UnitScorer | None = None,
+                    claims: list[Claim] | None = None) -> dict[str, Any]:
     warnings: list[str] = [weak] if weak else []
     limitations = [f"Only the pages of commit {routed.context.items[0].commit[:12]} were used."
                    if routed.context.items else "No evidence was used."]
@@ -503,9 +504,15 @@ def _coverage_block(routed: Routed, outcome: GenerationOutcome | None, delivered
         warnings.append("The graph list is cut; the count is exact.")
     partial = bool(warnings) and (dropped > 0 or routed.complete is False or bool(routed.context.truncation_reasons)
                                   or weak is not None)
+    answerability = None
+    if scorer is not None and scorer.variant is not None:
+        quotes = {c.quote for c in claims or []}
+        scores = [p for q, p in scorer.scores if q in quotes]
+        answerability = {"score": max(scores) if scores else None, "threshold": scorer.variant.threshold,
+                         "variant": scorer.variant_name}
     return {"scope": scope, "status": "partial" if partial else "supported", "warnings": warnings,
             "limitations": limitations, "coverage": round(outcome.coverage, 4) if outcome is not None else None,
-            "claims": delivered}
+            "claims": delivered, "answerability": answerability}
 
 
 def _debug_report(outcome: GenerationOutcome | None) -> dict[str, Any] | None:
@@ -532,7 +539,9 @@ def _dropped(outcome: GenerationOutcome | None) -> int:
     """Claims of the last attempt that failed the checker (they were left out)."""
     if outcome is None or not outcome.attempts:
         return 0
-    return sum(1 for v in outcome.attempts[-1].get("verdicts") or [] if not v.get("ok"))
+    # a claim that only missed the question (off_question) is no defect of the delivered answer
+    return sum(1 for v in outcome.attempts[-1].get("verdicts") or []
+               if not v.get("ok") and set(v.get("reasons") or ()) - {"off_question"})
 
 
 async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOptions,
@@ -610,6 +619,7 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
     from .checker import run_generation
 
     outcome: GenerationOutcome
+    scorer: UnitScorer | None = None
     generation_started = time.perf_counter()
     if routed.engine == "graph":
         assert routed.graph_body is not None
@@ -646,7 +656,7 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
     body["answer"] = text
     body["claims"] = claims_json
     weak = _weak_definition(request.query, claims) if routed.engine != "graph" else None
-    body["answer_coverage"] = _coverage_block(routed, outcome, len(claims_json), weak)
+    body["answer_coverage"] = _coverage_block(routed, outcome, len(claims_json), weak, scorer, claims)
     if include_debug:
         body["debug"] = _debug_report(outcome)
         body["debug"]["route"] = routed.engine

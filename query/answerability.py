@@ -8,6 +8,8 @@ never over phrasings:
 ``sim_gap``    ``sim`` minus the best ``sim`` among the units scored for the same question (<= 0);
 ``cov``        idf-weighted share of the question's content words the unit itself contains;
 ``ctx_cov``    the same share over the unit, its headings and the page title;
+``item_cov``   the same share over the whole evidence item (the chunk the unit is cut from);
+``novel``      share of the unit's content words that are not question words (an answer adds something);
 ``wants``      1 when the question's answer type is a kind of value (count, time, person, place, ...);
 ``holds``      1 when it is and the unit holds a value of that type (:func:`holds_value`);
 ``rank``       ``1 / (1 + r)`` for the unit's evidence item at retrieval rank ``r`` (0-based);
@@ -42,11 +44,11 @@ from .evidence import EvidenceItem
 from .question import QuestionAnalysis
 from .sentences import analyze, word_set
 
-FEATURES = ("sim", "sim_gap", "cov", "ctx_cov", "wants", "holds", "rank", "length", "asks")
+FEATURES = ("sim", "sim_gap", "cov", "ctx_cov", "item_cov", "novel", "wants", "holds", "rank", "length", "asks")
 """Feature names, in the order of the model's coefficients."""
 VARIANT_FEATURES = {
     "full": FEATURES,
-    "lexical": ("cov", "ctx_cov", "wants", "holds", "rank", "length", "asks"),
+    "lexical": ("cov", "ctx_cov", "item_cov", "novel", "wants", "holds", "rank", "length", "asks"),
     "dense": ("sim", "sim_gap", "wants", "holds", "rank", "length", "asks"),
 }
 
@@ -177,17 +179,32 @@ def coverage_share(words: Sequence[str], weights: Mapping[str, float], text: str
     return got / total if total > 0 else 0.0
 
 
+def _novel(words: Sequence[str], unit: str) -> float:
+    from .sentences import content_words
+
+    own = content_words(unit)
+    if not own:
+        return 0.0
+    asked = word_set(" ".join(words))
+    return sum(1 for w in own if not asked.has(w)) / len(own)
+
+
 def unit_features(analysis: QuestionAnalysis, weights: Mapping[str, float], unit: str, context: str, rank: int,
-                  *, sim: float = 0.0, sim_best: float = 0.0, kind: str = "sentence", leads: bool = False
-                  ) -> dict[str, float]:
-    """Return the feature mapping of one unit (see the module docstring; every value is a float)."""
+                  *, sim: float = 0.0, sim_best: float = 0.0, kind: str = "sentence", leads: bool = False,
+                  item_text: str = "") -> dict[str, float]:
+    """Return the feature mapping of one unit (see the module docstring; every value is a float).
+
+    ``context``: the unit's headings and page title; ``item_text``: the whole evidence item's text.
+    """
     words = analysis.content_words
     cov = coverage_share(words, weights, unit)
     ctx = max(cov, coverage_share(words, weights, unit + "\n" + context))
+    whole = max(ctx, coverage_share(words, weights, item_text + "\n" + context)) if item_text else ctx
     wants = 1.0 if analysis.wants_value else 0.0
     holds = 1.0 if wants and holds_value(analysis.answer_type, unit, kind=kind, leads=leads) else 0.0
     return {
-        "sim": sim, "sim_gap": sim - sim_best, "cov": cov, "ctx_cov": ctx, "wants": wants, "holds": holds,
+        "sim": sim, "sim_gap": sim - sim_best, "cov": cov, "ctx_cov": ctx, "item_cov": whole,
+        "novel": _novel(words, unit), "wants": wants, "holds": holds,
         "rank": 1.0 / (1.0 + rank), "length": math.log1p(len(unit.split())) / 4.0,
         "asks": 1.0 if unit.rstrip().endswith("?") else 0.0,
     }
@@ -263,7 +280,7 @@ class UnitScorer:
             rank = self.rank.get(item.evidence_id, 0)
             feats = unit_features(self.analysis, self.weights, text, item_context(item), rank, sim=sims[i],
                                   sim_best=self._best, kind=kinds[i] if kinds else "sentence",
-                                  leads=bool(leads[i]) if leads else False)
+                                  leads=bool(leads[i]) if leads else False, item_text=item.text)
             out.append((variant.probability(feats) if variant is not None else 1.0, feats))
         return out
 
@@ -342,7 +359,8 @@ def best_units(scorer: UnitScorer, items: Sequence[EvidenceItem], *,
         rank = scorer.rank
         pre = [(lexical.probability(unit_features(scorer.analysis, scorer.weights, u.text, item_context(it),
                                                   rank.get(it.evidence_id, 0), kind=u.kind,
-                                                  leads=u.leads is not None)), i) for i, (it, u) in enumerate(pool)]
+                                                  leads=u.leads is not None, item_text=it.text)), i)
+               for i, (it, u) in enumerate(pool)]
         pre.sort(key=lambda x: -x[0])
         pool = [pool[i] for _p, i in pre[:shortlist]]
     elif len(pool) > shortlist:

@@ -93,6 +93,9 @@ class AnswerCoverage(BaseModel):
     limitations: list[str]
     coverage: float | None = Field(None, description="share of the question's content words covered by the evidence")
     claims: int
+    answerability: dict[str, Any] | None = Field(
+        None, description="{score: the best delivered claim's calibrated answerability (0..1), threshold, variant: "
+                          "full | lexical | dense}; null on the graph route or without an installed model")
 
 
 class AnswerResponse(Envelope):
