@@ -67,7 +67,8 @@ def _collect(bundle, questions, scorer_cache):  # type: ignore[no-untyped-def]
             best = max(sims)
             for (rank, item, unit, label), sim in zip(units, sims, strict=True):
                 feats = unit_features(analysis, weights, unit.text, item_context(item), rank, sim=float(sim),
-                                      sim_best=float(best), kind=unit.kind, leads=unit.leads is not None)
+                                      sim_best=float(best), kind=unit.kind, leads=unit.leads is not None,
+                                      item_text=item.text)
                 rows.append((q["id"], group, q["relevant"][0].split("/")[1], bool(label), feats))
         if n % 50 == 0:
             print(f"collect: {n}/{len(questions)}", file=sys.stderr, flush=True)
@@ -102,6 +103,105 @@ class _Vectors:
         self.np.savez(self.path, keys=self.np.array(keys), vecs=self.np.stack([self.data[k] for k in keys]))
 
 
+class _CachedEmbedder:
+    """The bundle's embedder behind the vector cache (same ``spec``), for the pipeline simulation."""
+
+    def __init__(self, emb, vectors: _Vectors) -> None:  # type: ignore[no-untyped-def]
+        self.spec = emb.spec
+        self.emb = emb
+        self.vectors = vectors
+
+    def embed_query(self, text: str):  # type: ignore[no-untyped-def]
+        return self.vectors.query(self.emb, text)
+
+    def embed_passages(self, texts):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        return np.stack([self.vectors.passage(self.emb, t) for t in texts])
+
+
+def _pipeline(bundle, questions, model, embedder):  # type: ignore[no-untyped-def]
+    """Per variant, per (question, group): the rule pipeline's delivered claims and the best unit, each with
+    its probability under that variant of ``model`` and its label (holds an answer span, from the relevant
+    paragraph).  The retrieval and the rules run once; each variant scores the same units."""
+    import asyncio
+
+    from query.answerability import VARIANT_FEATURES, UnitScorer, find_unit
+    from query.checker import run_generation
+    from query.generators import ExtractiveGenerator
+    from query.question import analyse_question
+    from query.rag import text_context
+    from query.sentences import addresses_model, link_only, text_units
+
+    records: dict[str, list] = {name: [] for name in VARIANT_FEATURES}  # type: ignore[type-arg]
+    for n, q in enumerate(questions):
+        ctx = text_context(bundle, q["question"], max_tokens=3000)
+        relevant = set(q["relevant"])
+        answers = [a.lower() for a in q.get("answers") or [] if a.strip()]
+        for group in ("answerable", "unanswerable"):
+            items = [it for it in ctx.items if group == "answerable" or it.document_path not in relevant]
+            if not items:
+                for name in records:
+                    records[name].append({"id": q["id"], "group": group, "claims": [], "best": None})
+                continue
+            outcome = asyncio.run(run_generation(q["question"], items, ExtractiveGenerator(),
+                                                 weights=ctx.word_weights or None, unknown=ctx.unknown_words))
+            by_id = {it.evidence_id: it for it in items}
+
+            def label(text: str, item, group=group, relevant=relevant, answers=answers) -> bool:  # type: ignore[no-untyped-def]
+                return (group == "answerable" and item.document_path in relevant
+                        and any(a in text.lower() for a in answers))
+
+            units = [(u.text, it, u) for it in items if it.kind == "chunk" for u in text_units(it.text)
+                     if u.kind != "row" and not addresses_model(u.text) and not link_only(u.text)]
+            claims = []
+            for c in outcome.claims if outcome.status == "ok" else []:
+                item = by_id.get(c.evidence[0])
+                if item is not None:
+                    unit = find_unit(c.quote, item)
+                    claims.append((unit.text if unit is not None else c.quote, item, unit, label(c.quote, item)))
+            for name in records:
+                scorer = UnitScorer(analyse_question(q["question"]), items, embedder, weights=ctx.word_weights,
+                                    model=model)
+                scorer.variant_name = name
+                if name == "lexical":
+                    scorer.embedder = None
+                rec = {"id": q["id"], "group": group, "claims": [], "best": None}
+                records[name].append(rec)
+                everything = [(t, it) for t, it, _u in units] + [(t, it) for t, it, _u, _l in claims]
+                kinds = [u.kind for *_x, u in units] + [u.kind if u else "sentence" for _t, _i, u, _l in claims]
+                leads = [u.leads is not None for *_x, u in units] + [bool(u and u.leads is not None)
+                                                                    for _t, _i, u, _l in claims]
+                scored = scorer.score_many(everything, kinds=kinds, leads=leads)
+                if units:
+                    best = max(range(len(units)), key=lambda i: scored[i][0])
+                    rec["best"] = (scored[best][0], label(units[best][0], units[best][1]))
+                rec["claims"] = [(scored[len(units) + j][0], lab) for j, (_t, _i, _u, lab) in enumerate(claims)]
+        if n % 50 == 0:
+            print(f"pipeline: {n}/{len(questions)}", file=sys.stderr, flush=True)
+    return records
+
+
+def _simulate(records, threshold: float, gate: bool = True):  # type: ignore[no-untyped-def]
+    """Final outcome counts of the pipeline with the score at ``threshold`` (gate + rescue), or without it."""
+    out = {g: {"correct": 0, "wrong": 0, "refused": 0} for g in ("answerable", "unanswerable")}
+    for rec in records:
+        claims = [c for c in rec["claims"] if not gate or c[0] >= threshold]
+        if claims:
+            outcome = "correct" if any(ok for _p, ok in claims) else "wrong"
+        elif gate and rec["best"] is not None and rec["best"][0] >= threshold:
+            outcome = "correct" if rec["best"][1] else "wrong"
+        else:
+            outcome = "refused"
+        out[rec["group"]][outcome] += 1
+    n = sum(sum(v.values()) for v in out.values())
+    a = sum(out["answerable"].values())
+    return {"wrong_of_all": round((out["answerable"]["wrong"] + out["unanswerable"]["wrong"]) / max(1, n), 3),
+            "correct_of_answerable": round(out["answerable"]["correct"] / max(1, a), 3),
+            "refused_of_unanswerable": round(out["unanswerable"]["refused"] / max(1, n - a), 3),
+            **{f"{g}_{k}": v for g, d in out.items() for k, v in d.items()}}
+
+
 def _matrix(rows, features):  # type: ignore[no-untyped-def]
     import numpy as np
 
@@ -127,6 +227,46 @@ def _decide(rows, probs, threshold):  # type: ignore[no-untyped-def]
             "questions": len(ans), "unanswerable": len(una)}
 
 
+def _thresholds_only(args, bundle, dev, test, vectors) -> int:  # type: ignore[no-untyped-def]
+    out = json.loads(args.coefficients.read_text(encoding="utf-8"))
+    _choose_thresholds(out, args, bundle, dev, test, vectors)
+    text = json.dumps(out, indent=1, ensure_ascii=False)
+    print(text)
+    if args.write:
+        args.write.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+def _choose_thresholds(out, args, bundle, dev, test, vectors) -> None:  # type: ignore[no-untyped-def]
+    """Thresholds chosen on the pipeline the score is used in (rules deliver, the score gates and rescues),
+    over the dev questions, for the target share of wrong deliveries among all questions of both groups."""
+    import numpy as np
+
+    from query.answerability import VARIANT_FEATURES, model_from
+
+    fitted = model_from(out)
+    cached = _CachedEmbedder(bundle.embedder, vectors) if bundle.embedder is not None else None
+    dev_pipe = _pipeline(bundle, dev, fitted, cached)
+    test_pipe = _pipeline(bundle, test, fitted, cached)
+    vectors.save()
+    out["figures"]["pipeline_without_score"] = {"dev": _simulate(dev_pipe["full"], 0.0, gate=False),
+                                                "test": _simulate(test_pipe["full"], 0.0, gate=False)}
+    for name in VARIANT_FEATURES:
+        best_t, best_fig = None, None
+        seen = {p for rec in dev_pipe[name] for p, _ok in rec["claims"] + ([rec["best"]] if rec["best"] else [])}
+        for t in sorted({round(float(x), 2) for x in np.arange(0.05, 1.0, 0.01)} | {round(p, 5) for p in seen}):
+            fig = _simulate(dev_pipe[name], t)
+            better = best_fig is None or fig["correct_of_answerable"] > best_fig["correct_of_answerable"]
+            if fig["wrong_of_all"] <= args.max_wrong and better:
+                best_t, best_fig = t, fig
+        threshold = best_t if best_t is not None else 0.99
+        out["variants"][name]["threshold"] = threshold
+        # a variant that cannot reach the target on the dev pipeline is not applied (query.answerability)
+        out["variants"][name]["reached"] = best_t is not None
+        out["figures"][f"pipeline_{name}"] = {"threshold": threshold, "dev": _simulate(dev_pipe[name], threshold),
+                                             "test": _simulate(test_pipe[name], threshold)}
+
+
 def main() -> int:
     sys.path.insert(0, str(HERE.parent))
     import numpy as np
@@ -140,16 +280,22 @@ def main() -> int:
     parser.add_argument("--bundle", required=True, type=Path)
     parser.add_argument("--qrels", type=Path, default=SHARED / "bench" / "xquad-de.qrels.jsonl")
     parser.add_argument("--precision", type=float, default=0.95)
+    parser.add_argument("--max-wrong", type=float, default=0.03,
+                        help="pipeline threshold: at most this share of wrong deliveries over all questions")
     parser.add_argument("--test-limit", type=int, default=300)
     parser.add_argument("--stride", type=int, default=1, help="every N-th question of each split (1: all)")
     parser.add_argument("--cache", type=Path, default=Path("answerability-vectors.npz"))
     parser.add_argument("--write", type=Path)
+    parser.add_argument("--coefficients", type=Path,
+                        help="keep the coefficients of this model file and choose the thresholds only")
     args = parser.parse_args()
     qs = [json.loads(line) for line in args.qrels.read_text(encoding="utf-8").splitlines() if line.strip()]
     dev = [q for q in qs if q.get("split") == "dev"][:: args.stride]
     test = [q for q in qs if q.get("split") == "test"][:: args.stride][: args.test_limit]
     bundle = open_bundle(args.bundle, verify=False)
     vectors = _Vectors(args.cache)
+    if args.coefficients is not None:
+        return _thresholds_only(args, bundle, dev, test, vectors)
     dev_rows = _collect(bundle, dev, vectors)
     test_rows = _collect(bundle, test, vectors)
     vectors.save()
@@ -178,6 +324,7 @@ def main() -> int:
                                  "intercept": round(float(model.intercept_[0]), 5), "threshold": threshold}
         out["figures"][name] = {"dev_oof": _decide(dev_rows, oof, threshold),
                                 "test": _decide(test_rows, model.predict_proba(tx)[:, 1], threshold)}
+    _choose_thresholds(out, args, bundle, dev, test, vectors)
     text = json.dumps(out, indent=1, ensure_ascii=False)
     print(text)
     if args.write:

@@ -628,7 +628,8 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
     else:
         if generator is None:
             raise ValueError("mode=answer needs a generator")
-        scorer = _scorer(bundle, request.query, context) if answerability else None
+        # the text route only: graph+text evidence is already restricted to the pages of a resolved person
+        scorer = _scorer(bundle, request.query, context) if answerability and routed.engine == "text" else None
         outcome = await run_generation(request.query, context.items, _Observed(generator, emit),  # type: ignore[arg-type]
                                        coverage_threshold=coverage_threshold, graph=None,
                                        ignore=routed.resolved_words, weights=context.word_weights or None,

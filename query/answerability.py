@@ -120,6 +120,8 @@ class Variant:
     coef: tuple[float, ...]
     intercept: float
     threshold: float
+    reached: bool = True
+    """False when no threshold met the calibration target on the dev pipeline: the variant is not applied."""
 
     def probability(self, values: Mapping[str, float]) -> float:
         """Return the model's probability (0..1) for a feature mapping (missing features count 0)."""
@@ -140,7 +142,7 @@ class AnswerabilityModel:
         """A short stable id of the coefficients and thresholds (part of the answer cache key)."""
         import hashlib
 
-        blob = json.dumps({k: [v.coef, v.intercept, v.threshold] for k, v in sorted(self.variants.items())})
+        blob = json.dumps({k: [v.coef, v.intercept, v.threshold, v.reached] for k, v in sorted(self.variants.items())})
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -156,7 +158,8 @@ def model_from(data: Mapping[str, Any]) -> AnswerabilityModel:
         coef = tuple(float(c) for c in body["coef"])
         if len(feats) != len(coef) or not set(feats) <= set(FEATURES):
             raise ValueError(f"answerability variant {name}: features and coefficients do not match")
-        variants[name] = Variant(name, feats, coef, float(body["intercept"]), float(body["threshold"]))
+        variants[name] = Variant(name, feats, coef, float(body["intercept"]), float(body["threshold"]),
+                                 bool(body.get("reached", True)))
     return AnswerabilityModel(variants, data.get("embedder"), dict(data.get("meta") or {}))
 
 
@@ -241,15 +244,21 @@ class UnitScorer:
         languages = {detect_language(it.text) for it in self.items if it.kind == "chunk"} - {None}
         crossing = analysis.language is not None and bool(languages) and analysis.language not in languages
         self.crossing = crossing
+        # no variant reads a question in another language without vectors: the score then decides nothing
+        self.variant_name: str | None
         if self.embedder is not None:
             self.variant_name = "dense" if crossing else "full"
         else:
-            self.variant_name = "lexical"
+            self.variant_name = None if crossing else "lexical"
 
     @property
     def variant(self) -> Variant | None:
-        """The variant in use, or None when no model is installed."""
-        return None if self.model is None else self.model.variants.get(self.variant_name)
+        """The variant in use, or None when no model is installed or the variant did not reach its
+        calibration target (then the score decides nothing: gate and rescue are off)."""
+        if self.model is None or self.variant_name is None:
+            return None
+        variant = self.model.variants.get(self.variant_name)
+        return variant if variant is not None and variant.reached else None
 
     def _sims(self, texts: Sequence[str]) -> list[float]:
         if self.embedder is None:
@@ -308,6 +317,8 @@ def gate_claims(scorer: UnitScorer, verdicts: Sequence[Any], items: Sequence[Evi
     its list when the list's introduction passed (the introduction states what the items are).  The scores
     are kept in ``scorer.scores`` (``[(quote, probability)]``) for the debug report.
     """
+    if scorer.variant is None:
+        return list(verdicts)
     by_id = {it.evidence_id: it for it in items}
     todo = []
     for i, v in enumerate(verdicts):
@@ -344,6 +355,8 @@ def best_units(scorer: UnitScorer, items: Sequence[EvidenceItem], *,
     """
     from .sentences import addresses_model, link_only, text_units
 
+    if scorer.variant is None:
+        return []
     pool = []
     for item in items:
         if item.kind != "chunk":
