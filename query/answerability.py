@@ -362,7 +362,7 @@ def best_units(scorer: UnitScorer, items: Sequence[EvidenceItem], *,
         if item.kind != "chunk":
             continue
         for unit in text_units(item.text):
-            if unit.kind == "row" or addresses_model(unit.text) or link_only(unit.text):
+            if unit.kind in ("row", "code") or addresses_model(unit.text) or link_only(unit.text):
                 continue
             pool.append((item, unit))
     if not pool:

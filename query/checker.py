@@ -962,8 +962,8 @@ def _rescue(question: str, items: list[EvidenceItem], graph: dict[str, Any] | No
     group = [unit]
     if unit.leads is not None:
         group += [u for u in text_units(item.text) if u.list_id == unit.leads]
-    claims = tuple(Claim(text=shown_text(u.text), evidence=(item.evidence_id,), quote=" ".join(u.text.split()))
-                   for u in group)
+    claims = tuple(Claim(text=u.text if u.kind == "code" else shown_text(u.text), evidence=(item.evidence_id,),
+                         quote=" ".join(u.text.split())) for u in group)
     reply = GeneratorReply(claims)
     verdicts = check_reply(question, reply, items, graph=graph)
     attempts.append(_attempt_record(3, reply, verdicts))

@@ -198,8 +198,8 @@ class ExtractiveGenerator:
             best: tuple[float, float, int, int] | None = None
             best_c: _Candidate | None = None
             for c in candidates:
-                if (c.rank, c.unit.order) in picked:
-                    continue
+                if (c.rank, c.unit.order) in picked or c.unit.kind == "code":
+                    continue  # a code block comes only with the sentence that introduces it
                 own = c.own & uncovered
                 if not own:
                     continue
@@ -224,7 +224,8 @@ class ExtractiveGenerator:
         claims = []
         for c in chosen:
             quote = " ".join(c.unit.text.split())
-            claims.append(Claim(text=shown_text(c.unit.text), evidence=(c.item.evidence_id,), quote=quote))
+            shown = c.unit.text if c.unit.kind == "code" else shown_text(c.unit.text)
+            claims.append(Claim(text=shown, evidence=(c.item.evidence_id,), quote=quote))
         return GeneratorReply(tuple(claims), insufficient=not claims)
 
     def define(self, definition: DefinitionQuestion, evidence: Sequence[EvidenceItem]) -> GeneratorReply:

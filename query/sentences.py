@@ -53,7 +53,8 @@ class Unit:
     """One verbatim span of an evidence text that can become a claim.
 
     ``kind``: ``sentence`` (of a paragraph), ``item`` (a list item's text without its marker),
-    ``row`` (a table row's cells, without the outer pipes); ``start``/``end``: character offsets in
+    ``row`` (a table row's cells, without the outer pipes), ``code`` (a code block's lines without
+    its fence, when a paragraph introduces it; ``list_id`` is then the block's own id); ``start``/``end``: character offsets in
     the evidence text (``text[start:end]`` is the unit, verbatim); ``headings``: the Markdown
     headings above the unit inside this text; ``list_id``: the list an ``item`` belongs to;
     ``leads``: the list this unit introduces (the last sentence of a paragraph directly followed
@@ -169,7 +170,8 @@ def text_units(text: str) -> list[Unit]:
 
     Paragraphs give sentences; list items give one unit per sentence of the item (its marker
     ``1.``, ``-``, ``- [ ]`` left out); table rows give one unit each (header separator
-    skipped); headings only set ``headings``; code fences, HTML and front matter give none.
+    skipped); headings only set ``headings``; a code block right after a paragraph is one ``code`` unit
+    that the paragraph's last sentence ``leads`` (like a list); other code, HTML and front matter give none.
     """
     return list(_text_units(text))
 
@@ -233,6 +235,19 @@ def _text_units(text: str) -> tuple[Unit, ...]:
                 at = text.find(row, start)
                 units.append(Unit("row", at, at + len(row), row, tuple(h for _, h in headings), None,
                                   None, len(units)))
+            pending_lead = None
+        elif tok.type in ("fence", "code_block") and tok.map and pending_lead is not None and not list_stack:
+            # a paragraph that introduces a code block ("... can be scripted with crontab:") leads it: the
+            # code (without its fence lines) is one unit of its own "list", delivered with its introduction
+            first, last = tok.map[0] + (tok.type == "fence"), tok.map[1] - (tok.type == "fence")
+            start, end = lines[first], lines[max(first, min(last, len(lines) - 1))]
+            code = text[start:end].rstrip()
+            if code.strip():
+                list_count += 1
+                units[units.index(pending_lead)] = _replace(pending_lead, leads=list_count)
+                lead = len(code) - len(code.lstrip())
+                units.append(Unit("code", start + lead, start + len(code), code.strip(),
+                                  tuple(h for _, h in headings), list_count, None, len(units)))
             pending_lead = None
         elif tok.type in ("fence", "code_block", "html_block", "hr", "table_open"):
             pending_lead = None
