@@ -56,7 +56,8 @@ class Unit:
     ``row`` (a table row's cells, without the outer pipes), ``code`` (a code block's lines without
     its fence, when a paragraph introduces it; ``list_id`` is then the block's own id);
     ``start``/``end``: character offsets in the evidence text (``text[start:end]`` is the unit,
-    verbatim); ``headings``: the Markdown headings above the unit inside this text; ``list_id``: the list an ``item`` belongs to;
+    verbatim); ``headings``: the Markdown headings above the unit inside this text; ``list_id``: the
+    list an ``item`` belongs to;
     ``leads``: the list this unit introduces (the last sentence of a paragraph directly followed
     by a list, e.g. ``Zadanie:``), else None; ``order``: position in the text.
     """
