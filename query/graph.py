@@ -89,6 +89,7 @@ from .graph_names import (
     name_tokens,
     tokenize,
 )
+from .graph_values import Combination, Value, combinations, negations, operator_spans
 from .graph_words import Vocabulary
 from .sentences import definition_question
 
@@ -293,6 +294,10 @@ class Analysis:
     work_years: list[int] = field(default_factory=list)  # years that restrict works (not a start year)
     category_types: list[str] = field(default_factory=list)  # work types read from category values ("dr2018")
     category_start: bool = False  # a start-year category value ("st2014") was named
+    values: list[Value] = field(default_factory=list)  # every recognised value with its span
+    combos: dict[str, Combination] = field(default_factory=dict)  # kinds named twice or more, with operators
+    negated: list[int] = field(default_factory=list)  # positions of negation words (not "but not")
+    operators: list[tuple[int, int, str]] = field(default_factory=list)  # and / or / but_not word spans
 
     def structure_question(self, vocab: Vocabulary) -> bool:
         """Whether the question asks for persons or documents selected by front matter or links
@@ -436,6 +441,8 @@ def _category_values(a: Analysis, index: GraphIndex) -> set[int]:
         else:
             continue
         found.add(token.index)
+        a.values.append(Value("category", (a.category_types[-1] if m.re is work else "start", year),
+                              token.index, token.index + 1))
         if year not in a.years:
             a.years.append(year)
     return found
@@ -489,11 +496,15 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
         if a.has("tag"):
             for pos in sorted(free - tag_words):
                 tag = known.tags.get(tokens[pos].folded)
-                if tag is not None and tag not in a.tags:
-                    a.tags.append(tag)
+                if tag is not None:
+                    a.values.append(Value("tag", tag, pos, pos + 1))
+                    if tag not in a.tags:
+                        a.tags.append(tag)
                     free.discard(pos)
         concepts()
-    a.work_types, type_positions = vocab.find_work_types(tokens, free)
+    a.work_types, per_type = vocab.work_type_spans(tokens, free)
+    type_positions = {p for positions in per_type.values() for p in positions}
+    a.values += [Value("work_type", t, min(ps), max(ps) + 1) for t, ps in per_type.items()]
     a.work_types += [t for t in dict.fromkeys(a.category_types) if t not in a.work_types]
     vocab_positions = type_positions | {p for hits in a.concepts.values() for s, e, _ in hits for p in range(s, e)}
 
@@ -527,11 +538,20 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
             a.unmatched_names.append(run)
             free -= {t.index for t in run}
 
+    a.language = _language(a, vocab)
+    _values_and_operators(a, vocab, free)
+    free -= {p for s, e, _ in a.operators for p in range(s, e)}
     # every word left must be a stop word or a filler word
     # a year is a slot the intent must use (see _years_explained); any other number is unexplained
     a.unexplained = [tokens[p].text for p in sorted(free - vocab_positions)
                      if not vocab.is_stopword(tokens[p]) and not (tokens[p].text.isdigit()
                                                                   and int(tokens[p].text) in a.years)]
+    a.intent = _intent(a, index)
+    return a
+
+
+def _language(a: Analysis, vocab: Vocabulary) -> str | None:
+    """The language whose question words matched most (function and filler words only decide a tie of none)."""
     counts: dict[str, int] = {}
     # function and filler words ("was", "in", "die") are shared across languages: they only decide
     # the language when no other question word does
@@ -540,10 +560,31 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
             break
         for _, _, lang in hits:
             counts[lang] = counts.get(lang, 0) + 1
-    if counts:
-        a.language = max(vocab.languages, key=lambda lang: (counts.get(lang, 0), -vocab.languages.index(lang)))
-    a.intent = _intent(a, index)
-    return a
+    if not counts:
+        return None
+    return max(vocab.languages, key=lambda lang: (counts.get(lang, 0), -vocab.languages.index(lang)))
+
+
+def _values_and_operators(a: Analysis, vocab: Vocabulary, free: set[int]) -> None:
+    """Add person, author and year values to ``a.values``; read the operators between values of one
+    kind (:mod:`query.graph_values`) and the negation words of the question."""
+    tokens = a.tokens
+    for kind, matches in (("person", a.persons), ("author", a.document_authors)):
+        for m in matches:
+            ref = tuple(sorted(e.ref for e in m.entries))
+            a.values.append(Value(kind, ref, min(m.positions), max(m.positions) + 1))
+    category_positions = {v.start for v in a.values if v.kind == "category"}
+    page = set(range(*a.page_span)) if a.page_span else set()
+    for t in tokens:
+        if t.text.isdigit() and int(t.text) in a.years and t.index not in category_positions | page:
+            a.values.append(Value("year", int(t.text), t.index, t.index + 1))
+    languages = [a.language] if a.language else list(vocab.languages)
+    # operator words are looked for on the words no entity took (stop words included)
+    spans = operator_spans(tokens, free, languages)
+    a.operators = spans
+    a.combos = combinations(a.values, spans)
+    in_operators = {p for s, e, _ in spans for p in range(s, e)}
+    a.negated = negations(tokens, free - in_operators, languages, vocab.forms, vocab.is_entry_word)
 
 
 # Concepts each intent may contain besides ``filler``, ``who`` and ``person`` (question words and
@@ -559,8 +600,8 @@ _ALLOWED: dict[str, set[str]] = {
     "topics_of_person": {"topic", "document", "author", "start", "year"},
     "common_tags": {"tag", "topic", "common", "document", "author", "start", "year"},
     "common_topics": {"topic", "common", "document", "author", "start", "year"},
-    "persons_with_tag": {"tag", "topic", "document", "author", "count"},
-    "documents_with_tag": {"tag", "topic", "document", "count", "year"},
+    "persons_with_tag": {"tag", "topic", "document", "author", "count", "common"},
+    "documents_with_tag": {"tag", "topic", "document", "count", "year", "common"},
     "documents_of_author": {"document", "author", "count", "tag", "year"},  # tag: with a tag value only
     "author_of_document": {"author", "document"},
     "tags_of_document": {"tag", "document"},
@@ -579,6 +620,8 @@ _NOT_LINKS = ("supervisor", "start", "category", "common", "tag")
 # tags have no year), unless a start word makes it the start year that identifies the person.
 _YEAR_SLOT = {"works_of_person", "title_of_work", "supervisor_of_work", "persons_with_work", "persons_started",
               "supervised_by", "documents_of_author", "documents_with_tag"}  # documents: the year of their date
+_YEARS_COMBINED = {"persons_with_work", "persons_started", "supervised_by"}
+"""Intents that take several years joined by and / or / but not (:data:`_COMBINES`)."""
 # Intents whose answer is a year: "rok"/"kedy" without a year value is what they ask.
 _ASKS_YEAR = {"year_of_work", "start_year_of_person", "works_of_person", "persons_with_work"}
 
@@ -622,7 +665,7 @@ def _years_explained(a: Analysis, intent: str) -> bool:
     if a.has("start") and intent not in ("persons_started", "start_year_of_person"):
         return False
     if a.years:
-        if intent not in _YEAR_SLOT or (len(a.years) > 1 and intent != "supervised_by"):
+        if intent not in _YEAR_SLOT or (len(a.years) > 1 and intent not in _YEARS_COMBINED):
             return False
         a.work_years = list(a.years)
         return True
@@ -661,6 +704,9 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
         if (len(a.persons) == 1 or (a.document_authors and not persons)) and a.tags and not a.topics \
                 and a.has("document") and a.has("author"):
             return "documents_of_author"  # "Které články se štítkem newsletter napsala Radka Horáková?"
+        if len(a.persons) >= 2 and not a.has("common") and "person" in a.combos \
+                and a.combos["person"].only == "and":
+            return f"{what}_of_person"  # "Aké tagy majú X a Y?": each person's tags (answered per person)
         if len(a.persons) >= 2 or (a.has("common") and persons):
             return f"common_{what}"
         if persons:
@@ -932,6 +978,13 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
                         "ask again with more of the title.",
                         candidates=[{"title": p.label, "path": p.path, "source_id": out.source(p.path)}
                                     for p in a.ambiguous_pages])
+    refused = _refuse_values(out, a)
+    if refused is not None:
+        return refused
+    if a.combos:
+        combined = _combined(out, index, a)
+        if combined is not None:
+            return combined
     if a.intent in ("tags_of_document", "topics_of_document"):
         return _tags_of_document(out, a)
     if a.intent == "persons_with_work":
@@ -947,7 +1000,7 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     if a.intent == "supervised_by":
         return _supervised_by(out, index, a)
     if a.intent == "documents_of_author" and not a.persons:
-        return _documents_of_author(out, index, [], a.document_authors, a.tags, a.work_years)
+        return _documents_of_author(out, index, [], a.document_authors, a.tags, a.work_years, a.combos.get("tag"))
     persons = _resolve_persons(out, index, a)
     if isinstance(persons, dict):
         return persons
@@ -956,20 +1009,255 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     if a.intent in ("common_tags", "common_topics"):
         if len(persons) < 2:
             return out.unsupported("A question about shared tags or topics needs two or more persons.")
-        return _common(out, persons, "tags" if a.intent == "common_tags" else "topics")
+        return _common(out, persons, "tags" if a.intent == "common_tags" else "topics", _person_combo(a, persons))
+    if len(persons) > 1 and a.intent in _ONE_PERSON and "person" in a.combos:
+        return _per_person(out, index, a, persons)  # "Aké sú názvy prác X a Y?": each person's own answer
     if a.intent in ("tags_of_person", "topics_of_person"):
         if len(persons) != 1:
             return out.unsupported("Tags or topics of several persons: ask for their common tags, or one at a time.")
         return _common(out, persons, "tags" if a.intent == "tags_of_person" else "topics")
     if a.intent == "documents_of_author":
-        return _documents_of_author(out, index, persons, [], a.tags, a.work_years)
+        return _documents_of_author(out, index, persons, [], a.tags, a.work_years, a.combos.get("tag"))
     if len(persons) != 1:
         return out.unsupported("The question names several persons; ask about one at a time.")
+    return _one_person(out, index, a, persons[0])
+
+
+def _one_person(out: _Answer, index: GraphIndex, a: Analysis, person: _Person) -> dict[str, Any]:
     if a.intent == "supervisor_of_work":
-        return _supervisor(out, index, a, persons[0])
+        return _supervisor(out, index, a, person)
     if a.intent == "start_year_of_person":
-        return _start_year(out, persons[0])
-    return _person_works(out, index, a, persons[0])
+        return _start_year(out, person)
+    if a.intent in ("tags_of_person", "topics_of_person"):
+        return _common(out, [person], "tags" if a.intent == "tags_of_person" else "topics")
+    return _person_works(out, index, a, person)
+
+
+def _person_combo(a: Analysis, persons: list[_Person]) -> Combination | None:
+    """The operators between the persons of the question, by resolved person (``None``: all "and")."""
+    combo = a.combos.get("person")
+    if combo is None or len(combo.values) != len(persons) or set(combo.ops) == {"and"}:
+        return None
+    return Combination("person", tuple(p.id for p in persons), combo.ops)
+
+
+def _per_person(out: _Answer, index: GraphIndex, a: Analysis, persons: list[_Person]) -> dict[str, Any]:
+    """A fact question about several persons joined by "and", answered for each person on its own: the
+    facts of all; ``answer.persons`` holds each person's answer with its status.  The body is ``ok`` when
+    every person's answer is; else it takes the status and reason of the first that is not."""
+    parts = []
+    for person in persons:
+        part = _one_person(out, index, a, person)
+        parts.append({"person": person.name, "person_id": person.id, "status": part["status"],
+                      "reason": part["reason"], "answer": part.get("answer")})
+    answer = {"persons": parts}
+    failed = next((p for p in parts if p["status"] != "ok"), None)
+    if failed is not None:
+        return out.body(failed["status"], failed["reason"], complete=True, answer=answer,
+                        message=f"No answer for {failed['person']}; the answers for each person are in answer.persons.")
+    return out.body("ok", complete=not out.truncation, answer=answer)
+
+
+# -- several values of one kind --------------------------------------------------------------------
+
+
+_ALL_OPS = frozenset({"and", "or", "but_not"})
+_COMBINES: dict[str, dict[str, frozenset[str]]] = {
+    "persons_with_tag": {"tag": _ALL_OPS},
+    "documents_with_tag": {"tag": _ALL_OPS},
+    "documents_of_author": {"tag": _ALL_OPS, "person": frozenset({"and"}), "author": frozenset({"and"})},
+    "persons_with_work": {"year": _ALL_OPS, "work_type": _ALL_OPS, "category": _ALL_OPS},
+    # a person has one start year: "začali v roku 2016 a 2017" has no intersection to mean
+    "persons_started": {"year": frozenset({"or"}), "category": _ALL_OPS},
+    "supervised_by": {"author": _ALL_OPS, "year": _ALL_OPS, "work_type": _ALL_OPS},
+    "common_tags": {"person": _ALL_OPS},
+    "common_topics": {"person": _ALL_OPS},
+    **{intent: {"person": frozenset({"and"}), "work_type": frozenset({"and"})} for intent in _ONE_PERSON},
+}
+"""Per intent, the kinds of value it takes several of, and the operators it answers exactly
+(:mod:`query.graph_values`): sets of persons or documents are intersected, united or subtracted;
+a fact question about two persons (``_ONE_PERSON``) is answered per person."""
+
+
+def _refuse_values(out: _Answer, a: Analysis) -> dict[str, Any] | None:
+    """The ``unsupported_question`` body of a question whose values the answer would not all use
+    (never answered by the first value alone), or ``None``."""
+    if a.negated:
+        return out.unsupported("The question negates a value; the graph answers what pages have, not what "
+                               "they lack.")
+    if len(a.combos) > 1:
+        return out.unsupported("The question joins several values of more than one kind; ask about one "
+                               "kind at a time.")
+    for kind, combo in a.combos.items():
+        allowed = _COMBINES.get(a.intent, {}).get(kind)
+        if allowed is None:
+            return out.unsupported(f"The question names several values ({kind}) that this kind of answer "
+                                   "cannot combine.")
+        if not combo.clear or not set(combo.ops) <= allowed:
+            return out.unsupported(f"How the values ({kind}) are joined (and / or / but not) is unclear or "
+                                   "not answerable for this question.")
+    return None
+
+
+@dataclass
+class _Selected:
+    """Persons (or documents) one value selects: id -> (name, path), and the facts that show it."""
+
+    items: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    facts: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = field(default_factory=dict)
+
+    def add(self, ident: str, name: str, path: str | None, *fact: Any, **extra: Any) -> None:
+        self.items.setdefault(ident, (name, path))
+        if fact:
+            self.facts.setdefault(ident, []).append((fact, extra))
+
+
+def _person_edge(index: GraphIndex) -> str:
+    return "(d)-[:DESCRIBES]->(p:Person)" if index.person_kind == "page" else "(d)-[:AUTHORED_BY]->(p:Person)"
+
+
+def _select_tag(out: _Answer, index: GraphIndex, tag: str, documents: bool) -> _Selected:
+    conn = out.bundle.graph_connection()
+    params = {"value": tag, "published_only": out.request.published_only}
+    match = ("MATCH (d:Document)-[:TAGGED]->(:Tag {name: $value}) WHERE (d.published OR NOT $published_only) ")
+    sel = _Selected()
+    if documents:
+        for (path,) in fetch_rows(conn, match + "RETURN DISTINCT d.path", params):
+            sel.add(path, path, path, path, "tagged", tag, path)
+        return sel
+    for pid, name, path in fetch_rows(conn, match + f"MATCH {_person_edge(index)} RETURN DISTINCT p.id, p.name, "
+                                                    "d.path", params):
+        sel.add(pid, name, path, name, "tagged", tag, path, subject_id=pid)
+    return sel
+
+
+def _select_works(out: _Answer, types: list[str], year: int | None, supervisor: str | None = None) -> _Selected:
+    conn = out.bundle.graph_connection()
+    where = "w.type IN $types AND (p.published OR NOT $published_only)" + (" AND w.year = $year" if year else "")
+    params: dict[str, Any] = {"types": types, "published_only": out.request.published_only,
+                              **({"year": year} if year else {})}
+    match = "MATCH (p:Person)-[:HAS_WORK]->(w:Work) "
+    if supervisor is not None:
+        match = ("MATCH (:DocumentAuthor {name: $name})<-[:HAS_DOCUMENT_AUTHOR]-(:Document)-[:DESCRIBES]->(p:Person)"
+                 "-[:HAS_WORK]->(w:Work) ")
+        params["name"] = supervisor
+    sel = _Selected()
+    for pid, name, wid, wtype, wyear, title, path, chunk_ids in fetch_rows(
+            conn, match + f"WHERE {where} RETURN DISTINCT p.id, p.name, w.id, w.type, w.year, w.title, w.path, "
+                          "w.chunk_ids ORDER BY w.year, w.type", params):
+        obj = {"type": wtype, "year": wyear, "title": title, "title_missing": title is None, "work_id": wid}
+        if supervisor is not None:
+            obj["supervisor"] = supervisor
+        sel.add(pid, name, path, name, "has_work", obj, path, json.loads(chunk_ids or "[]"), subject_id=pid)
+    return sel
+
+
+def _select_started(out: _Answer, year: int) -> _Selected:
+    sel = _Selected()
+    for pid, name, path in fetch_rows(out.bundle.graph_connection(),
+                                      "MATCH (p:Person) WHERE p.start_year = $year AND (p.published OR NOT "
+                                      "$published_only) RETURN p.id, p.name, p.path",
+                                      {"year": year, "published_only": out.request.published_only}):
+        sel.add(pid, name, path, name, "started_in", year, path, subject_id=pid)
+    return sel
+
+
+def _select_supervised(out: _Answer, index: GraphIndex, a: Analysis, name: str) -> _Selected:
+    """Persons whose page names ``name`` as supervisor (restricted by the question's work types,
+    work years and start year, as :func:`_supervised_by`)."""
+    if a.work_types or a.work_years:
+        works = _select_works(out, a.work_types or index.work_types, a.work_years[0] if a.work_years else None, name)
+    rows = fetch_rows(out.bundle.graph_connection(),
+                      "MATCH (:DocumentAuthor {name: $name})<-[:HAS_DOCUMENT_AUTHOR]-(d:Document)-[:DESCRIBES]->"
+                      "(p:Person) WHERE p.published OR NOT $published_only RETURN DISTINCT p.id, p.name, p.path",
+                      {"name": name, "published_only": out.request.published_only})
+    started = a.years if a.has("start") else []
+    sel = _Selected()
+    for pid, pname, path in rows:
+        if (a.work_types or a.work_years) and pid not in works.items:
+            continue
+        if started and index.persons[pid].start_year not in started:
+            continue
+        written = _as_written(out, path, name)
+        sel.add(pid, pname, path, pname, "supervised_by", name, path, subject_id=pid,
+                **({"as_written": written} if written else {}))
+        for fact, extra in (works.facts.get(pid, []) if (a.work_types or a.work_years) else []):
+            sel.facts[pid].append((fact, extra))
+    return sel
+
+
+def _combined(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any] | None:
+    """Answer a question with several values of one kind (``a.combos``), or ``None`` when the intent's
+    own function does (persons answered one by one, common tags, documents per author)."""
+    ((kind, combo),) = a.combos.items()
+    values = list(combo.values)
+    documents = a.intent in ("documents_with_tag", "documents_of_author")
+    if a.intent in ("persons_with_tag", "documents_with_tag") and kind == "tag":
+        if a.topics or (documents and a.work_years):
+            return out.unsupported("Several tags together with a topic or a year are not combined.")
+        selected = [_select_tag(out, index, v, documents) for v in values]
+    elif a.intent in ("persons_with_work", "persons_started"):
+        types = a.work_types or index.work_types
+        if kind == "year":
+            selected = [_select_works(out, types, v) if a.intent == "persons_with_work" else _select_started(out, v)
+                        for v in values]
+        elif kind == "work_type":
+            if len(a.years) > 1:
+                return out.unsupported("Several work types and several years: ask about one at a time.")
+            selected = [_select_works(out, [v], a.years[0] if a.years else None) for v in values]
+        else:  # category values: a work of a type in a year, or a start year
+            selected = [_select_started(out, y) if t == "start" else _select_works(out, [t], y) for t, y in values]
+    elif a.intent == "supervised_by":
+        if kind == "author":
+            if any(len(refs) > 1 for refs in values):
+                return out.unsupported("A supervisor's name fits several document authors.")
+            selected = [_select_supervised(out, index, a, refs[0]) for refs in values]
+        else:
+            if len(a.document_authors) != 1 or len(a.document_authors[0].entries) != 1:
+                return out.unsupported("The question names several supervisors; ask about one at a time.")
+            name = a.document_authors[0].entries[0].name
+            if kind == "year":
+                selected = [_select_works(out, a.work_types or index.work_types, v, name) for v in values]
+            else:
+                selected = [_select_works(out, [v], a.work_years[0] if a.work_years else None, name) for v in values]
+    else:
+        return None  # answered per person / by the intent's own function
+    return _combined_body(out, a, combo, selected, documents)
+
+
+def _combined_body(out: _Answer, a: Analysis, combo: Combination, selected: list[_Selected],
+                   documents: bool) -> dict[str, Any]:
+    """The body of a set answer: persons (or documents) of ``combo`` over ``selected``, their facts,
+    the exact count; the list is cut at ``limit`` (``entity_limit``/``result_limit``)."""
+    chosen_ids = combo.apply([set(s.items) for s in selected])
+    names: dict[str, tuple[str, str | None]] = {}
+    for s in selected:
+        for ident in chosen_ids & s.items.keys():
+            names.setdefault(ident, s.items[ident])
+    order = sorted(chosen_ids, key=lambda i: (names[i][0], i))
+    count = len(order)
+    shown = order[: out.request.limit]
+    if len(order) > out.request.limit:
+        out.truncation.append("result_limit" if documents else "entity_limit")
+    for ident in shown:
+        for k in combo.positive():
+            for fact, extra in selected[k].facts.get(ident, []):
+                out.fact(*fact, **extra)
+    shown_values = [v if not isinstance(v, tuple) or combo.kind != "author" else v[0] for v in combo.values]
+    answer: dict[str, Any] = {"kind": combo.kind, "values": shown_values, "operators": list(combo.ops),
+                              "count": count}
+    if combo.kind == "tag":
+        answer["tags"] = shown_values
+    if documents:
+        answer["documents"] = shown
+    else:
+        answer["persons"] = [names[i][0] for i in shown]
+        answer["person_ids"] = shown
+    if count == 0:
+        return out.body("no_answer", "no_matching_sources", complete=True, answer=answer,
+                        aggregation={"count": 0, "complete": True},
+                        message="No person or document has that combination of values.")
+    return out.body("ok", complete=not out.truncation, answer=answer, aggregation={"count": count, "complete": True})
 
 
 def _unknown_person(out: _Answer, a: Analysis) -> dict[str, Any]:
@@ -1233,7 +1521,9 @@ def _person_documents_cypher(person: _Person) -> str:
     return "MATCH (p:Person {id: $id})<-[:AUTHORED_BY]-(d:Document) "
 
 
-def _common(out: _Answer, persons: list[_Person], what: str) -> dict[str, Any]:
+def _common(out: _Answer, persons: list[_Person], what: str, combo: Combination | None = None) -> dict[str, Any]:
+    """Tags (topics) of one person, or those every person has; with ``combo`` (persons joined by
+    "or" / "but not"), those its operators select ("Aké tagy má X, ale nie Y?")."""
     conn = out.bundle.graph_connection()
     per_person = []
     for person in persons:
@@ -1254,7 +1544,10 @@ def _common(out: _Answer, persons: list[_Person], what: str) -> dict[str, Any]:
         for key in sorted(values):
             out.fact(person.name, "tagged" if what == "tags" else "has_topic", key, values[key][1],
                      subject_id=person.id)
-    shared = sorted(set.intersection(*(set(v) for v in per_person))) if per_person else []
+    if combo is not None:
+        shared = sorted(combo.apply([set(v) for v in per_person]))
+    else:
+        shared = sorted(set.intersection(*(set(v) for v in per_person))) if per_person else []
     answer: dict[str, Any] = {"persons": [p.name for p in persons], "person_ids": [p.id for p in persons], what: shared}
     if len(persons) == 1:
         answer["person"] = persons[0].name
@@ -1329,10 +1622,11 @@ def _with_tag(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
 
 def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person],
                          authors: list[NameMatch], tags: list[str] | None = None,
-                         years: list[int] | None = None) -> dict[str, Any]:
+                         years: list[int] | None = None, combo: Combination | None = None) -> dict[str, Any]:
     """Documents of persons (``AUTHORED_BY``) or document authors; with ``tags``, only those tagged
-    with one of them, with ``years`` only those dated in one of them (each document's matching tags
-    and year are facts too)."""
+    with one of them (with ``combo``, those its operators select: every tag, any, the first but not
+    the second), with ``years`` only those dated in one of them (each document's matching tags and
+    year are facts too)."""
     conn = out.bundle.graph_connection()
     items = []
     targets: list[tuple[str, str, str]] = [(p.name, p.id, "MATCH (d:Document)-[:AUTHORED_BY]->(:Person {id: $id}) ")
@@ -1343,6 +1637,7 @@ def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person]
                             message="Several document authors match the name.")
         name = match.entries[0].name
         targets.append((name, name, "MATCH (d:Document)-[:HAS_DOCUMENT_AUTHOR]->(:DocumentAuthor {name: $id}) "))
+    fact_tags = [combo.values[k] for k in combo.positive()] if combo is not None else tags
     for name, ident, match_doc in targets:
         if tags:
             match_doc += "MATCH (d)-[:TAGGED]->(t:Tag) WHERE t.name IN $tags AND (d.published OR NOT $published_only) "
@@ -1351,18 +1646,26 @@ def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person]
             where += "AND d.year IN $years "
         params = {"id": ident, "published_only": out.request.published_only, "n": out.request.limit + 1,
                   **({"tags": tags} if tags else {}), **({"years": years} if years else {})}
-        count = int(fetch_rows(conn, where + "RETURN count(DISTINCT d.path)", params)[0][0])
-        rows = out.cut(fetch_rows(conn, where + "RETURN DISTINCT d.path, d.title ORDER BY d.path LIMIT $n", params),
-                       "result_limit")
+        if combo is not None:  # the documents of every tag, then the set operators over them
+            pairs = fetch_rows(conn, where + "RETURN DISTINCT d.path, d.title, t.name", params)
+            chosen = combo.apply([{p for p, _, t in pairs if t == tag} for tag in combo.values])
+            found = sorted({(p, title) for p, title, _ in pairs if p in chosen})
+            count = len(found)
+            rows = out.cut([list(r) for r in found], "result_limit")
+        else:
+            count = int(fetch_rows(conn, where + "RETURN count(DISTINCT d.path)", params)[0][0])
+            rows = out.cut(fetch_rows(conn, where + "RETURN DISTINCT d.path, d.title ORDER BY d.path LIMIT $n",
+                                      params), "result_limit")
         for path, _title in rows:
             out.fact(name, "authored", path, path, subject_id=ident)
             for tag in (r[0] for r in fetch_rows(conn, "MATCH (d:Document {path: $path})-[:TAGGED]->(t:Tag) "
                                                        "WHERE t.name IN $tags RETURN t.name ORDER BY t.name",
-                                                 {"path": path, "tags": tags})) if tags else ():
+                                                 {"path": path, "tags": fact_tags})) if fact_tags else ():
                 out.fact(path, "tagged", tag, path)
             if years:
                 _dated_fact(out, path)
         items.append({"author": name, "person": name, "author_id": ident, "count": count, "tags": tags or None,
+                      "operators": list(combo.ops) if combo is not None else None,
                       "years": years or None,
                       "documents": [r[0] for r in rows], "titles": [r[1] for r in rows]})
     total = sum(item["count"] for item in items)

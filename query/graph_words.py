@@ -180,8 +180,23 @@ class Vocabulary:
 
     def find_work_types(self, tokens: Sequence[Token], free: set[int]) -> tuple[list[str], set[int]]:
         """Work types named on ``free`` positions (a one-edit typo allowed in prefixes of 5+ letters)."""
+        named, per_type = self.work_type_spans(tokens, free)
+        return named, {p for positions in per_type.values() for p in positions}
+
+    def is_entry_word(self, folded: str) -> bool:
+        """Whether ``folded`` is a one-word entry of some concept (a prefix entry counts when it begins it)."""
+        for entries in self.concepts.values():
+            exact, prefixes = self._first_words(entries)
+            if any(len(e.words) == 1 for e in exact.get(folded, ())):
+                return True
+            if any(folded.startswith(w) and any(len(e.words) == 1 for e in es) for w, es in prefixes):
+                return True
+        return False
+
+    def work_type_spans(self, tokens: Sequence[Token], free: set[int]) -> tuple[list[str], dict[str, set[int]]]:
+        """Work types named on ``free`` positions and, per type, the positions that name it."""
         named: list[str] = []
-        positions: set[int] = set()
+        per_type: dict[str, set[int]] = {}
         for key, entries in self.work_types.items():
             hits = self.find(tokens, entries, free)
             if not hits:
@@ -196,9 +211,8 @@ class Vocabulary:
                             hits.append((pos, pos + 1, entry.lang))
             if hits:
                 named.append(key)
-                for start, end, _ in hits:
-                    positions.update(range(start, end))
-        return named, positions
+                per_type[key] = {p for start, end, _ in hits for p in range(start, end)}
+        return named, per_type
 
     def is_stopword(self, token: Token) -> bool:
         return token.folded in self.stopwords or token.lower in self.stopwords
