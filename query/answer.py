@@ -323,6 +323,13 @@ def _fold_ws(text: str) -> str:
     return " ".join(normalize_text(text).casefold().split())
 
 
+def _front_matter(item: EvidenceItem) -> list[Any]:
+    """Values of a graph item's facts that only the front matter states (``[]`` for a chunk item)."""
+    if item.kind != "graph":
+        return []
+    return list(dict.fromkeys(v for f in item.facts for v in f.get("front_matter") or []))
+
+
 def _deliver(claims: list[Claim], context: Context, *, display: bool = False) -> tuple[str, list[dict[str, Any]],
                                                                                     list[Source]]:
     """Return ``(answer text with [S..] markers, claims JSON, cited sources renumbered S1..)``.
@@ -362,7 +369,10 @@ def _deliver(claims: list[Claim], context: Context, *, display: bool = False) ->
             if _fold_ws(claim.quote) in _fold_ws(item.text):
                 evidence.append({"evidence_id": eid, "source_id": sid, "chunk_id": item.chunk_id,
                                  "document_path": item.document_path,
-                                 "heading_path": list(quote_section(claim.quote, item)), "quote": claim.quote})
+                                 "heading_path": list(quote_section(claim.quote, item)), "quote": claim.quote,
+                                 # values of a graph fact the cited chunk does not state: the page's
+                                 # front matter does (heading_path ["front matter"] when no chunk does)
+                                 **({"front_matter": values} if (values := _front_matter(item)) else {})})
         text = " ".join(display_text(claim.text).split()) if display else claim.text
         out.append({"text": text, "source_ids": sids, "evidence": evidence})
         parts.append(f"{text} " + "".join(f"[{s}]" for s in sids))
