@@ -65,6 +65,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -750,6 +751,42 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
         return "needs_person"
     return "unsupported"
 
+
+# -- lists and what a delivered answer shows of them ------------------------------------------------
+
+
+def answer_list(body: dict[str, Any]) -> tuple[list[str], int] | None:
+    """``(entries, count)`` of a list answer: the persons (ids), documents, tags or topics the answer
+    lists and the exact count it states (``aggregation.count``, else the list's length); ``None``
+    when the answer is no list (a fact of one person, per-person answers)."""
+    answer = body.get("answer")
+    if not isinstance(answer, dict):
+        return None
+    intent = str(body.get("intent"))
+    if intent in ("common_tags", "tags_of_person"):
+        entries = answer.get("tags")
+    elif intent in ("common_topics", "topics_of_person"):
+        entries = answer.get("topics")
+    elif isinstance(answer.get("authors"), list):
+        entries = [d for item in answer["authors"] for d in item.get("documents") or []]
+    else:
+        entries = answer.get("person_ids") if isinstance(answer.get("person_ids"), list) else answer.get("documents")
+    if not isinstance(entries, list):
+        return None
+    agg = body.get("aggregation")
+    count = agg.get("count") if isinstance(agg, dict) and isinstance(agg.get("count"), int) else len(entries)
+    return [str(e) for e in entries], int(count)
+
+
+def shown_entries(body: dict[str, Any], facts: Iterable[dict[str, Any]]) -> int | None:
+    """How many entries of the body's list (:func:`answer_list`) the delivered ``facts`` name
+    (as subject, object, subject id or document); ``None`` when the answer is no list."""
+    listed = answer_list(body)
+    if listed is None:
+        return None
+    named = {str(v) for f in facts for v in (f.get("subject_id"), f.get("subject"), f.get("object"),
+                                              f.get("document_path")) if isinstance(v, str | int)}
+    return sum(1 for e in listed[0] if e in named)
 
 # -- provenance of facts ---------------------------------------------------------------------------
 
