@@ -284,6 +284,9 @@ class GraphPhrasing:
             # "and 1 more" says no less than the line itself; a list of persons is shown whole
             shown, rest = claims, []
         parts = [f"{c['text']} " + "".join(f"[{s}]" for s in c["source_ids"]) for c in shown]
+        premise = _premise_of(self.body)
+        if premise is not None:  # "Je pravda, že ...?": confirmed ("Áno.") or corrected ("Nie, ...:")
+            parts.insert(0, self.words.premise_holds if premise["holds"] else self.words.premise_fails)
         if rest:
             sids = dict.fromkeys(s for c in rest for s in c["source_ids"])
             parts.append(self.words.more.format(count=len(rest)) + " " + "".join(f"[{s}]" for s in sids))
@@ -486,6 +489,13 @@ def _envelope(bundle: OpenedBundle, status: str, reason: str | None, sources: li
     return Envelope(status=status, reason=reason, sources=sources, index_version=bundle.index_version,
                     complete=complete, truncated=bool(truncation),
                     truncation_reasons=sorted(set(truncation))).model_dump(mode="json")
+
+
+def _premise_of(body: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The ``{stated, holds}`` premise of a graph answer (:func:`query.graph._premise`), or ``None``."""
+    answer = (body or {}).get("answer")
+    premise = answer.get("premise") if isinstance(answer, dict) else None
+    return premise if isinstance(premise, dict) and isinstance(premise.get("holds"), bool) else None
 
 
 def _missing_entries(routed: Routed, claims: list[Claim], truncation: list[str]) -> int:
@@ -693,6 +703,10 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
     body["claims"] = claims_json
     weak = _weak_definition(request.query, claims) if routed.engine != "graph" else None
     body["answer_coverage"] = _coverage_block(routed, outcome, len(claims_json), weak, scorer, claims)
+    if (premise := _premise_of(routed.graph_body)) is not None and routed.engine == "graph":
+        # a question that states a fact: the graph's fact confirms it or corrects it
+        body["answer_coverage"]["premise"] = premise
+        body["answer_coverage"]["correction"] = not premise["holds"]
     if include_debug:
         body["debug"] = _debug_report(outcome)
         body["debug"]["route"] = routed.engine

@@ -299,6 +299,7 @@ class Analysis:
     combos: dict[str, Combination] = field(default_factory=dict)  # kinds named twice or more, with operators
     negated: list[int] = field(default_factory=list)  # positions of negation words (not "but not")
     operators: list[tuple[int, int, str]] = field(default_factory=list)  # and / or / but_not word spans
+    stated_years: list[int] = field(default_factory=list)  # years a premise question states (not a filter)
 
     def structure_question(self, vocab: Vocabulary) -> bool:
         """Whether the question asks for persons or documents selected by front matter or links
@@ -622,6 +623,9 @@ _NOT_LINKS = ("supervisor", "start", "category", "common", "tag")
 _YEAR_SLOT = {"works_of_person", "title_of_work", "supervisor_of_work", "persons_with_work", "persons_started",
               "supervised_by", "documents_of_author", "documents_with_tag"}  # documents: the year of their date
 _YEARS_COMBINED = {"persons_with_work", "persons_started", "supervised_by"}
+_PREMISES = {"year_of_work", "start_year_of_person", "supervisor_of_work", "tags_of_person"}
+"""Intents whose fact a premise question ("Je pravda, že ...?", ``premise`` words) states and the graph
+checks: a work's year, a start year, a supervisor (a document author named), tags (tag values named)."""
 """Intents that take several years joined by and / or / but not (:data:`_COMBINES`)."""
 # Intents whose answer is a year: "rok"/"kedy" without a year value is what they ask.
 _ASKS_YEAR = {"year_of_work", "start_year_of_person", "works_of_person", "persons_with_work"}
@@ -635,14 +639,17 @@ def _intent(a: Analysis, index: GraphIndex) -> str:
         return "unsupported"  # links have no year or number
     if intent == "links" and a.has(*_NOT_LINKS):
         return "unsupported"  # "Koľko vedúcich prác je uvedených na stránke Ľudia?" counts supervisors, not links
-    if a.document_authors and intent not in _USES_DOCUMENT_AUTHORS:
+    if a.has("premise") and intent not in _PREMISES:
+        return "unsupported"  # a stated fact the graph cannot check
+    if a.document_authors and intent not in _USES_DOCUMENT_AUTHORS \
+            and not (a.has("premise") and intent == "supervisor_of_work"):
         return "unsupported"  # a supervisor the answer would ignore: "Ktorí študenti Evy Kolárovej majú tag X?"
     allowed = _ALLOWED.get(intent)
     if allowed is None:
         return intent
     if not _years_explained(a, intent):
         return "unsupported"
-    allowed = allowed | _ALWAYS
+    allowed = allowed | _ALWAYS | ({"premise"} if intent in _PREMISES else set())
     # a word may belong to several concepts ("téma": title and topic): it is explained by any of them
     used = {p for c, hits in a.concepts.items() if c in allowed for s, e, _ in hits for p in range(s, e)}
     for concept, hits in a.concepts.items():
@@ -659,6 +666,9 @@ def _years_explained(a: Analysis, intent: str) -> bool:
     a start or year word with no year value in an intent that does not answer with a year is a
     second question ("V ktorom roku začal X a aké má tagy?").
     """
+    if a.has("premise") and intent in ("year_of_work", "start_year_of_person"):
+        a.stated_years = list(a.years)  # "Je pravda, že X obhájil v roku 2020?": the year to check
+        return len(a.years) == 1
     identifying = a.has("start") and intent not in ("persons_started", "start_year_of_person")
     if identifying and a.years:
         a.work_years = []
@@ -722,8 +732,8 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
             return "supervisor_of_work"
         if a.has("title") and index.has_works:
             return "title_of_work"
-        if a.has("year") and a.specific_type and index.has_works:
-            return "year_of_work"
+        if (a.has("year") or (a.has("premise") and a.years)) and a.specific_type and index.has_works:
+            return "year_of_work"  # "Is it true that X defended the master thesis in 2020?": the year to check
         if a.has("start") and not a.work_types:
             return "start_year_of_person"
         if (a.has("work") or a.work_types) and index.has_works:
@@ -1136,10 +1146,8 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
         return _common(out, persons, "tags" if a.intent == "common_tags" else "topics", _person_combo(a, persons))
     if len(persons) > 1 and a.intent in _ONE_PERSON and "person" in a.combos:
         return _per_person(out, index, a, persons)  # "Aké sú názvy prác X a Y?": each person's own answer
-    if a.intent in ("tags_of_person", "topics_of_person"):
-        if len(persons) != 1:
-            return out.unsupported("Tags or topics of several persons: ask for their common tags, or one at a time.")
-        return _common(out, persons, "tags" if a.intent == "tags_of_person" else "topics")
+    if a.intent in ("tags_of_person", "topics_of_person") and len(persons) != 1:
+        return out.unsupported("Tags or topics of several persons: ask for their common tags, or one at a time.")
     if a.intent == "documents_of_author":
         return _documents_of_author(out, index, persons, [], a.tags, a.work_years, a.combos.get("tag"))
     if len(persons) != 1:
@@ -1149,12 +1157,35 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
 
 def _one_person(out: _Answer, index: GraphIndex, a: Analysis, person: _Person) -> dict[str, Any]:
     if a.intent == "supervisor_of_work":
-        return _supervisor(out, index, a, person)
-    if a.intent == "start_year_of_person":
-        return _start_year(out, person)
-    if a.intent in ("tags_of_person", "topics_of_person"):
-        return _common(out, [person], "tags" if a.intent == "tags_of_person" else "topics")
-    return _person_works(out, index, a, person)
+        body = _supervisor(out, index, a, person)
+    elif a.intent == "start_year_of_person":
+        body = _start_year(out, person)
+    elif a.intent in ("tags_of_person", "topics_of_person"):
+        body = _common(out, [person], "tags" if a.intent == "tags_of_person" else "topics")
+    else:
+        body = _person_works(out, index, a, person)
+    if a.has("premise") and body["status"] == "ok" and isinstance(body.get("answer"), dict):
+        premise = _premise(a, body["answer"])
+        if premise is not None:
+            body["answer"]["premise"] = premise
+    return body
+
+
+def _premise(a: Analysis, answer: dict[str, Any]) -> dict[str, Any] | None:
+    """``{stated, holds}`` of a question that states a fact ("Je pravda, že X obhájil diplomovú prácu v
+    roku 2020?"): the value the question states and whether the graph's fact has it; ``None`` when the
+    question states no value of the fact (then it is an ordinary question)."""
+    if a.intent == "year_of_work" and a.stated_years:
+        return {"stated": {"year": a.stated_years[0]}, "holds": a.stated_years[0] in (answer.get("years") or [])}
+    if a.intent == "start_year_of_person" and a.stated_years:
+        return {"stated": {"start_year": a.stated_years[0]}, "holds": answer.get("start_year") == a.stated_years[0]}
+    if a.intent == "supervisor_of_work" and a.document_authors:
+        stated = [e.name for m in a.document_authors for e in m.entries[:1]]
+        have = {fold(n) for n in answer.get("supervisors") or []}
+        return {"stated": {"supervisors": stated}, "holds": all(fold(n) in have for n in stated)}
+    if a.intent == "tags_of_person" and a.tags:
+        return {"stated": {"tags": list(a.tags)}, "holds": set(a.tags) <= set(answer.get("tags") or [])}
+    return None
 
 
 def _person_combo(a: Analysis, persons: list[_Person]) -> Combination | None:

@@ -223,7 +223,8 @@ class Phrasing:
     """The words graph answers are phrased in, for one language (``answers`` in graphwords.yaml).
 
     ``count``/``more``: ``str.format`` templates with ``{count}``; ``predicates``: templates with
-    ``{subject}`` and ``{object}`` per graph predicate; ``quotes``: marks around a title.
+    ``{subject}`` and ``{object}`` per graph predicate; ``quotes``: marks around a title;
+    ``premise_holds``/``premise_fails``: the opening of an answer that confirms / corrects a stated fact.
     """
 
     lang: str
@@ -232,6 +233,8 @@ class Phrasing:
     more: str
     untitled: str
     predicates: dict[str, str]
+    premise_holds: str = ""
+    premise_fails: str = ""
 
     def title(self, text: str) -> str:
         """``text`` in this language's title quotes (``„Příručka“``)."""
@@ -256,6 +259,8 @@ def phrasing(lang: str | None) -> Phrasing:
         more=str(words["more"]),
         untitled=str(words["untitled"]),
         predicates={str(k): str(v) for k, v in (words.get("predicates") or {}).items()},
+        premise_holds=str(words.get("premise_holds") or ""),
+        premise_fails=str(words.get("premise_fails") or ""),
     )
 
 
