@@ -85,14 +85,14 @@ def wiki(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
     subprocess.run(["git", "clone", "-q", str(require_shared("corpora/thesis-wiki.bundle")), str(repo)], check=True)
     result = build_bundle(repo, root / "store", embedder=hash_embedder)
     bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
-    yield bundle, _students(repo)
+    yield bundle, _students(repo), repo
     bundle.close()
 
 
 def test_two_value_questions_are_exact_or_refused(wiki: Any) -> None:
     from query.graph import answer_graph
 
-    bundle, students = wiki
+    bundle, students, _ = wiki
     questions = json.loads(DATA.read_text(encoding="utf-8"))["questions"]
     assert len(questions) >= 30 and {q["lang"] for q in questions} == {"sk", "cs", "en"}
     by_name = {s["name"]: p for p, s in students.items()}
@@ -132,7 +132,7 @@ def test_two_value_answers_state_the_exact_count(wiki: Any) -> None:
     from query.generators import make_generator
     from query.hybrid import SearchOptions
 
-    bundle, students = wiki
+    bundle, students, _ = wiki
     questions = [q for q in json.loads(DATA.read_text(encoding="utf-8"))["questions"] if "select" in q]
     for q in questions[::3]:
         body = asyncio.run(answer(bundle, parse_answer_request({"query": q["q"], "max_context_tokens": 12000}),
@@ -142,3 +142,54 @@ def test_two_value_answers_state_the_exact_count(wiki: Any) -> None:
         counts = [int(n) for n in re.findall(r"(?:Počet|Count): (\d+)\.", body["answer"])]
         assert counts == [len(_expected(q, students))], (q["q"], body["answer"][:200])
         assert body["complete"] is True, q["q"]
+
+
+def _front_matter_text(repo: Path, path: str) -> str:
+    text = (repo / path).read_text(encoding="utf-8-sig")
+    return text.split("---", 2)[1] if text.startswith("---") else ""
+
+
+def test_every_graph_fact_citation_of_the_gold_states_the_fact(wiki: Any) -> None:
+    """Item 5 of issue 24: every claim of a graph answer to the gold questions cites a chunk whose text
+    holds every value of its facts (title, year, tag, name), or says which values only the front matter
+    holds (and the front matter holds them)."""
+    import asyncio
+
+    from query.answer import answer, parse_answer_request, route_question
+    from query.generators import make_generator
+    from query.graph import fact_values
+    from query.hybrid import SearchOptions
+
+    bundle, _, repo = wiki
+    gold = json.loads(require_shared("corpora/thesis-wiki.gold.json").read_text(encoding="utf-8"))
+    checked, wrong, front = 0, [], 0
+    for q in gold["questions"]:
+        if q["kind"] in ("historical_at_commit", "content_assignment"):
+            continue
+        request = parse_answer_request({"query": q["question"]})
+        body = asyncio.run(answer(bundle, request, SearchOptions(), make_generator("extractive", {})))
+        if body["status"] != "ok" or body["engine"] != "graph":
+            continue
+        items = {i.evidence_id: i for i in route_question(bundle, request, SearchOptions()).context.items}
+        for claim in body["claims"]:
+            for ev in claim["evidence"]:
+                item = items[ev["evidence_id"]]
+                assert item.text == ev["quote"] or ev["quote"] in item.text
+                chunk = bundle.chunks[bundle.chunk_index[ev["chunk_id"]]] if ev["chunk_id"] else None
+                words = re.findall(r"\w+", _fold(chunk.text)) if chunk is not None else []
+                header = _fold(_front_matter_text(repo, item.document_path))
+                only_front = [str(v) for v in ev.get("front_matter") or []]
+                for fact in item.facts:
+                    if "predicate" not in fact:
+                        continue  # the answer's aggregation (count), carried by every item
+                    for value in fact_values(fact["predicate"], fact["subject"], fact["object"]):
+                        checked += 1
+                        wanted = re.findall(r"\w+", _fold(str(value)))
+                        if str(value) in only_front:
+                            front += 1
+                            if _fold(str(value)) not in header:
+                                wrong.append((q["id"], ev["chunk_id"], value, "not in the front matter"))
+                        elif not any(words[i:i + len(wanted)] == wanted for i in range(len(words))):
+                            wrong.append((q["id"], ev["chunk_id"], value, "not in the cited chunk"))
+    assert checked >= 60, checked
+    assert not wrong, "\n".join(map(str, wrong[:20]))
