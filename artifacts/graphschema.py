@@ -351,6 +351,12 @@ def fetch_rows(
         result.close()
 
 
+def stored_properties(conn: ladybug.Connection, table: str) -> set[str]:
+    """Names of the properties ``table`` has in the opened database (a graph written by an older
+    schema lacks the newer ones, e.g. ``Document.fact_chunks`` before schema 3)."""
+    return {str(row[1]) for row in fetch_rows(conn, f"CALL TABLE_INFO('{table}') RETURN *")}
+
+
 def count_graph(conn: ladybug.Connection) -> tuple[dict[str, int], dict[str, int]]:
     """Return ``(nodes, relationships)``: row counts per node table and per relationship table."""
     nodes = {
