@@ -777,8 +777,10 @@ def answer_list(body: dict[str, Any]) -> tuple[list[str], int] | None:
         entries = answer.get("tags")
     elif intent in ("common_topics", "topics_of_person"):
         entries = answer.get("topics")
-    elif isinstance(answer.get("authors"), list):
-        entries = [d for item in answer["authors"] for d in item.get("documents") or []]
+    elif intent == "author_of_document":
+        entries = answer.get("author_ids")
+    elif isinstance(answer.get("authors"), list) and all(isinstance(i, dict) for i in answer["authors"]):
+        entries = [d for item in answer["authors"] for d in item.get("documents") or []]  # several authors
     else:
         entries = answer.get("person_ids") if isinstance(answer.get("person_ids"), list) else answer.get("documents")
     if not isinstance(entries, list):
@@ -790,12 +792,12 @@ def answer_list(body: dict[str, Any]) -> tuple[list[str], int] | None:
 
 def shown_entries(body: dict[str, Any], facts: Iterable[dict[str, Any]]) -> int | None:
     """How many entries of the body's list (:func:`answer_list`) the delivered ``facts`` name
-    (as subject, object, subject id or document); ``None`` when the answer is no list."""
+    (as subject, object, their ids or document); ``None`` when the answer is no list."""
     listed = answer_list(body)
     if listed is None:
         return None
     named = {str(v) for f in facts for v in (f.get("subject_id"), f.get("subject"), f.get("object"),
-                                              f.get("document_path")) if isinstance(v, str | int)}
+                                              f.get("object_id"), f.get("document_path")) if isinstance(v, str | int)}
     return sum(1 for e in listed[0] if e in named)
 
 # -- provenance of facts ---------------------------------------------------------------------------
