@@ -44,6 +44,15 @@ Intents (``intent`` of the response) and their slots:
 ``links_to`` / ``links_from``  a page (title, or a person's page); a link word and a direction
 ==========================  ======================================================================
 
+Several values of one kind ("tag nlp aj sentiment", "v roku 2020 alebo 2021", "Eva Kolárová alebo
+Peter Blahút", two persons) are read with their operators (:mod:`query.graph_values`) and answered as
+set operations with an exact count, or per person for a fact question (:data:`_COMBINES`), or
+refused; a negated question is refused.  A question that states a fact (``premise`` words: "Je
+pravda, že ...?") about a work's year, a start year, a supervisor or tags gets the fact and
+``answer.premise`` (``{stated, holds}``).  Every fact carries ``chunk_ids`` -- the chunks of its page
+that state its values -- and ``front_matter``, the values only the front matter holds
+(:func:`stating_chunks`).
+
 Honest non-answers: a question about a person that names nobody known -> ``no_answer`` /
 ``unknown_person`` whatever its intent (a name that is only a document author, e.g. a supervisor,
 is reported in ``entities.document_authors`` but never taken for a student); several persons fit
