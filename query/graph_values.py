@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from artifacts.analysis import fold
 from artifacts.text.profile import available, load_profile
 
 from .graph_names import Token
@@ -195,8 +194,3 @@ def negations(tokens: Sequence[Token], free: set[int], languages: Iterable[str],
                 found.append(pos)  # "neobhájil" -> "obhájil"
                 break
     return found
-
-
-def fold_phrase(text: str) -> str:
-    """``text`` folded, words joined by one space."""
-    return " ".join(fold(text).split())
