@@ -20,12 +20,14 @@ ANALYZER_VERSION = 2
 1: tokens joined by inner dots, apostrophes and hyphens.  2: hyphens split tokens.
 """
 
-GRAPH_SCHEMA_VERSION = 2
+GRAPH_SCHEMA_VERSION = 3
 """Version of the graph schema written by the indexer; bump on any change.
 
 1: Document, Person (by name), Tag, Category, Year and their relationships.
 2: adds Section, DocumentAuthor, Work, Topic, Alias and structure / entity relationships;
    Person is keyed by ``id``; the build records its graph mapping (``graph_mapping``).
+3: chunk-level provenance of facts: ``Document.fact_chunks`` (the chunks stating each front matter
+   value) and ``Work.chunk_ids`` narrowed to the chunks stating the work's title and year.
 """
 
 EMBEDDING_INPUT_VERSION = 4

@@ -7,7 +7,7 @@ that no ``.wal`` file remains, and opened read-only by the query side.
 Schema (version :data:`artifacts.config.GRAPH_SCHEMA_VERSION`; any change below is a bump)::
 
     Document(path PK, title, title_source, blob_id, published BOOL, date, year INT64,
-             chunk_ids, chunk_count INT64)
+             chunk_ids, chunk_count INT64, fact_chunks)
     Section(id PK, path, ordinal INT64, level INT64, heading, heading_path, chunk_ids)
     Person(id PK, name, key, kind, path, start_year INT64, published BOOL, chunk_ids)
     DocumentAuthor(name PK, key)
@@ -64,7 +64,12 @@ Property notes:
 
 Provenance: ``Section``, page ``Person``, ``Work`` and page ``Topic`` nodes carry the ``path``
 of the document they were read from and the ``chunk_ids`` holding their text (a section's
-chunks, a work's section chunks, a person's page chunks).  Relationships between entities carry
+chunks, a person's page chunks; a work's: the chunks of its section -- else of its page -- whose
+text states its title and year, :func:`chunks_stating`; ``[]`` when none does).  Since schema 3,
+``Document.fact_chunks`` (JSON object) keeps, per front matter value of the document, the chunks
+of that document whose text states it: keys :func:`fact_key` (``"tag:<key>"``, ``"category:<key>"``,
+``"author:<key>"``, ``"year:<yyyy>"``, ``"date:<date>"``), values chunk id lists (``[]``: the value
+is only in the front matter).  Relationships between entities carry
 ``path``; the other relationships start at the ``Document`` they were read from, so their
 provenance is the FROM node's ``path`` (and that document's ``chunk_ids``).  ``Tag``,
 ``Category``, ``Year``, ``Alias`` and ``DocumentAuthor`` nodes exist only because at least one
@@ -75,6 +80,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -125,6 +132,7 @@ NODE_TABLES: tuple[NodeTable, ...] = (
             ("year", "INT64"),
             ("chunk_ids", "STRING"),
             ("chunk_count", "INT64"),
+            ("fact_chunks", "STRING"),
         ),
     ),
     NodeTable(
@@ -230,6 +238,61 @@ def name_key(name: str) -> str:
     return fold(name)
 
 
+def value_words(value: Any) -> tuple[str, ...]:
+    """The folded words of a fact value (a title, name, tag, year or date), as :func:`chunks_stating`
+    compares them."""
+    return tuple(fold(str(value)).split())
+
+
+def _holds(words: list[str], wanted: tuple[str, ...]) -> bool:
+    n = len(wanted)
+    return any(words[i : i + n] == list(wanted) for i in range(len(words) - n + 1))
+
+
+def chunks_stating(values: Iterable[Any], chunks: Iterable[tuple[str, str]]) -> list[str]:
+    """Ids of the ``(chunk id, text)`` chunks whose text states every one of ``values``: each value's
+    folded words occur consecutively among the chunk's folded words (``"Daniel Hládek"`` in "Ing.
+    Daniel Hládek, PhD.", the tag ``asr`` in "[[asr]]", ``2021`` in "## Diplomová práca 2021").
+    Values without a word (``None``, ``""``) are ignored; no value at all states nothing (``[]``)."""
+    wanted = [w for w in (value_words(v) for v in values if v is not None) if w]
+    if not wanted:
+        return []
+    return [chunk_id for chunk_id, words in _folded(chunks) if all(_holds(words, w) for w in wanted)]
+
+
+def _folded(chunks: Iterable[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    return [(chunk_id, fold(text).split()) for chunk_id, text in chunks]
+
+
+def fact_key(kind: str, value: Any) -> str:
+    """Key of ``Document.fact_chunks``: ``kind`` (tag, category, author, year, date) and the value's
+    folded words (``fact_key("author", "Daniel Hládek")`` -> ``"author:daniel hladek"``)."""
+    return f"{kind}:{' '.join(value_words(value))}"
+
+
+_YEAR_IN = re.compile(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])")
+
+
+def document_fact_chunks(tags: Iterable[str], categories: Iterable[str], authors: Iterable[str],
+                         date: str | None, year: int | None, chunks: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """``Document.fact_chunks`` of one document: for each front matter tag, category, author name,
+    year (of the date, or in a category value: "st2016" -> 2016) and date, the ids of the document's
+    ``(chunk id, text)`` chunks that state it (:func:`chunks_stating`)."""
+    values: dict[str, Any] = {}
+    for kind, items in (("tag", tags), ("category", categories), ("author", authors)):
+        for item in items:
+            if item and item.strip():
+                values.setdefault(fact_key(kind, item), item)
+    years = {int(m.group(0)) for c in categories for m in _YEAR_IN.finditer(c)} | ({year} if year else set())
+    for y in sorted(years):
+        values[fact_key("year", y)] = y
+    if date:
+        values[fact_key("date", date)] = date
+    folded = _folded(chunks)
+    return {key: [cid for cid, words in folded if _holds(words, w)] if (w := value_words(value)) else []
+            for key, value in sorted(values.items())}
+
+
 def open_graph(
     graph_dir: Path, read_only: bool = True
 ) -> tuple[ladybug.Database, ladybug.Connection]:
@@ -286,6 +349,12 @@ def fetch_rows(
         return rows
     finally:
         result.close()
+
+
+def stored_properties(conn: ladybug.Connection, table: str) -> set[str]:
+    """Names of the properties ``table`` has in the opened database (a graph written by an older
+    schema lacks the newer ones, e.g. ``Document.fact_chunks`` before schema 3)."""
+    return {str(row[1]) for row in fetch_rows(conn, f"CALL TABLE_INFO('{table}') RETURN *")}
 
 
 def count_graph(conn: ladybug.Connection) -> tuple[dict[str, int], dict[str, int]]:

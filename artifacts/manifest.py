@@ -7,6 +7,9 @@ ones; readers reject another ``format_version`` and ignore unknown fields):
   ``docs.jsonl``, ``chunks.jsonl``.
 * format 1, feature 2 — ``bm25/``: per-field term frequencies and field lengths as arrays
   (:mod:`artifacts.bm25matrix`), scored with numpy; a bundle without it is searched through Whoosh.
+* format 1, feature 3 — graph schema 3: ``Document.fact_chunks`` and narrowed ``Work.chunk_ids``
+  (chunk-level provenance of graph facts, :mod:`artifacts.graphschema`); a bundle of schema 2 gets
+  the same provenance computed from its chunks at query time.
 
 Nothing hashed into ``content_digest`` depends on wall-clock time; ``built_at`` and ``timings`` are
 informational only.
@@ -25,7 +28,7 @@ from .errors import BundleIntegrityError, FormatVersionError
 from .records import SkippedFile
 
 FORMAT_VERSION = 1
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 MANIFEST_NAME = "manifest.json"
 
 

@@ -61,6 +61,7 @@ from artifacts.graphschema import (
     REL_TABLES,
     SCHEMA_DDL,
     count_graph,
+    document_fact_chunks,
     graph_digest,
     name_key,
     open_graph,
@@ -128,6 +129,7 @@ def _collect_rows(
     mapping: GraphMapping,
     heading_paths: dict[str, tuple[str, ...]],
     author_names: dict[str, str] | None = None,
+    chunk_texts: dict[str, str] | None = None,
 ) -> dict[str, list[Row]]:
     """Return the de-duplicated, sorted CSV rows of every table, keyed by table name.
 
@@ -144,8 +146,13 @@ def _collect_rows(
 
     out = Extraction([t.name for t in NODE_TABLES] + [t.name for t in REL_TABLES])
     ordered = sorted(docs, key=lambda d: d.path)
+    texts = chunk_texts or {}
     for doc in ordered:
         ids = list(chunk_ids.get(doc.path, []))
+        page_chunks = [(cid, texts[cid]) for cid in ids if cid in texts]
+        names = author_names or {}
+        authors = [a for author in doc.authors for a in dict.fromkeys((author, names.get(author, author)))]
+        fact_chunks = document_fact_chunks(doc.tags, doc.categories, authors, doc.date, doc.year, page_chunks)
         out.add(
             "Document",
             (
@@ -158,6 +165,7 @@ def _collect_rows(
                 doc.year,
                 json.dumps(ids, ensure_ascii=False),
                 len(ids),
+                json.dumps(fact_chunks, ensure_ascii=False, sort_keys=True),
             ),
         )
         for table, rel, values in (("Tag", "TAGGED", doc.tags), ("Category", "IN_CATEGORY", doc.categories)):
@@ -173,7 +181,7 @@ def _collect_rows(
             out.add("LINKS_TO", (doc.path, link.resolved, link.kind, link.heading, link.alias))
     for source, target in permalink_links(ordered, mapping):
         out.add("LINKS_TO", (source, target, "url", None, None))
-    extract(ordered, chunk_ids, heading_paths, mapping, out, author_names)
+    extract(ordered, chunk_ids, heading_paths, mapping, out, author_names, texts)
     return {
         table: [tuple(_or_null(v) for v in row) for row in sorted(found, key=_row_order)]
         for table, found in out.rows.items()
@@ -224,8 +232,9 @@ def write_graph(
     :param work_dir: scratch directory for the CSV files (created if missing).
     :param mapping: the graph mapping (:mod:`artifacts.graphmap`), or its canonical form as
         recorded in ``BuildConfig.graph_mapping``; default (``None``) the ``generic`` preset.
-    :param chunks: the documents' chunks; their heading paths give sections their chunk ids
-        (without them a section cites no chunk).
+    :param chunks: the documents' chunks; their heading paths give sections their chunk ids, their
+        texts the chunks that state each fact (``Document.fact_chunks``, ``Work.chunk_ids``; without
+        them a section cites no chunk and no fact is stated in a chunk).
     :param author_names: author id -> name (:func:`load_author_names`); front matter authors found
         there become persons with that name (their ``id`` stays the id).
     :returns: row counts per table, logical digest and seconds taken.
@@ -239,9 +248,10 @@ def write_graph(
     if graph_dir.exists() and any(graph_dir.iterdir()):
         raise FileExistsError(f"graph directory is not empty: {graph_dir}")
     heading_paths = {c.chunk_id: tuple(c.heading_path) for c in chunks or ()}
+    chunk_texts = {c.chunk_id: c.text for c in chunks or ()}
     if not isinstance(mapping, GraphMapping):
         mapping = mapping_from_config(mapping)
-    rows = _collect_rows(docs, chunk_ids, mapping, heading_paths, author_names)
+    rows = _collect_rows(docs, chunk_ids, mapping, heading_paths, author_names, chunk_texts)
 
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from artifacts.graphmap import GraphMapping, path_matches
-from artifacts.graphschema import name_key
+from artifacts.graphschema import chunks_stating, name_key
 from artifacts.records import Document
 
 from .markdown import Heading, document_outline, lines_outside_code
@@ -56,6 +56,7 @@ def extract(
     mapping: GraphMapping,
     out: Extraction,
     author_names: dict[str, str] | None = None,
+    chunk_texts: dict[str, str] | None = None,
 ) -> None:
     """Add the mapping-driven rows of ``docs`` to ``out``.
 
@@ -64,6 +65,7 @@ def extract(
     :param heading_paths: chunk id -> the chunk's heading path (for section provenance); may be empty.
     :param mapping: the build's graph mapping.
     :param author_names: author id -> name from the mapping's ``author_names`` file ({} or None: ids are names).
+    :param chunk_texts: chunk id -> text (a work cites the chunks stating its title and year).
     """
     topic_pages = _topic_pages(docs, mapping)
     spelling = author_spellings(docs, author_names or {})
@@ -79,7 +81,7 @@ def extract(
                     out.add("Alias", (name, name_key(name)))
                     out.add("HAS_ALIAS", (doc.path, name))
         if mapping.person_pages and _is_person_page(doc, mapping):
-            _person_page(doc, headings, ids, section_chunks, mapping, out)
+            _person_page(doc, headings, ids, section_chunks, mapping, out, chunk_texts or {})
         if mapping.topics:
             _topics(doc, topic_pages, mapping, out)
 
@@ -212,6 +214,7 @@ def _person_page(
     section_chunks: dict[int, list[str]],
     mapping: GraphMapping,
     out: Extraction,
+    chunk_texts: dict[str, str],
 ) -> None:
     pages = mapping.person_pages
     assert pages is not None
@@ -254,6 +257,12 @@ def _person_page(
                     if found := title_line.match(line):
                         title = _nfc(found.group("title")) or None
                         break
+        # the chunks that state the work: its title and year, else its title (the year is then in the
+        # front matter only: "dp2021"), in its section, else (a titled work) anywhere on the page; a
+        # year alone outside the work's section states nothing about the work
+        evidence = (_stating([title, year], evidence, chunk_texts) or _stating([title], evidence, chunk_texts)
+                    or (_stating([title, year], ids, chunk_texts) or _stating([title], ids, chunk_texts)
+                        if title else []))
         out.add(
             "Work",
             (work_id, kind, works.types[kind].label, year, title, doc.path, section_id, published, _ids(evidence)),
@@ -263,6 +272,10 @@ def _person_page(
         out.add("Year", (year,))
         if section_id is not None:
             out.add("DESCRIBED_IN", (work_id, section_id, doc.path))
+
+
+def _stating(values: list[Any], ids: list[str], chunk_texts: dict[str, str]) -> list[str]:
+    return chunks_stating(values, [(cid, chunk_texts[cid]) for cid in ids if cid in chunk_texts])
 
 
 def _work_section(

@@ -58,7 +58,8 @@ from .bundle import OpenedBundle
 from .contract import Envelope, Source, validate_request
 from .errors import InvalidQueryError
 from .evidence import Claim, EvidenceItem, GenerationOutcome, Generator, GeneratorReply
-from .graph import answer_graph, graph_index
+from .graph import MAX_LIMIT as GRAPH_MAX_LIMIT
+from .graph import answer_graph, answer_list, graph_index, shown_entries
 from .graph_words import phrasing
 from .hybrid import SearchFilter, SearchOptions
 from .question import analyse_question
@@ -176,8 +177,9 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
     :raises RetrievalUnavailableError: the graph or the text index cannot be queried.
     """
     started = time.perf_counter()
-    body = answer_graph(bundle, {"question": request.query, "published_only": request.published_only},
-                        base_url=options.base_url)
+    # the whole list: what the answer shows of it is decided by the evidence budget (max_context_tokens)
+    body = answer_graph(bundle, {"question": request.query, "published_only": request.published_only,
+                                 "limit": GRAPH_MAX_LIMIT}, base_url=options.base_url)
     timings = {"graph": _ms(started)}
     status, reason = body.get("status"), body.get("reason")
     entities = body.get("entities") or {}
@@ -266,23 +268,30 @@ class GraphPhrasing:
         return [Claim(text=line.strip(), evidence=(item.evidence_id,), quote=line.strip())
                 for item in evidence for line in item.text.splitlines() if line.strip()]
 
-    def text(self, claims: list[dict[str, Any]]) -> str:
+    def text(self, claims: list[dict[str, Any]], missing: int = 0) -> str:
         """The answer text of delivered ``claims`` (``_deliver``'s JSON): the count claim and, for a list of
         documents (:data:`SUMMARISED_INTENTS`), the first :data:`LIST_SHOWN` fact lines with their
         ``[S..]`` markers, then the rest summed up in one
         sentence ("A další 42.") followed by the markers of their sources (nothing is cut silently:
-        every claim stays in ``claims``)."""
+        every claim stays in ``claims``).  ``missing``: entries of the list no delivered claim names (cut
+        by a limit or the evidence budget, or left out by the checker): the text ends with "A ďalšie N."
+        for them, and then shows every delivered line."""
         count = self.words.count.split("{count}")[0]
         head = 1 if claims and count and claims[0]["text"].startswith(count) else 0
         shown = claims[: head + LIST_SHOWN]
         rest = claims[head + LIST_SHOWN:]
-        if len(rest) == 1 or self.body.get("intent") not in SUMMARISED_INTENTS:
+        if len(rest) == 1 or self.body.get("intent") not in SUMMARISED_INTENTS or missing:
             # "and 1 more" says no less than the line itself; a list of persons is shown whole
             shown, rest = claims, []
         parts = [f"{c['text']} " + "".join(f"[{s}]" for s in c["source_ids"]) for c in shown]
+        premise = _premise_of(self.body)
+        if premise is not None:  # "Je pravda, že ...?": confirmed ("Áno.") or corrected ("Nie, ...:")
+            parts.insert(0, self.words.premise_holds if premise["holds"] else self.words.premise_fails)
         if rest:
             sids = dict.fromkeys(s for c in rest for s in c["source_ids"])
             parts.append(self.words.more.format(count=len(rest)) + " " + "".join(f"[{s}]" for s in sids))
+        if missing:
+            parts.append(self.words.more.format(count=missing))
         return " ".join(parts)
 
 
@@ -321,6 +330,13 @@ def check_graph(question: str, evidence: list[EvidenceItem], body: dict[str, Any
 
 def _fold_ws(text: str) -> str:
     return " ".join(normalize_text(text).casefold().split())
+
+
+def _front_matter(item: EvidenceItem) -> list[Any]:
+    """Values of a graph item's facts that only the front matter states (``[]`` for a chunk item)."""
+    if item.kind != "graph":
+        return []
+    return list(dict.fromkeys(v for f in item.facts for v in f.get("front_matter") or []))
 
 
 def _deliver(claims: list[Claim], context: Context, *, display: bool = False) -> tuple[str, list[dict[str, Any]],
@@ -362,7 +378,10 @@ def _deliver(claims: list[Claim], context: Context, *, display: bool = False) ->
             if _fold_ws(claim.quote) in _fold_ws(item.text):
                 evidence.append({"evidence_id": eid, "source_id": sid, "chunk_id": item.chunk_id,
                                  "document_path": item.document_path,
-                                 "heading_path": list(quote_section(claim.quote, item)), "quote": claim.quote})
+                                 "heading_path": list(quote_section(claim.quote, item)), "quote": claim.quote,
+                                 # values of a graph fact the cited chunk does not state: the page's
+                                 # front matter does (heading_path ["front matter"] when no chunk does)
+                                 **({"front_matter": values} if (values := _front_matter(item)) else {})})
         text = " ".join(display_text(claim.text).split()) if display else claim.text
         out.append({"text": text, "source_ids": sids, "evidence": evidence})
         parts.append(f"{text} " + "".join(f"[{s}]" for s in sids))
@@ -470,6 +489,31 @@ def _envelope(bundle: OpenedBundle, status: str, reason: str | None, sources: li
     return Envelope(status=status, reason=reason, sources=sources, index_version=bundle.index_version,
                     complete=complete, truncated=bool(truncation),
                     truncation_reasons=sorted(set(truncation))).model_dump(mode="json")
+
+
+def _premise_of(body: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The ``{stated, holds}`` premise of a graph answer (:func:`query.graph._premise`), or ``None``."""
+    answer = (body or {}).get("answer")
+    premise = answer.get("premise") if isinstance(answer, dict) else None
+    return premise if isinstance(premise, dict) and isinstance(premise.get("holds"), bool) else None
+
+
+def _missing_entries(routed: Routed, claims: list[Claim], truncation: list[str]) -> int:
+    """Entries of a graph list answer that no delivered claim names; when there are any, the answer is
+    not ``complete`` and ``truncation`` names why (the graph's limit, the evidence budget, or
+    ``claims_left_out`` when the checker dropped lines)."""
+    body = routed.graph_body or {}
+    listed = answer_list(body)
+    if listed is None:
+        return 0
+    by_id = {item.evidence_id: item for item in routed.context.items}
+    shown = shown_entries(body, (f for c in claims for eid in c.evidence if eid in by_id for f in by_id[eid].facts))
+    missing = max(0, listed[1] - (shown or 0))
+    if missing:
+        routed.complete = False
+        if not truncation:
+            truncation.append("claims_left_out")
+    return missing
 
 
 def _weak_definition(question: str, claims: list[Claim]) -> str | None:
@@ -650,7 +694,8 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
     claims = list(outcome.claims)
     text, claims_json, sources = _deliver(claims, context, display=routed.engine != "graph")
     if routed.engine == "graph" and routed.graph_body is not None:
-        text = GraphPhrasing(routed.graph_body).text(claims_json)
+        missing = _missing_entries(routed, claims, truncation)
+        text = GraphPhrasing(routed.graph_body).text(claims_json, missing)
     body = _envelope(bundle, "ok", None, sources, complete=routed.complete if routed.engine == "graph" else None,
                      truncation=truncation)
     body.update(base)
@@ -658,6 +703,10 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
     body["claims"] = claims_json
     weak = _weak_definition(request.query, claims) if routed.engine != "graph" else None
     body["answer_coverage"] = _coverage_block(routed, outcome, len(claims_json), weak, scorer, claims)
+    if (premise := _premise_of(routed.graph_body)) is not None and routed.engine == "graph":
+        # a question that states a fact: the graph's fact confirms it or corrects it
+        body["answer_coverage"]["premise"] = premise
+        body["answer_coverage"]["correction"] = not premise["holds"]
     if include_debug:
         body["debug"] = _debug_report(outcome)
         body["debug"]["route"] = routed.engine

@@ -44,6 +44,15 @@ Intents (``intent`` of the response) and their slots:
 ``links_to`` / ``links_from``  a page (title, or a person's page); a link word and a direction
 ==========================  ======================================================================
 
+Several values of one kind ("tag nlp aj sentiment", "v roku 2020 alebo 2021", "Eva Kolárová alebo
+Peter Blahút", two persons) are read with their operators (:mod:`query.graph_values`) and answered as
+set operations with an exact count, or per person for a fact question (:data:`_COMBINES`), or
+refused; a negated question is refused.  A question that states a fact (``premise`` words: "Je
+pravda, že ...?") about a work's year, a start year, a supervisor or tags gets the fact and
+``answer.premise`` (``{stated, holds}``).  Every fact carries ``chunk_ids`` -- the chunks of its page
+that state its values -- and ``front_matter``, the values only the front matter holds
+(:func:`stating_chunks`).
+
 Honest non-answers: a question about a person that names nobody known -> ``no_answer`` /
 ``unknown_person`` whatever its intent (a name that is only a document author, e.g. a supervisor,
 is reported in ``entities.document_authors`` but never taken for a student); several persons fit
@@ -65,6 +74,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +82,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from artifacts.analysis import fold
 from artifacts.graphmap import GraphMapping, mapping_from_config
-from artifacts.graphschema import fetch_rows
+from artifacts.graphschema import chunks_stating, document_fact_chunks, fact_key, fetch_rows
 
 from .bundle import OpenedBundle
 from .contract import source_url, validate_request
@@ -89,6 +99,7 @@ from .graph_names import (
     name_tokens,
     tokenize,
 )
+from .graph_values import Combination, Value, combinations, negations, operator_spans
 from .graph_words import Vocabulary
 from .sentences import definition_question
 
@@ -293,6 +304,11 @@ class Analysis:
     work_years: list[int] = field(default_factory=list)  # years that restrict works (not a start year)
     category_types: list[str] = field(default_factory=list)  # work types read from category values ("dr2018")
     category_start: bool = False  # a start-year category value ("st2014") was named
+    values: list[Value] = field(default_factory=list)  # every recognised value with its span
+    combos: dict[str, Combination] = field(default_factory=dict)  # kinds named twice or more, with operators
+    negated: list[int] = field(default_factory=list)  # positions of negation words (not "but not")
+    operators: list[tuple[int, int, str]] = field(default_factory=list)  # and / or / but_not word spans
+    stated_years: list[int] = field(default_factory=list)  # years a premise question states (not a filter)
 
     def structure_question(self, vocab: Vocabulary) -> bool:
         """Whether the question asks for persons or documents selected by front matter or links
@@ -436,6 +452,8 @@ def _category_values(a: Analysis, index: GraphIndex) -> set[int]:
         else:
             continue
         found.add(token.index)
+        a.values.append(Value("category", (a.category_types[-1] if m.re is work else "start", year),
+                              token.index, token.index + 1))
         if year not in a.years:
             a.years.append(year)
     return found
@@ -489,11 +507,15 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
         if a.has("tag"):
             for pos in sorted(free - tag_words):
                 tag = known.tags.get(tokens[pos].folded)
-                if tag is not None and tag not in a.tags:
-                    a.tags.append(tag)
+                if tag is not None:
+                    a.values.append(Value("tag", tag, pos, pos + 1))
+                    if tag not in a.tags:
+                        a.tags.append(tag)
                     free.discard(pos)
         concepts()
-    a.work_types, type_positions = vocab.find_work_types(tokens, free)
+    a.work_types, per_type = vocab.work_type_spans(tokens, free)
+    type_positions = {p for positions in per_type.values() for p in positions}
+    a.values += [Value("work_type", t, min(ps), max(ps) + 1) for t, ps in per_type.items()]
     a.work_types += [t for t in dict.fromkeys(a.category_types) if t not in a.work_types]
     vocab_positions = type_positions | {p for hits in a.concepts.values() for s, e, _ in hits for p in range(s, e)}
 
@@ -527,11 +549,20 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
             a.unmatched_names.append(run)
             free -= {t.index for t in run}
 
+    a.language = _language(a, vocab)
+    _values_and_operators(a, vocab, free)
+    free -= {p for s, e, _ in a.operators for p in range(s, e)}
     # every word left must be a stop word or a filler word
     # a year is a slot the intent must use (see _years_explained); any other number is unexplained
     a.unexplained = [tokens[p].text for p in sorted(free - vocab_positions)
                      if not vocab.is_stopword(tokens[p]) and not (tokens[p].text.isdigit()
                                                                   and int(tokens[p].text) in a.years)]
+    a.intent = _intent(a, index)
+    return a
+
+
+def _language(a: Analysis, vocab: Vocabulary) -> str | None:
+    """The language whose question words matched most (function and filler words only decide a tie of none)."""
     counts: dict[str, int] = {}
     # function and filler words ("was", "in", "die") are shared across languages: they only decide
     # the language when no other question word does
@@ -540,10 +571,31 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
             break
         for _, _, lang in hits:
             counts[lang] = counts.get(lang, 0) + 1
-    if counts:
-        a.language = max(vocab.languages, key=lambda lang: (counts.get(lang, 0), -vocab.languages.index(lang)))
-    a.intent = _intent(a, index)
-    return a
+    if not counts:
+        return None
+    return max(vocab.languages, key=lambda lang: (counts.get(lang, 0), -vocab.languages.index(lang)))
+
+
+def _values_and_operators(a: Analysis, vocab: Vocabulary, free: set[int]) -> None:
+    """Add person, author and year values to ``a.values``; read the operators between values of one
+    kind (:mod:`query.graph_values`) and the negation words of the question."""
+    tokens = a.tokens
+    for kind, matches in (("person", a.persons), ("author", a.document_authors)):
+        for m in matches:
+            ref = tuple(sorted(e.ref for e in m.entries))
+            a.values.append(Value(kind, ref, min(m.positions), max(m.positions) + 1))
+    category_positions = {v.start for v in a.values if v.kind == "category"}
+    page = set(range(*a.page_span)) if a.page_span else set()
+    for t in tokens:
+        if t.text.isdigit() and int(t.text) in a.years and t.index not in category_positions | page:
+            a.values.append(Value("year", int(t.text), t.index, t.index + 1))
+    languages = [a.language] if a.language else list(vocab.languages)
+    # operator words are looked for on the words no entity took (stop words included)
+    spans = operator_spans(tokens, free, languages)
+    a.operators = spans
+    a.combos = combinations(a.values, spans)
+    in_operators = {p for s, e, _ in spans for p in range(s, e)}
+    a.negated = negations(tokens, free - in_operators, languages, vocab.forms, vocab.is_entry_word)
 
 
 # Concepts each intent may contain besides ``filler``, ``who`` and ``person`` (question words and
@@ -559,8 +611,8 @@ _ALLOWED: dict[str, set[str]] = {
     "topics_of_person": {"topic", "document", "author", "start", "year"},
     "common_tags": {"tag", "topic", "common", "document", "author", "start", "year"},
     "common_topics": {"topic", "common", "document", "author", "start", "year"},
-    "persons_with_tag": {"tag", "topic", "document", "author", "count"},
-    "documents_with_tag": {"tag", "topic", "document", "count", "year"},
+    "persons_with_tag": {"tag", "topic", "document", "author", "count", "common"},
+    "documents_with_tag": {"tag", "topic", "document", "count", "year", "common"},
     "documents_of_author": {"document", "author", "count", "tag", "year"},  # tag: with a tag value only
     "author_of_document": {"author", "document"},
     "tags_of_document": {"tag", "document"},
@@ -579,6 +631,11 @@ _NOT_LINKS = ("supervisor", "start", "category", "common", "tag")
 # tags have no year), unless a start word makes it the start year that identifies the person.
 _YEAR_SLOT = {"works_of_person", "title_of_work", "supervisor_of_work", "persons_with_work", "persons_started",
               "supervised_by", "documents_of_author", "documents_with_tag"}  # documents: the year of their date
+_YEARS_COMBINED = {"persons_with_work", "persons_started", "supervised_by"}
+_PREMISES = {"year_of_work", "start_year_of_person", "supervisor_of_work", "tags_of_person"}
+"""Intents whose fact a premise question ("Je pravda, že ...?", ``premise`` words) states and the graph
+checks: a work's year, a start year, a supervisor (a document author named), tags (tag values named)."""
+"""Intents that take several years joined by and / or / but not (:data:`_COMBINES`)."""
 # Intents whose answer is a year: "rok"/"kedy" without a year value is what they ask.
 _ASKS_YEAR = {"year_of_work", "start_year_of_person", "works_of_person", "persons_with_work"}
 
@@ -591,14 +648,17 @@ def _intent(a: Analysis, index: GraphIndex) -> str:
         return "unsupported"  # links have no year or number
     if intent == "links" and a.has(*_NOT_LINKS):
         return "unsupported"  # "Koľko vedúcich prác je uvedených na stránke Ľudia?" counts supervisors, not links
-    if a.document_authors and intent not in _USES_DOCUMENT_AUTHORS:
+    if a.has("premise") and intent not in _PREMISES:
+        return "unsupported"  # a stated fact the graph cannot check
+    if a.document_authors and intent not in _USES_DOCUMENT_AUTHORS \
+            and not (a.has("premise") and intent == "supervisor_of_work"):
         return "unsupported"  # a supervisor the answer would ignore: "Ktorí študenti Evy Kolárovej majú tag X?"
     allowed = _ALLOWED.get(intent)
     if allowed is None:
         return intent
     if not _years_explained(a, intent):
         return "unsupported"
-    allowed = allowed | _ALWAYS
+    allowed = allowed | _ALWAYS | ({"premise"} if intent in _PREMISES else set())
     # a word may belong to several concepts ("téma": title and topic): it is explained by any of them
     used = {p for c, hits in a.concepts.items() if c in allowed for s, e, _ in hits for p in range(s, e)}
     for concept, hits in a.concepts.items():
@@ -615,6 +675,9 @@ def _years_explained(a: Analysis, intent: str) -> bool:
     a start or year word with no year value in an intent that does not answer with a year is a
     second question ("V ktorom roku začal X a aké má tagy?").
     """
+    if a.has("premise") and intent in ("year_of_work", "start_year_of_person"):
+        a.stated_years = list(a.years)  # "Je pravda, že X obhájil v roku 2020?": the year to check
+        return len(a.years) == 1
     identifying = a.has("start") and intent not in ("persons_started", "start_year_of_person")
     if identifying and a.years:
         a.work_years = []
@@ -622,7 +685,7 @@ def _years_explained(a: Analysis, intent: str) -> bool:
     if a.has("start") and intent not in ("persons_started", "start_year_of_person"):
         return False
     if a.years:
-        if intent not in _YEAR_SLOT or (len(a.years) > 1 and intent != "supervised_by"):
+        if intent not in _YEAR_SLOT or (len(a.years) > 1 and intent not in _YEARS_COMBINED):
             return False
         a.work_years = list(a.years)
         return True
@@ -661,6 +724,9 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
         if (len(a.persons) == 1 or (a.document_authors and not persons)) and a.tags and not a.topics \
                 and a.has("document") and a.has("author"):
             return "documents_of_author"  # "Které články se štítkem newsletter napsala Radka Horáková?"
+        if len(a.persons) >= 2 and not a.has("common") and "person" in a.combos \
+                and a.combos["person"].only == "and":
+            return f"{what}_of_person"  # "Aké tagy majú X a Y?": each person's tags (answered per person)
         if len(a.persons) >= 2 or (a.has("common") and persons):
             return f"common_{what}"
         if persons:
@@ -675,8 +741,8 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
             return "supervisor_of_work"
         if a.has("title") and index.has_works:
             return "title_of_work"
-        if a.has("year") and a.specific_type and index.has_works:
-            return "year_of_work"
+        if (a.has("year") or (a.has("premise") and a.years)) and a.specific_type and index.has_works:
+            return "year_of_work"  # "Is it true that X defended the master thesis in 2020?": the year to check
         if a.has("start") and not a.work_types:
             return "start_year_of_person"
         if (a.has("work") or a.work_types) and index.has_works:
@@ -703,6 +769,124 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
     if a.unmatched_names or a.document_authors:
         return "needs_person"
     return "unsupported"
+
+
+# -- lists and what a delivered answer shows of them ------------------------------------------------
+
+
+def answer_list(body: dict[str, Any]) -> tuple[list[str], int] | None:
+    """``(entries, count)`` of a list answer: the persons (ids), documents, tags or topics the answer
+    lists and the exact count it states (``aggregation.count``, else the list's length); ``None``
+    when the answer is no list (a fact of one person, per-person answers)."""
+    answer = body.get("answer")
+    if not isinstance(answer, dict):
+        return None
+    intent = str(body.get("intent"))
+    if intent in ("common_tags", "tags_of_person"):
+        entries = answer.get("tags")
+    elif intent in ("common_topics", "topics_of_person"):
+        entries = answer.get("topics")
+    elif intent == "author_of_document":
+        entries = answer.get("author_ids")
+    elif isinstance(answer.get("authors"), list) and all(isinstance(i, dict) for i in answer["authors"]):
+        entries = [d for item in answer["authors"] for d in item.get("documents") or []]  # several authors
+    else:
+        entries = answer.get("person_ids") if isinstance(answer.get("person_ids"), list) else answer.get("documents")
+    if not isinstance(entries, list):
+        return None
+    agg = body.get("aggregation")
+    count = agg.get("count") if isinstance(agg, dict) and isinstance(agg.get("count"), int) else len(entries)
+    return [str(e) for e in entries], int(count)
+
+
+def shown_entries(body: dict[str, Any], facts: Iterable[dict[str, Any]]) -> int | None:
+    """How many entries of the body's list (:func:`answer_list`) the delivered ``facts`` name
+    (as subject, object, their ids or document); ``None`` when the answer is no list."""
+    listed = answer_list(body)
+    if listed is None:
+        return None
+    named = {str(v) for f in facts for v in (f.get("subject_id"), f.get("subject"), f.get("object"),
+                                              f.get("object_id"), f.get("document_path")) if isinstance(v, str | int)}
+    return sum(1 for e in listed[0] if e in named)
+
+# -- provenance of facts ---------------------------------------------------------------------------
+
+
+PROVENANCE: dict[str, str] = {"tagged": "tag", "supervised_by": "author", "authored_by": "author",
+                              "authored": "author", "started_in": "year", "dated": "date"}
+"""Fact predicates whose value comes from front matter, and the kind of value (``Document.fact_chunks``)."""
+
+
+def fact_values(predicate: str, subject: Any, obj: Any) -> list[Any]:
+    """The values of a fact a chunk must state to be its source (``[]``: the fact has no provenance
+    rule, e.g. a link): a work's title and year, a tag, an author's name, a year, a date."""
+    if predicate == "has_work" and isinstance(obj, dict):
+        return [v for v in (obj.get("title"), obj.get("year")) if v is not None]
+    if predicate == "authored":
+        return [subject]
+    if predicate in PROVENANCE:
+        return [obj]
+    return []
+
+
+def _page_chunks(bundle: OpenedBundle, path: str) -> list[tuple[str, str]]:
+    """``(chunk id, text)`` of the document's chunks in ordinal order (cached on the bundle)."""
+    by_path = bundle.graph_cache.get("chunks_by_path")
+    if by_path is None:
+        by_path = {}
+        for cid in bundle.chunk_index:
+            by_path.setdefault(cid.rsplit("#", 1)[0], []).append(cid)
+        for ids in by_path.values():
+            ids.sort(key=lambda c: int(c.rsplit("#", 1)[1]) if c.rsplit("#", 1)[1].isdigit() else 0)
+        bundle.graph_cache["chunks_by_path"] = by_path
+    return [(cid, bundle.chunks[bundle.chunk_index[cid]].text) for cid in by_path.get(path, [])]
+
+
+def _fact_chunks(bundle: OpenedBundle, path: str) -> dict[str, list[str]]:
+    """``Document.fact_chunks`` of ``path`` (graph schema 3), or the same computed from the bundle's
+    chunks for a bundle of schema 2 (cached on the bundle)."""
+    cache = bundle.graph_cache.setdefault("fact_chunks", {})
+    if path in cache:
+        return cache[path]  # type: ignore[no-any-return]
+    found: dict[str, list[str]] = {}
+    if bundle.manifest.config.graph_schema_version >= 3:
+        rows = fetch_rows(bundle.graph_connection(), "MATCH (d:Document {path: $path}) RETURN d.fact_chunks",
+                          {"path": path})
+        found = json.loads(rows[0][0] or "{}") if rows else {}
+    elif (doc := bundle.docs.get(path)) is not None:
+        found = document_fact_chunks(doc.tags, doc.categories, doc.authors, doc.date, doc.year,
+                                     _page_chunks(bundle, path))
+    cache[path] = found
+    return found
+
+
+def stating_chunks(bundle: OpenedBundle, path: str | None, predicate: str, subject: Any, obj: Any,
+                   chunk_ids: list[str] | None) -> tuple[list[str], list[Any]] | None:
+    """``(chunks of path stating the fact, values only the front matter states)``, or ``None`` for a
+    fact without a provenance rule (:func:`fact_values`).
+
+    The chunks state every value of the fact when some chunk does; ``([], values)`` when none does
+    (a value of the front matter only).  A work's own chunks (``chunk_ids``: those the build found
+    stating it) are narrowed to the ones stating its title and year, else its title (the year then
+    comes from the front matter category, "dp2021"); a front matter value is looked up in
+    ``Document.fact_chunks`` (by kind and folded value), else its page's chunks are searched."""
+    values = fact_values(predicate, subject, obj)
+    if path is None or not values:
+        return None
+    if predicate == "has_work":
+        texts = dict(_page_chunks(bundle, path))
+        own = [(c, texts[c]) for c in chunk_ids or () if c in texts]
+        every = chunks_stating(values, own)
+        if every or len(values) == 1:
+            return every, ([] if every else values)
+        title = chunks_stating(values[:1], own)
+        return (title, values[1:]) if title else ([], values)
+    kind = PROVENANCE[predicate]
+    if kind == "date" and not re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", str(obj)):
+        kind = "year"  # a document dated by its year only
+    stored = _fact_chunks(bundle, path).get(fact_key(kind, values[0]))
+    found = list(stored) if stored is not None else chunks_stating(values, _page_chunks(bundle, path))
+    return found, ([] if found else values)
 
 
 # -- answering -------------------------------------------------------------------------------------
@@ -739,6 +923,13 @@ class _Answer:
 
     def fact(self, subject: str, predicate: str, obj: Any, path: str | None, chunk_ids: list[str] | None = None,
              **extra: Any) -> None:
+        """Add a fact read from the document at ``path``.  Its ``chunk_ids`` are the chunks of that
+        document whose text states the fact's values (:func:`stating_chunks`); ``front_matter`` lists
+        the values those chunks do not state (only the front matter does): all of them when
+        ``chunk_ids`` is ``[]``, none when the chunks state every value."""
+        stated = stating_chunks(self.bundle, path, predicate, subject, obj, chunk_ids)
+        if stated is not None:
+            chunk_ids, extra["front_matter"] = stated
         self.facts.append({
             "subject": subject, "predicate": predicate, "object": obj, "source_id": self.source(path),
             "document_path": path, "chunk_ids": chunk_ids or [], **extra,
@@ -932,6 +1123,13 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
                         "ask again with more of the title.",
                         candidates=[{"title": p.label, "path": p.path, "source_id": out.source(p.path)}
                                     for p in a.ambiguous_pages])
+    refused = _refuse_values(out, a)
+    if refused is not None:
+        return refused
+    if a.combos:
+        combined = _combined(out, index, a)
+        if combined is not None:
+            return combined
     if a.intent in ("tags_of_document", "topics_of_document"):
         return _tags_of_document(out, a)
     if a.intent == "persons_with_work":
@@ -947,7 +1145,7 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     if a.intent == "supervised_by":
         return _supervised_by(out, index, a)
     if a.intent == "documents_of_author" and not a.persons:
-        return _documents_of_author(out, index, [], a.document_authors, a.tags, a.work_years)
+        return _documents_of_author(out, index, [], a.document_authors, a.tags, a.work_years, a.combos.get("tag"))
     persons = _resolve_persons(out, index, a)
     if isinstance(persons, dict):
         return persons
@@ -956,20 +1154,276 @@ def _dispatch(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     if a.intent in ("common_tags", "common_topics"):
         if len(persons) < 2:
             return out.unsupported("A question about shared tags or topics needs two or more persons.")
-        return _common(out, persons, "tags" if a.intent == "common_tags" else "topics")
-    if a.intent in ("tags_of_person", "topics_of_person"):
-        if len(persons) != 1:
-            return out.unsupported("Tags or topics of several persons: ask for their common tags, or one at a time.")
-        return _common(out, persons, "tags" if a.intent == "tags_of_person" else "topics")
+        return _common(out, persons, "tags" if a.intent == "common_tags" else "topics", _person_combo(a, persons))
+    if len(persons) > 1 and a.intent in _ONE_PERSON and "person" in a.combos:
+        return _per_person(out, index, a, persons)  # "Aké sú názvy prác X a Y?": each person's own answer
+    if a.intent in ("tags_of_person", "topics_of_person") and len(persons) != 1:
+        return out.unsupported("Tags or topics of several persons: ask for their common tags, or one at a time.")
     if a.intent == "documents_of_author":
-        return _documents_of_author(out, index, persons, [], a.tags, a.work_years)
+        return _documents_of_author(out, index, persons, [], a.tags, a.work_years, a.combos.get("tag"))
     if len(persons) != 1:
         return out.unsupported("The question names several persons; ask about one at a time.")
+    return _one_person(out, index, a, persons[0])
+
+
+def _one_person(out: _Answer, index: GraphIndex, a: Analysis, person: _Person) -> dict[str, Any]:
     if a.intent == "supervisor_of_work":
-        return _supervisor(out, index, a, persons[0])
-    if a.intent == "start_year_of_person":
-        return _start_year(out, persons[0])
-    return _person_works(out, index, a, persons[0])
+        body = _supervisor(out, index, a, person)
+    elif a.intent == "start_year_of_person":
+        body = _start_year(out, person)
+    elif a.intent in ("tags_of_person", "topics_of_person"):
+        body = _common(out, [person], "tags" if a.intent == "tags_of_person" else "topics")
+    else:
+        body = _person_works(out, index, a, person)
+    if a.has("premise") and body["status"] == "ok" and isinstance(body.get("answer"), dict):
+        premise = _premise(a, body["answer"])
+        if premise is not None:
+            body["answer"]["premise"] = premise
+    return body
+
+
+def _premise(a: Analysis, answer: dict[str, Any]) -> dict[str, Any] | None:
+    """``{stated, holds}`` of a question that states a fact ("Je pravda, že X obhájil diplomovú prácu v
+    roku 2020?"): the value the question states and whether the graph's fact has it; ``None`` when the
+    question states no value of the fact (then it is an ordinary question)."""
+    if a.intent == "year_of_work" and a.stated_years:
+        return {"stated": {"year": a.stated_years[0]}, "holds": a.stated_years[0] in (answer.get("years") or [])}
+    if a.intent == "start_year_of_person" and a.stated_years:
+        return {"stated": {"start_year": a.stated_years[0]}, "holds": answer.get("start_year") == a.stated_years[0]}
+    if a.intent == "supervisor_of_work" and a.document_authors:
+        stated = [e.name for m in a.document_authors for e in m.entries[:1]]
+        have = {fold(n) for n in answer.get("supervisors") or []}
+        return {"stated": {"supervisors": stated}, "holds": all(fold(n) in have for n in stated)}
+    if a.intent == "tags_of_person" and a.tags:
+        return {"stated": {"tags": list(a.tags)}, "holds": set(a.tags) <= set(answer.get("tags") or [])}
+    return None
+
+
+def _person_combo(a: Analysis, persons: list[_Person]) -> Combination | None:
+    """The operators between the persons of the question, by resolved person (``None``: all "and")."""
+    combo = a.combos.get("person")
+    if combo is None or len(combo.values) != len(persons) or set(combo.ops) == {"and"}:
+        return None
+    return Combination("person", tuple(p.id for p in persons), combo.ops)
+
+
+def _per_person(out: _Answer, index: GraphIndex, a: Analysis, persons: list[_Person]) -> dict[str, Any]:
+    """A fact question about several persons joined by "and", answered for each person on its own: the
+    facts of all; ``answer.persons`` holds each person's answer with its status.  The body is ``ok`` when
+    every person's answer is; else it takes the status and reason of the first that is not."""
+    parts = []
+    for person in persons:
+        part = _one_person(out, index, a, person)
+        parts.append({"person": person.name, "person_id": person.id, "status": part["status"],
+                      "reason": part["reason"], "answer": part.get("answer")})
+    answer = {"persons": parts}
+    failed = next((p for p in parts if p["status"] != "ok"), None)
+    if failed is not None:
+        return out.body(failed["status"], failed["reason"], complete=True, answer=answer,
+                        message=f"No answer for {failed['person']}; the answers for each person are in answer.persons.")
+    return out.body("ok", complete=not out.truncation, answer=answer)
+
+
+# -- several values of one kind --------------------------------------------------------------------
+
+
+_ALL_OPS = frozenset({"and", "or", "but_not"})
+_COMBINES: dict[str, dict[str, frozenset[str]]] = {
+    "persons_with_tag": {"tag": _ALL_OPS},
+    "documents_with_tag": {"tag": _ALL_OPS},
+    "documents_of_author": {"tag": _ALL_OPS, "person": frozenset({"and"}), "author": frozenset({"and"})},
+    "persons_with_work": {"year": _ALL_OPS, "work_type": _ALL_OPS, "category": _ALL_OPS},
+    # a person has one start year: "začali v roku 2016 a 2017" has no intersection to mean
+    "persons_started": {"year": frozenset({"or"}), "category": _ALL_OPS},
+    "supervised_by": {"author": _ALL_OPS, "year": _ALL_OPS, "work_type": _ALL_OPS},
+    "common_tags": {"person": _ALL_OPS},
+    "common_topics": {"person": _ALL_OPS},
+    **{intent: {"person": frozenset({"and"}), "work_type": frozenset({"and"})} for intent in _ONE_PERSON},
+}
+"""Per intent, the kinds of value it takes several of, and the operators it answers exactly
+(:mod:`query.graph_values`): sets of persons or documents are intersected, united or subtracted;
+a fact question about two persons (``_ONE_PERSON``) is answered per person."""
+
+
+def _refuse_values(out: _Answer, a: Analysis) -> dict[str, Any] | None:
+    """The ``unsupported_question`` body of a question whose values the answer would not all use
+    (never answered by the first value alone), or ``None``."""
+    if a.negated:
+        return out.unsupported("The question negates a value; the graph answers what pages have, not what "
+                               "they lack.")
+    if len(a.combos) > 1:
+        return out.unsupported("The question joins several values of more than one kind; ask about one "
+                               "kind at a time.")
+    for kind, combo in a.combos.items():
+        allowed = _COMBINES.get(a.intent, {}).get(kind)
+        if allowed is None:
+            return out.unsupported(f"The question names several values ({kind}) that this kind of answer "
+                                   "cannot combine.")
+        if not combo.clear or not set(combo.ops) <= allowed:
+            return out.unsupported(f"How the values ({kind}) are joined (and / or / but not) is unclear or "
+                                   "not answerable for this question.")
+    return None
+
+
+@dataclass
+class _Selected:
+    """Persons (or documents) one value selects: id -> (name, path), and the facts that show it."""
+
+    items: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    facts: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = field(default_factory=dict)
+
+    def add(self, ident: str, name: str, path: str | None, *fact: Any, **extra: Any) -> None:
+        self.items.setdefault(ident, (name, path))
+        if fact:
+            self.facts.setdefault(ident, []).append((fact, extra))
+
+
+def _person_edge(index: GraphIndex) -> str:
+    return "(d)-[:DESCRIBES]->(p:Person)" if index.person_kind == "page" else "(d)-[:AUTHORED_BY]->(p:Person)"
+
+
+def _select_tag(out: _Answer, index: GraphIndex, tag: str, documents: bool) -> _Selected:
+    conn = out.bundle.graph_connection()
+    params = {"value": tag, "published_only": out.request.published_only}
+    match = ("MATCH (d:Document)-[:TAGGED]->(:Tag {name: $value}) WHERE (d.published OR NOT $published_only) ")
+    sel = _Selected()
+    if documents:
+        for (path,) in fetch_rows(conn, match + "RETURN DISTINCT d.path", params):
+            sel.add(path, path, path, path, "tagged", tag, path)
+        return sel
+    for pid, name, path in fetch_rows(conn, match + f"MATCH {_person_edge(index)} RETURN DISTINCT p.id, p.name, "
+                                                    "d.path", params):
+        sel.add(pid, name, path, name, "tagged", tag, path, subject_id=pid)
+    return sel
+
+
+def _select_works(out: _Answer, types: list[str], year: int | None, supervisor: str | None = None) -> _Selected:
+    conn = out.bundle.graph_connection()
+    where = "w.type IN $types AND (p.published OR NOT $published_only)" + (" AND w.year = $year" if year else "")
+    params: dict[str, Any] = {"types": types, "published_only": out.request.published_only,
+                              **({"year": year} if year else {})}
+    match = "MATCH (p:Person)-[:HAS_WORK]->(w:Work) "
+    if supervisor is not None:
+        match = ("MATCH (:DocumentAuthor {name: $name})<-[:HAS_DOCUMENT_AUTHOR]-(:Document)-[:DESCRIBES]->(p:Person)"
+                 "-[:HAS_WORK]->(w:Work) ")
+        params["name"] = supervisor
+    sel = _Selected()
+    for pid, name, wid, wtype, wyear, title, path, chunk_ids in fetch_rows(
+            conn, match + f"WHERE {where} RETURN DISTINCT p.id, p.name, w.id, w.type, w.year, w.title, w.path, "
+                          "w.chunk_ids ORDER BY w.year, w.type", params):
+        obj = {"type": wtype, "year": wyear, "title": title, "title_missing": title is None, "work_id": wid}
+        if supervisor is not None:
+            obj["supervisor"] = supervisor
+        sel.add(pid, name, path, name, "has_work", obj, path, json.loads(chunk_ids or "[]"), subject_id=pid)
+    return sel
+
+
+def _select_started(out: _Answer, year: int) -> _Selected:
+    sel = _Selected()
+    for pid, name, path in fetch_rows(out.bundle.graph_connection(),
+                                      "MATCH (p:Person) WHERE p.start_year = $year AND (p.published OR NOT "
+                                      "$published_only) RETURN p.id, p.name, p.path",
+                                      {"year": year, "published_only": out.request.published_only}):
+        sel.add(pid, name, path, name, "started_in", year, path, subject_id=pid)
+    return sel
+
+
+def _select_supervised(out: _Answer, index: GraphIndex, a: Analysis, name: str) -> _Selected:
+    """Persons whose page names ``name`` as supervisor (restricted by the question's work types,
+    work years and start year, as :func:`_supervised_by`)."""
+    if a.work_types or a.work_years:
+        works = _select_works(out, a.work_types or index.work_types, a.work_years[0] if a.work_years else None, name)
+    rows = fetch_rows(out.bundle.graph_connection(),
+                      "MATCH (:DocumentAuthor {name: $name})<-[:HAS_DOCUMENT_AUTHOR]-(d:Document)-[:DESCRIBES]->"
+                      "(p:Person) WHERE p.published OR NOT $published_only RETURN DISTINCT p.id, p.name, p.path",
+                      {"name": name, "published_only": out.request.published_only})
+    started = a.years if a.has("start") else []
+    sel = _Selected()
+    for pid, pname, path in rows:
+        if (a.work_types or a.work_years) and pid not in works.items:
+            continue
+        if started and index.persons[pid].start_year not in started:
+            continue
+        written = _as_written(out, path, name)
+        sel.add(pid, pname, path, pname, "supervised_by", name, path, subject_id=pid,
+                **({"as_written": written} if written else {}))
+        for fact, extra in (works.facts.get(pid, []) if (a.work_types or a.work_years) else []):
+            sel.facts[pid].append((fact, extra))
+    return sel
+
+
+def _combined(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any] | None:
+    """Answer a question with several values of one kind (``a.combos``), or ``None`` when the intent's
+    own function does (persons answered one by one, common tags, documents per author)."""
+    ((kind, combo),) = a.combos.items()
+    values = list(combo.values)
+    documents = a.intent in ("documents_with_tag", "documents_of_author")
+    if a.intent in ("persons_with_tag", "documents_with_tag") and kind == "tag":
+        if a.topics or (documents and a.work_years):
+            return out.unsupported("Several tags together with a topic or a year are not combined.")
+        selected = [_select_tag(out, index, v, documents) for v in values]
+    elif a.intent in ("persons_with_work", "persons_started"):
+        types = a.work_types or index.work_types
+        if kind == "year":
+            selected = [_select_works(out, types, v) if a.intent == "persons_with_work" else _select_started(out, v)
+                        for v in values]
+        elif kind == "work_type":
+            if len(a.years) > 1:
+                return out.unsupported("Several work types and several years: ask about one at a time.")
+            selected = [_select_works(out, [v], a.years[0] if a.years else None) for v in values]
+        else:  # category values: a work of a type in a year, or a start year
+            selected = [_select_started(out, y) if t == "start" else _select_works(out, [t], y) for t, y in values]
+    elif a.intent == "supervised_by":
+        if kind == "author":
+            if any(len(refs) > 1 for refs in values):
+                return out.unsupported("A supervisor's name fits several document authors.")
+            selected = [_select_supervised(out, index, a, refs[0]) for refs in values]
+        else:
+            if len(a.document_authors) != 1 or len(a.document_authors[0].entries) != 1:
+                return out.unsupported("The question names several supervisors; ask about one at a time.")
+            name = a.document_authors[0].entries[0].name
+            if kind == "year":
+                selected = [_select_works(out, a.work_types or index.work_types, v, name) for v in values]
+            else:
+                selected = [_select_works(out, [v], a.work_years[0] if a.work_years else None, name) for v in values]
+    else:
+        return None  # answered per person / by the intent's own function
+    return _combined_body(out, a, combo, selected, documents)
+
+
+def _combined_body(out: _Answer, a: Analysis, combo: Combination, selected: list[_Selected],
+                   documents: bool) -> dict[str, Any]:
+    """The body of a set answer: persons (or documents) of ``combo`` over ``selected``, their facts,
+    the exact count; the list is cut at ``limit`` (``entity_limit``/``result_limit``)."""
+    chosen_ids = combo.apply([set(s.items) for s in selected])
+    names: dict[str, tuple[str, str | None]] = {}
+    for s in selected:
+        for ident in chosen_ids & s.items.keys():
+            names.setdefault(ident, s.items[ident])
+    order = sorted(chosen_ids, key=lambda i: (names[i][0], i))
+    count = len(order)
+    shown = order[: out.request.limit]
+    if len(order) > out.request.limit:
+        out.truncation.append("result_limit" if documents else "entity_limit")
+    for ident in shown:
+        for k in combo.positive():
+            for fact, extra in selected[k].facts.get(ident, []):
+                out.fact(*fact, **extra)
+    shown_values = [v if not isinstance(v, tuple) or combo.kind != "author" else v[0] for v in combo.values]
+    answer: dict[str, Any] = {"kind": combo.kind, "values": shown_values, "operators": list(combo.ops),
+                              "count": count}
+    if combo.kind == "tag":
+        answer["tags"] = shown_values
+    if documents:
+        answer["documents"] = shown
+    else:
+        answer["persons"] = [names[i][0] for i in shown]
+        answer["person_ids"] = shown
+    if count == 0:
+        return out.body("no_answer", "no_matching_sources", complete=True, answer=answer,
+                        aggregation={"count": 0, "complete": True},
+                        message="No person or document has that combination of values.")
+    return out.body("ok", complete=not out.truncation, answer=answer, aggregation={"count": count, "complete": True})
 
 
 def _unknown_person(out: _Answer, a: Analysis) -> dict[str, Any]:
@@ -1233,7 +1687,9 @@ def _person_documents_cypher(person: _Person) -> str:
     return "MATCH (p:Person {id: $id})<-[:AUTHORED_BY]-(d:Document) "
 
 
-def _common(out: _Answer, persons: list[_Person], what: str) -> dict[str, Any]:
+def _common(out: _Answer, persons: list[_Person], what: str, combo: Combination | None = None) -> dict[str, Any]:
+    """Tags (topics) of one person, or those every person has; with ``combo`` (persons joined by
+    "or" / "but not"), those its operators select ("Aké tagy má X, ale nie Y?")."""
     conn = out.bundle.graph_connection()
     per_person = []
     for person in persons:
@@ -1254,7 +1710,10 @@ def _common(out: _Answer, persons: list[_Person], what: str) -> dict[str, Any]:
         for key in sorted(values):
             out.fact(person.name, "tagged" if what == "tags" else "has_topic", key, values[key][1],
                      subject_id=person.id)
-    shared = sorted(set.intersection(*(set(v) for v in per_person))) if per_person else []
+    if combo is not None:
+        shared = sorted(combo.apply([set(v) for v in per_person]))
+    else:
+        shared = sorted(set.intersection(*(set(v) for v in per_person))) if per_person else []
     answer: dict[str, Any] = {"persons": [p.name for p in persons], "person_ids": [p.id for p in persons], what: shared}
     if len(persons) == 1:
         answer["person"] = persons[0].name
@@ -1329,10 +1788,11 @@ def _with_tag(out: _Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
 
 def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person],
                          authors: list[NameMatch], tags: list[str] | None = None,
-                         years: list[int] | None = None) -> dict[str, Any]:
+                         years: list[int] | None = None, combo: Combination | None = None) -> dict[str, Any]:
     """Documents of persons (``AUTHORED_BY``) or document authors; with ``tags``, only those tagged
-    with one of them, with ``years`` only those dated in one of them (each document's matching tags
-    and year are facts too)."""
+    with one of them (with ``combo``, those its operators select: every tag, any, the first but not
+    the second), with ``years`` only those dated in one of them (each document's matching tags and
+    year are facts too)."""
     conn = out.bundle.graph_connection()
     items = []
     targets: list[tuple[str, str, str]] = [(p.name, p.id, "MATCH (d:Document)-[:AUTHORED_BY]->(:Person {id: $id}) ")
@@ -1343,6 +1803,7 @@ def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person]
                             message="Several document authors match the name.")
         name = match.entries[0].name
         targets.append((name, name, "MATCH (d:Document)-[:HAS_DOCUMENT_AUTHOR]->(:DocumentAuthor {name: $id}) "))
+    fact_tags = [combo.values[k] for k in combo.positive()] if combo is not None else tags
     for name, ident, match_doc in targets:
         if tags:
             match_doc += "MATCH (d)-[:TAGGED]->(t:Tag) WHERE t.name IN $tags AND (d.published OR NOT $published_only) "
@@ -1351,18 +1812,26 @@ def _documents_of_author(out: _Answer, index: GraphIndex, persons: list[_Person]
             where += "AND d.year IN $years "
         params = {"id": ident, "published_only": out.request.published_only, "n": out.request.limit + 1,
                   **({"tags": tags} if tags else {}), **({"years": years} if years else {})}
-        count = int(fetch_rows(conn, where + "RETURN count(DISTINCT d.path)", params)[0][0])
-        rows = out.cut(fetch_rows(conn, where + "RETURN DISTINCT d.path, d.title ORDER BY d.path LIMIT $n", params),
-                       "result_limit")
+        if combo is not None:  # the documents of every tag, then the set operators over them
+            pairs = fetch_rows(conn, where + "RETURN DISTINCT d.path, d.title, t.name", params)
+            chosen = combo.apply([{p for p, _, t in pairs if t == tag} for tag in combo.values])
+            found = sorted({(p, title) for p, title, _ in pairs if p in chosen})
+            count = len(found)
+            rows = out.cut([list(r) for r in found], "result_limit")
+        else:
+            count = int(fetch_rows(conn, where + "RETURN count(DISTINCT d.path)", params)[0][0])
+            rows = out.cut(fetch_rows(conn, where + "RETURN DISTINCT d.path, d.title ORDER BY d.path LIMIT $n",
+                                      params), "result_limit")
         for path, _title in rows:
             out.fact(name, "authored", path, path, subject_id=ident)
             for tag in (r[0] for r in fetch_rows(conn, "MATCH (d:Document {path: $path})-[:TAGGED]->(t:Tag) "
                                                        "WHERE t.name IN $tags RETURN t.name ORDER BY t.name",
-                                                 {"path": path, "tags": tags})) if tags else ():
+                                                 {"path": path, "tags": fact_tags})) if fact_tags else ():
                 out.fact(path, "tagged", tag, path)
             if years:
                 _dated_fact(out, path)
         items.append({"author": name, "person": name, "author_id": ident, "count": count, "tags": tags or None,
+                      "operators": list(combo.ops) if combo is not None else None,
                       "years": years or None,
                       "documents": [r[0] for r in rows], "titles": [r[1] for r in rows]})
     total = sum(item["count"] for item in items)

@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import ladybug
 
-from artifacts.graphschema import NODE_TABLES, REL_TABLES, fetch_rows
+from artifacts.graphschema import NODE_TABLES, REL_TABLES, fetch_rows, stored_properties
 
 FORMATS = ("graphml", "json")
 
@@ -25,7 +25,8 @@ def read_graph(conn: ladybug.Connection) -> dict[str, list[dict[str, Any]]]:
     """Return ``{"nodes": [{id, label, properties}], "edges": [{source, target, type, properties}]}``."""
     nodes = []
     for table in NODE_TABLES:
-        names = [n for n, _ in table.properties]
+        stored = stored_properties(conn, table.name)  # an older schema's graph lacks newer properties
+        names = [n for n, _ in table.properties if n in stored]
         returns = ", ".join(f"n.{n}" for n in names)
         for row in fetch_rows(conn, f"MATCH (n:{table.name}) RETURN {returns}"):
             props = dict(zip(names, row, strict=True))

@@ -180,8 +180,23 @@ class Vocabulary:
 
     def find_work_types(self, tokens: Sequence[Token], free: set[int]) -> tuple[list[str], set[int]]:
         """Work types named on ``free`` positions (a one-edit typo allowed in prefixes of 5+ letters)."""
+        named, per_type = self.work_type_spans(tokens, free)
+        return named, {p for positions in per_type.values() for p in positions}
+
+    def is_entry_word(self, folded: str) -> bool:
+        """Whether ``folded`` is a one-word entry of some concept (a prefix entry counts when it begins it)."""
+        for entries in self.concepts.values():
+            exact, prefixes = self._first_words(entries)
+            if any(len(e.words) == 1 for e in exact.get(folded, ())):
+                return True
+            if any(folded.startswith(w) and any(len(e.words) == 1 for e in es) for w, es in prefixes):
+                return True
+        return False
+
+    def work_type_spans(self, tokens: Sequence[Token], free: set[int]) -> tuple[list[str], dict[str, set[int]]]:
+        """Work types named on ``free`` positions and, per type, the positions that name it."""
         named: list[str] = []
-        positions: set[int] = set()
+        per_type: dict[str, set[int]] = {}
         for key, entries in self.work_types.items():
             hits = self.find(tokens, entries, free)
             if not hits:
@@ -196,9 +211,8 @@ class Vocabulary:
                             hits.append((pos, pos + 1, entry.lang))
             if hits:
                 named.append(key)
-                for start, end, _ in hits:
-                    positions.update(range(start, end))
-        return named, positions
+                per_type[key] = {p for start, end, _ in hits for p in range(start, end)}
+        return named, per_type
 
     def is_stopword(self, token: Token) -> bool:
         return token.folded in self.stopwords or token.lower in self.stopwords
@@ -209,7 +223,8 @@ class Phrasing:
     """The words graph answers are phrased in, for one language (``answers`` in graphwords.yaml).
 
     ``count``/``more``: ``str.format`` templates with ``{count}``; ``predicates``: templates with
-    ``{subject}`` and ``{object}`` per graph predicate; ``quotes``: marks around a title.
+    ``{subject}`` and ``{object}`` per graph predicate; ``quotes``: marks around a title;
+    ``premise_holds``/``premise_fails``: the opening of an answer that confirms / corrects a stated fact.
     """
 
     lang: str
@@ -218,6 +233,8 @@ class Phrasing:
     more: str
     untitled: str
     predicates: dict[str, str]
+    premise_holds: str = ""
+    premise_fails: str = ""
 
     def title(self, text: str) -> str:
         """``text`` in this language's title quotes (``„Příručka“``)."""
@@ -242,6 +259,8 @@ def phrasing(lang: str | None) -> Phrasing:
         more=str(words["more"]),
         untitled=str(words["untitled"]),
         predicates={str(k): str(v) for k, v in (words.get("predicates") or {}).items()},
+        premise_holds=str(words.get("premise_holds") or ""),
+        premise_fails=str(words.get("premise_fails") or ""),
     )
 
 

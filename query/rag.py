@@ -458,12 +458,19 @@ def render_facts(facts: list[dict[str, Any]], words: Phrasing | None = None,
     ``"Jakub Novák: tagy bm25, ir."``).  ``title_of``: a subject or object that is a document path
     is shown as the document's title in quotes (``„Příručka řízení IT projektů“ (autor: Tomáš
     Znamenáček).``); without it, as the path."""
+    return list(dict.fromkeys(line for line, _ in render_fact_lines(facts, words, title_of)))
+
+
+def render_fact_lines(facts: list[dict[str, Any]], words: Phrasing | None = None,
+                      title_of: TitleOf | None = None) -> list[tuple[str, list[dict[str, Any]]]]:
+    """:func:`render_facts` with the facts behind each line: ``[(line, facts)]`` in order (a line
+    repeated keeps its first place and gathers the facts of every copy)."""
     words = words or phrasing(None)
-    lines: list[str | tuple[str, str]] = []
-    grouped: dict[tuple[str, str], list[str]] = {}
+    lines: list[tuple[str, str] | tuple[str, dict[str, Any]]] = []
+    grouped: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
     for fact in facts:
         if fact.get("predicate") == "has_work" and isinstance(fact.get("object"), dict):
-            lines.append(render_fact(fact, words, title_of))
+            lines.append((render_fact(fact, words, title_of), fact))
             continue
         key = (str(fact.get("subject")), str(fact.get("predicate")))
         if key not in grouped:
@@ -472,21 +479,47 @@ def render_facts(facts: list[dict[str, Any]], words: Phrasing | None = None,
         shown = _shown(fact.get("object"), words, title_of)
         if fact.get("as_written"):  # a name the page spells otherwise ("Eva Kolárová (Eva Kolarova)")
             shown += f" ({fact['as_written']})"
-        grouped[key].append(shown)
-    out = []
+        grouped[key].append((shown, fact))
+    out: dict[str, list[dict[str, Any]]] = {}
     for line in lines:
-        if isinstance(line, tuple):
-            subject, predicate = line
-            template = words.predicates.get(predicate, "{subject}: " + predicate + " {object}.")
-            out.append(template.format(subject=_shown(subject, words, title_of), object=", ".join(grouped[line])))
-        else:
-            out.append(line)
-    return list(dict.fromkeys(out))
+        if isinstance(line[1], dict):
+            out.setdefault(line[0], []).append(line[1])
+            continue
+        subject, predicate = line  # type: ignore[misc]
+        template = words.predicates.get(predicate, "{subject}: " + predicate + " {object}.")
+        parts = grouped[(subject, predicate)]  # type: ignore[index]
+        text = template.format(subject=_shown(subject, words, title_of), object=", ".join(p for p, _ in parts))
+        out.setdefault(text, []).extend(f for _, f in parts)
+    return list(out.items())
+
+
+FRONT_MATTER = ("front matter",)
+"""Heading path of a graph fact no chunk of its page states: its value is in the front matter only."""
+
+
+def _line_citation(bundle: OpenedBundle, path: str, facts: list[dict[str, Any]]) -> tuple[str | None, tuple[str, ...]]:
+    """``(chunk id, heading path)`` a graph evidence line cites: the first chunk that states the facts
+    of the line (each fact's ``chunk_ids``, :func:`query.graph.stating_chunks`; a value it does not
+    state is in the fact's ``front_matter``), else the page's first chunk under :data:`FRONT_MATTER`;
+    facts without provenance (links, topics) cite the first chunk any of them names, or none."""
+    with_provenance = [f for f in facts if "front_matter" in f]
+    if not with_provenance:
+        ids = [c for f in facts for c in f.get("chunk_ids") or []]
+        return (ids[0] if ids else None), ()
+    common = [c for c in with_provenance[0].get("chunk_ids") or []
+              if all(c in (f.get("chunk_ids") or []) for f in with_provenance[1:])]
+    if common and len(with_provenance) == len(facts):
+        chunk = bundle.chunks[bundle.chunk_index[common[0]]] if common[0] in bundle.chunk_index else None
+        return common[0], tuple(chunk.heading_path) if chunk is not None else ()
+    first = f"{path}#0"
+    return (first if first in bundle.chunk_index else None), FRONT_MATTER
 
 
 def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int,
                   base_url: str | None = None) -> Context:
-    """Turn an ``ok`` ``/graph`` body into evidence: one item per document holding its facts' lines.
+    """Turn an ``ok`` ``/graph`` body into evidence: one item per line of a document's facts, citing the
+    chunk that states the line's facts (:func:`_line_citation`: else the page's first chunk under
+    ``heading_path`` :data:`FRONT_MATTER`).
 
     Lines are phrased in the question's language (``entities.language`` of the body,
     :func:`query.graph_words.phrasing`), documents named by their titles (:func:`render_facts`).
@@ -495,8 +528,8 @@ def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int
     dropped (evidence must point at a page).  For ``common_tags`` / ``common_topics`` only the
     shared values are evidence.  The body's exact ``aggregation`` (count) is attached to every
     item's ``facts`` (it is a fact about the whole answer, and each item is part of it), so a count
-    claim citing the items is checkable.  Items that do not fit ``max_tokens`` are left out with
-    ``llm_context_budget``.
+    claim citing the items is checkable.  A document whose lines do not all fit ``max_tokens`` is left
+    out whole, with ``llm_context_budget``.
     """
     facts_all = list(body.get("facts") or [])
     predicate = _COMMON_INTENTS.get(str(body.get("intent")))
@@ -529,19 +562,27 @@ def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int
                                           source_url=source_url(base_url, path, commit),
                                           title=bundle.docs[path].title if path in bundle.docs else None)
         sources.setdefault(path, src)
-        text = "\n".join(render_facts(facts, words, title_of))
-        tokens = count_tokens(text)
+        lines = render_fact_lines(facts, words, title_of)
+        counted = [(line, line_facts, count_tokens(line)) for line, line_facts in lines]
+        tokens = sum(n for _, _, n in counted)
         if used + tokens > max_tokens:
             reasons.add("llm_context_budget")
             continue
         used += tokens
-        chunk_ids = [c for f in facts for c in f.get("chunk_ids") or []]
         doc = bundle.docs.get(path)
-        items.append(EvidenceItem(
-            evidence_id=f"E{len(items) + 1}", kind="graph", text=text, document_path=path, source_id=src.source_id,
-            commit=commit, chunk_id=chunk_ids[0] if chunk_ids else None, title=doc.title if doc else src.title,
-            source_url=src.source_url, facts=tuple(facts) + extra, tokens=tokens,
-        ))
+        for line, line_facts, n in counted:
+            chunk_id, heading_path = _line_citation(bundle, path, line_facts)
+            if heading_path == FRONT_MATTER:  # every value of the line is the front matter's
+                from .graph import fact_values
+
+                line_facts = [{**f, "front_matter": fact_values(str(f.get("predicate")), f.get("subject"),
+                                                                f.get("object"))} if "front_matter" in f else f
+                              for f in line_facts]
+            items.append(EvidenceItem(
+                evidence_id=f"E{len(items) + 1}", kind="graph", text=line, document_path=path,
+                source_id=src.source_id, commit=commit, chunk_id=chunk_id, title=doc.title if doc else src.title,
+                heading_path=heading_path, source_url=src.source_url, facts=tuple(line_facts) + extra, tokens=n,
+            ))
     used_paths = {i.document_path for i in items}
     return Context(items=items, sources=[s for p, s in sources.items() if p in used_paths],
                    truncation_reasons=sorted(reasons), tokens=used)

@@ -78,7 +78,8 @@ def _chunks() -> list[Chunk]:
         Chunk(chunk_id=f"{path}#0", path=path, ordinal=0, title="Ján Holp", heading_path=["Ján Holp"],
               text="x", tokens=1, sha256="0"),
         Chunk(chunk_id=f"{path}#1", path=path, ordinal=1, title="Ján Holp",
-              heading_path=["Ján Holp", "Bakalárska práca 2019"], text="x", tokens=1, sha256="0"),
+              heading_path=["Ján Holp", "Bakalárska práca 2019"],
+              text="## Bakalárska práca 2019\n\n*Názov*: Prepis súdnych nahrávok", tokens=12, sha256="0"),
     ]
 
 
@@ -127,8 +128,10 @@ def test_student_person_works_and_titles(thesis_graph: Path) -> None:
                                 "ORDER BY w.year")
     path = "pages/students/2016/jan_holp/README.md"
     assert works == [["bp", 2019, "Prepis súdnych nahrávok", f"{path}#s1"], ["dp", 2021, None, f"{path}#s3"]]
-    evidence = _rows(thesis_graph, "MATCH (w:Work {type: 'bp'}) RETURN w.chunk_ids")
-    assert json.loads(str(evidence[0][0])) == [f"{path}#1"]
+    # a work cites the chunks whose text states its title and year; the untitled dp of the heading
+    # without a year is stated by no chunk (its year is only the front matter's "dp2021")
+    evidence = _rows(thesis_graph, "MATCH (w:Work) RETURN w.type, w.chunk_ids ORDER BY w.type")
+    assert [(t, json.loads(str(ids))) for t, ids in evidence] == [("bp", [f"{path}#1"]), ("dp", [])]
 
 
 def test_document_author_topics_and_sections(thesis_graph: Path) -> None:

@@ -52,11 +52,11 @@ def test_normalisation_and_strict_fields() -> None:
 def test_graph_route_gives_graph_evidence(wiki: dict[str, Any]) -> None:
     body = retrieve(wiki["bundle"], "Aké práce má Ján Holp?")
     assert (body["status"], body["engine"]) == ("ok", "graph")
-    items = body["evidence"]
-    assert [i["kind"] for i in items] == ["graph"]
-    assert items[0]["document_path"] == "pages/students/2016/jan_holp/README.md"
-    assert "Prepis súdnych nahrávok" in items[0]["text"] and "2019" in items[0]["text"]
-    assert items[0]["facts"] and items[0]["commit"] == wiki["commit"]
+    items = body["evidence"]  # one item per fact line, each citing its own chunk
+    assert {i["kind"] for i in items} == {"graph"}
+    assert {i["document_path"] for i in items} == {"pages/students/2016/jan_holp/README.md"}
+    assert any("Prepis súdnych nahrávok" in i["text"] and "2019" in i["text"] for i in items)
+    assert all(i["facts"] and i["commit"] == wiki["commit"] for i in items)
     assert body["sources"][0]["source_url"] == "https://wiki.example/pages/students/2016/jan_holp/README.md"
 
 
