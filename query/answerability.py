@@ -19,7 +19,11 @@ never over phrasings:
 Three fitted variants (``query/answerability.json``): ``full`` (all signals; the calibrated embedder),
 ``lexical`` (no vector signals: another embedder or none) and ``dense`` (no word-overlap signals: the
 question and the evidence are in different languages, so word overlap says nothing).  Each has one
-threshold chosen on held-out pairs for a target precision; :meth:`UnitScorer.passes` compares with it.
+threshold chosen on the dev pipeline for a target share of wrong answers; :meth:`UnitScorer.passes`
+compares with it.  The model file's ``apply`` lists the variants the answer path uses: ``full`` and
+``dense`` (the embedder the model was calibrated with); ``lexical`` is fitted and reported but not applied
+(without vectors the rules alone decide: on the test wikis the lexical variant refused definitions the
+rules answer, and it was never measured on foreign documentation).
 The fit, the data it was fitted on and its figures: ``bench/answerability_fit.py`` and ``docs/answers.md``.
 
 Language knowledge (number words, months, copulas) comes from the profiles; no word lives here.
@@ -136,6 +140,8 @@ class AnswerabilityModel:
     variants: Mapping[str, Variant]
     embedder: str | None
     meta: Mapping[str, Any]
+    apply: frozenset[str] = frozenset({"full", "lexical", "dense"})
+    """The variants the answer path applies (the JSON's ``apply``); the others are fitted and reported only."""
 
     @property
     def fingerprint(self) -> str:
@@ -160,7 +166,8 @@ def model_from(data: Mapping[str, Any]) -> AnswerabilityModel:
             raise ValueError(f"answerability variant {name}: features and coefficients do not match")
         variants[name] = Variant(name, feats, coef, float(body["intercept"]), float(body["threshold"]),
                                  bool(body.get("reached", True)))
-    return AnswerabilityModel(variants, data.get("embedder"), dict(data.get("meta") or {}))
+    apply = frozenset(data.get("apply") or variants)
+    return AnswerabilityModel(variants, data.get("embedder"), dict(data.get("meta") or {}), apply)
 
 
 @lru_cache(maxsize=1)
@@ -255,7 +262,7 @@ class UnitScorer:
     def variant(self) -> Variant | None:
         """The variant in use, or None when no model is installed or the variant did not reach its
         calibration target (then the score decides nothing: gate and rescue are off)."""
-        if self.model is None or self.variant_name is None:
+        if self.model is None or self.variant_name is None or self.variant_name not in self.model.apply:
             return None
         variant = self.model.variants.get(self.variant_name)
         return variant if variant is not None and variant.reached else None
