@@ -359,10 +359,12 @@ def _deliver(claims: list[Claim], context: Context, *, display: bool = False) ->
             sid = renumber[item.source_id]
             if sid not in sids:
                 sids.append(sid)
-            if _fold_ws(claim.quote) in _fold_ws(item.text):
-                evidence.append({"evidence_id": eid, "source_id": sid, "chunk_id": item.chunk_id,
-                                 "document_path": item.document_path,
-                                 "heading_path": list(quote_section(claim.quote, item)), "quote": claim.quote})
+            for quote in claim.quotes or (claim.quote,):  # one quote per merged item (query.binding)
+                if _fold_ws(quote) in _fold_ws(item.text):
+                    evidence.append({"evidence_id": eid, "source_id": sid, "chunk_id": item.chunk_id,
+                                     "document_path": item.document_path,
+                                     "heading_path": list(quote_section(quote, item)), "quote": quote})
+                    break
         text = " ".join(display_text(claim.text).split()) if display else claim.text
         out.append({"text": text, "source_ids": sids, "evidence": evidence})
         parts.append(f"{text} " + "".join(f"[{s}]" for s in sids))
