@@ -20,9 +20,11 @@ sentences of the cited chunk are not part of it: a "2" of "GPT-2" three lines be
   body, a claim citing a graph item may also state the graph's counts (checked by ``graph_mismatch``).
 * ``polarity``: the claim text and the quote's own words must agree in polarity: each side counts its
   negations (profile ``negation``; a prefix entry such as ``ne*`` counts only when the rest of the word
-  is a known word of that profile's language, so ``nemusí`` is a negation and ``neurónové`` is not)
-  that the other side does not share (word-matched), and the two counts must have the same parity
-  ("X nemusí vypracovať" for "Vypracujte"; "nebola úspešná" = "bola neúspešná").
+  is a known word of that profile's language and not one of its ``not_negation`` words, so ``nemusí``
+  and ``nemá`` are negations and ``neurónové``, ``neskôr``, ``někdo`` are not)
+  that the other side does not share (word-matched); one side with such a negation and the other without
+  fails ("X nemusí vypracovať" for "Vypracujte"), both with one passes ("nebola úspešná" = "bola
+  neúspešná"; Slovak and Czech negate twice in one statement, "Nikto nebol", so counts are not compared).
 * Otherwise, when a content word of the claim text (not a stop word, number, or profile ``reporting``
   word such as "žiada", "requires") is in no form in the frame, the claim text cannot be checked
   word by word: the claim is delivered with its quote as the text (:attr:`Binding.text`), so
@@ -64,7 +66,7 @@ _CLAUSE_PUNCT = re.compile(r"[,;:()\[\]!?.\n–—]|\s-\s")
 _NUMBER = re.compile(r"(?<![\w])\d+(?:[.,:/]\d+)*")
 _DATE_SPACED = re.compile(r"(?<!\d)(\d{1,2})\.\s+(\d{1,2})\.\s*(\d{4})(?!\d)")
 _DATE = re.compile(r"\d{1,2}[./]\d{1,2}[./](\d{4})")
-_MIN_REST = 3          # a negation prefix counts only before a known word of at least this many letters
+_MIN_REST = 2          # a negation prefix counts only before a known word of at least this many letters
 _MAX_PARTS = 4         # a merged claim with more quotes than this is not split (fails)
 _MAX_SPLITS = 400      # bound on the part assignments tried for one merged claim
 BIND_FAILURES = ("unbound_detail", "polarity")
@@ -120,7 +122,7 @@ def _lexicon() -> _Lexicon:
         for name, cls in prof.classes.items():
             if name != "negation":
                 words |= {w for w in cls if not w.endswith("*")}
-        other[code] = frozenset(words - negation[code])
+        other[code] = frozenset((words - negation[code]) | prof.words("not_negation"))
         lemmas[code] = prof.simplemma
     return _Lexicon(negation, neg_prefixes, numbers, reporting, reporting_prefixes, verbs, saying, comp, lead,
                     addressee, other, lemmas)
@@ -234,7 +236,8 @@ def _negations(text: str, langs: Sequence[str]) -> list[str]:
                 break
             if token in lex.other_classes[code]:
                 continue
-            prefix = next((p for p in lex.neg_prefixes[code] if token.startswith(p)), None)
+            # the prefix compared as written ("ne" is not the "ně" of "někdo"), the rest looked up with its diacritics
+            prefix = next((p for p in lex.neg_prefixes[code] if lower.startswith(p)), None)
             if prefix is not None:
                 rest = lower[len(prefix):]  # simplemma knows words with their diacritics
                 lang = lex.simplemma[code]
@@ -289,9 +292,13 @@ def _reporting(word: str, langs: Sequence[str]) -> bool:
 
 
 def _unbound_words(text: str, frame_text: str, langs: Sequence[str], extra: frozenset[str]) -> list[str]:
+    from .checker import _name_support
     from .sentences import content_words, word_set
 
     frame = word_set(frame_text)
+    names = _name_support(frame_text)  # a name in another case form ("Petra Malého" of "Peter Malý")
+    extra = extra | {fold(m.group(0)) for m in _WORD.finditer(text)
+                     if m.group(0)[:1].isupper() and names.has(m.group(0))}
     numbers = {t for c in langs for t in _lexicon().numbers[c]}
     out = []
     for word in content_words(text):
@@ -363,7 +370,7 @@ def bind_claim(claim: Claim, items: Sequence[EvidenceItem], counts: Iterable[int
         failures.append(("unbound_detail", "a name or title of the claim text is not in its own quote "
                                            "(its sentence, list introduction, headings or title)"))
     mine, theirs = _negations(claim.text, langs), _negations(own, frame_langs)
-    if _unshared(mine, own) % 2 != _unshared(theirs, claim.text) % 2:
+    if (_unshared(mine, own) > 0) != (_unshared(theirs, claim.text) > 0):
         failures.append(("polarity", "the claim text negates what its quote states, or states what it negates"))
     if failures:
         return Binding(tuple(failures), claim)

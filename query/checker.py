@@ -56,7 +56,7 @@ from .asked import (
     states_action,
     states_count,
 )
-from .binding import bind_claim, bind_parts, quotes_instruction
+from .binding import bind_claim, bind_parts, quotes_instruction, quotes_of
 from .evidence import (
     FRONT_MATTER_SECTIONS,
     Claim,
@@ -943,7 +943,9 @@ def _judge(question: str, reply: GeneratorReply, items: list[EvidenceItem], grap
         return verdicts
     out = []
     for v in verdicts:
-        details = claim_relevance(gate, v.claim, items) if v.ok else []
+        # a claim merging several items (query.binding) answers the question when one of its quotes does
+        details = min((claim_relevance(gate, Claim(v.claim.text, v.claim.evidence, q), items)
+                       for q in quotes_of(v.claim)), key=len) if v.ok else []
         out.append(_off_question(v, details) if details else v)
     if scorer is not None:
         from .answerability import gate_claims
