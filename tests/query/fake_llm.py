@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,13 +49,14 @@ class Prompt:
         found = re.findall(r"<<<DATA-\w+ (E\d+) BEGIN>>>[^\n]*\n(.*?)\n<<<DATA-\w+ \1 END>>>", user, re.S)
         return cls(question, dict(found), "failed the checks" in user)
 
-    def holding(self, quote: str, about: str = "") -> str | None:
-        """The evidence id whose text holds ``quote`` (whitespace collapsed), else None; of several, the one
-        sharing the most words with ``about`` (the claim the model means to make), then the first."""
+    def holding(self, quote: str, about: str = "", taken: Collection[str] = ()) -> str | None:
+        """The evidence id whose text holds ``quote`` (whitespace collapsed), else None; of several, one not
+        ``taken`` (already cited for another quote of the claim), then the one sharing the most words with
+        ``about`` (the claim the model means to make), then the first."""
         want = " ".join(quote.split())
         words = set(about.split())
         found = [e for e, text in self.evidence.items() if want in " ".join(text.split())]
-        return max(found, key=lambda e: len(words & set(self.evidence[e].split())), default=None)
+        return max(found, key=lambda e: (e not in taken, len(words & set(self.evidence[e].split()))), default=None)
 
 
 @dataclass

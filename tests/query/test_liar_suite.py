@@ -46,7 +46,9 @@ async def _run(wiki: dict[str, Any], embedder: Any, provider: str, batch: list[C
 
     def respond(prompt: Prompt) -> str:
         case = current[0]
-        ids = [prompt.holding(q, case.text) for q in case.quotes]
+        ids: list[str | None] = []
+        for quote in case.quotes:
+            ids.append(prompt.holding(quote, case.text, [i for i in ids if i]))
         found.append(all(ids))
         claim: dict[str, Any] = {"text": case.text, "evidence": list(dict.fromkeys(i or "E1" for i in ids))}
         if len(case.quotes) > 1:
