@@ -56,7 +56,7 @@ from functools import lru_cache
 from itertools import combinations, permutations
 
 from artifacts.analysis import fold
-from artifacts.text.profile import Profile, available, detect_language, load_profile
+from artifacts.text.profile import Profile, available, load_profile
 
 from .evidence import Claim, ClaimVerdict, EvidenceItem
 
@@ -133,15 +133,6 @@ def _tokens(text: str) -> list[str]:
     return [fold(m.group(0)).replace("’", "'") for m in _WORD.finditer(unicodedata.normalize("NFC", text))]
 
 
-def _languages(*texts: str) -> tuple[str, ...]:
-    """The profile language of the texts (the first one detected), else every profile."""
-    for text in texts:
-        code = detect_language(text)
-        if code:
-            return (code,)
-    return available()
-
-
 @lru_cache(maxsize=16384)
 def _known(word: str, lang: str) -> bool:
     import simplemma
@@ -196,20 +187,22 @@ def _bare_numbers(text: str) -> list[str]:
     return out
 
 
-def _word_numbers(text: str, langs: Sequence[str]) -> list[str]:
+def _word_numbers(text: str) -> list[str]:
+    """Values of the number words of ``text`` (any profile); a word that is also a word of another class of
+    any profile (``ten``: a Czech demonstrative, ``ein``: a German article) is no number."""
     lex = _lexicon()
     out = []
     for token in _tokens(text):
-        for code in langs:
+        for code in available():
             value = lex.numbers[code].get(token)
-            if value is not None and (len(langs) == 1 or not any(token in lex.other_classes[c] for c in available())):
+            if value is not None and not any(token in lex.other_classes[c] for c in available()):
                 out.append(str(value))
                 break
     return out
 
 
-def _number_support(text: str, langs: Sequence[str]) -> set[str]:
-    numbers = set(_bare_numbers(text)) | set(_word_numbers(text, langs))
+def _number_support(text: str) -> set[str]:
+    numbers = set(_bare_numbers(text)) | set(_word_numbers(text))
     for token in list(numbers):
         date = _DATE.fullmatch(token)
         if date:
@@ -224,13 +217,14 @@ def _plain(number: str) -> str:
 
 # --------------------------------------------------------------------------- polarity
 
-def _negations(text: str, langs: Sequence[str]) -> list[str]:
-    """The negation tokens of ``text`` (profile ``negation``; a prefix entry only before a known word)."""
+def _negations(text: str) -> list[str]:
+    """The negation tokens of ``text`` (profile ``negation`` of any profile; a prefix entry only before a
+    known word of that profile's language)."""
     lex = _lexicon()
     out = []
     lowered = [m.group(0).lower() for m in _WORD.finditer(unicodedata.normalize("NFC", text))]
     for token, lower in zip(_tokens(text), lowered, strict=True):
-        for code in langs:
+        for code in available():
             if token in lex.negation[code] or (token.endswith("n't") and "n't" in lex.negation[code]):
                 out.append(token)
                 break
@@ -286,12 +280,13 @@ def _common_prefix(a: str, b: str) -> str:
     return a[:i]
 
 
-def _reporting(word: str, langs: Sequence[str]) -> bool:
+def _reporting(word: str) -> bool:
     lex = _lexicon()
-    return any(word in lex.reporting[c] or any(word.startswith(p) for p in lex.reporting_prefixes[c]) for c in langs)
+    return any(word in lex.reporting[c] or any(word.startswith(p) for p in lex.reporting_prefixes[c])
+               for c in available())
 
 
-def _unbound_words(text: str, frame_text: str, langs: Sequence[str], extra: frozenset[str]) -> list[str]:
+def _unbound_words(text: str, frame_text: str, extra: frozenset[str]) -> list[str]:
     from .checker import _name_support
     from .sentences import content_words, word_set
 
@@ -299,10 +294,10 @@ def _unbound_words(text: str, frame_text: str, langs: Sequence[str], extra: froz
     names = _name_support(frame_text)  # a name in another case form ("Petra Malého" of "Peter Malý")
     extra = extra | {fold(m.group(0)) for m in _WORD.finditer(text)
                      if m.group(0)[:1].isupper() and names.has(m.group(0))}
-    numbers = {t for c in langs for t in _lexicon().numbers[c]}
+    numbers = {t for c in available() for t in _lexicon().numbers[c]}
     out = []
     for word in content_words(text):
-        if any(ch.isdigit() for ch in word) or word in numbers or word in extra or _reporting(word, langs):
+        if any(ch.isdigit() for ch in word) or word in numbers or word in extra or _reporting(word):
             continue
         if frame.has(word) or _same_word(word, frame.words):
             continue
@@ -352,12 +347,10 @@ def bind_claim(claim: Claim, items: Sequence[EvidenceItem], counts: Iterable[int
     frames = [_frame(claim.quote, item) for item in items]
     own = "\n".join(f.own for f in frames)
     whole = "\n".join(f"{f.own}\n{f.context}" for f in frames)
-    langs = _languages(claim.text, whole)            # the claim's language
-    frame_langs = _languages(whole, claim.text)      # the evidence's
     failures: list[tuple[str, str]] = []
 
-    support = _number_support(whole, frame_langs) | {str(c) for c in counts}
-    claimed = _bare_numbers(claim.text) + _word_numbers(claim.text, langs)
+    support = _number_support(whole) | {str(c) for c in counts}
+    claimed = _bare_numbers(claim.text) + _word_numbers(claim.text)
     for number in claimed:
         if _plain(number) not in support:
             kind = "year" if re.fullmatch(r"(?:1[5-9]|20)\d{2}", number) else "date" if _DATE.fullmatch(number) \
@@ -369,13 +362,13 @@ def bind_claim(claim: Claim, items: Sequence[EvidenceItem], counts: Iterable[int
     if any(not names.has(word) for word in _detail_tokens(claim.text)):
         failures.append(("unbound_detail", "a name or title of the claim text is not in its own quote "
                                            "(its sentence, list introduction, headings or title)"))
-    mine, theirs = _negations(claim.text, langs), _negations(own, frame_langs)
+    mine, theirs = _negations(claim.text), _negations(own)
     if (_unshared(mine, own) > 0) != (_unshared(theirs, claim.text) > 0):
         failures.append(("polarity", "the claim text negates what its quote states, or states what it negates"))
     if failures:
         return Binding(tuple(failures), claim)
     extra = _graph_phrase_words() if counts else frozenset()
-    if _unbound_words(claim.text, whole, tuple(dict.fromkeys((*langs, *frame_langs))), extra):
+    if _unbound_words(claim.text, whole, extra):
         return Binding((), replace(claim, text=shown_quote(claim.quote)), unchecked=True)
     return Binding((), claim)
 
