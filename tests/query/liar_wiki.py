@@ -180,7 +180,7 @@ def cases() -> list[Case]:
         out.append(Case("supervisor_as_author", author_q, [
             f"Autorom diplomovej práce {s.dp_title} je {s.supervisor}.",
             f"Diplomovú prácu {s.dp_title} napísal Ing. {s.supervisor}.",
-            f"{s.supervisor} je autorom práce {s.dp_title}.",
+            f"Autorom práce {s.genitive} je Ing. {s.supervisor}.",
         ][i % 3], (led if i % 3 != 1 else f"Názov: {s.dp_title}",)))
         # one sentence merging facts of two students' pages
         o = _other(i, 5)

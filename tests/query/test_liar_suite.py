@@ -99,8 +99,10 @@ def test_liar_suite(wiki: dict[str, Any], hash_embedder: Any, provider: str, lie
         own = any(_same(t, case.text) for t in row["texts"])
         as_quote = any(_same(t, " ".join(shown_quote(q) for q in case.quotes)) for t in row["texts"])
         outcome["own text" if own else "as quote" if as_quote else "not delivered"] += 1
-        for reason in row["reasons"] or (("delivered as its quote",) if row["first_text"] != case.text else ("ok",)):
+        for reason in row["reasons"] or ("ok",):
             outcome[f"first verdict: {reason}"] += 1
+        if row["first_text"] not in (None, case.text):
+            outcome["first verdict: text replaced by its quote"] += 1
         if lie != "faithful":
             assert not own, f"lie delivered: {case.text!r} ({row['reasons']})"
             assert row["answer"] is None or case.text.rstrip(".") not in row["answer"]
