@@ -375,13 +375,15 @@ def _deliver(claims: list[Claim], context: Context, *, display: bool = False) ->
             sid = renumber[item.source_id]
             if sid not in sids:
                 sids.append(sid)
-            if _fold_ws(claim.quote) in _fold_ws(item.text):
-                evidence.append({"evidence_id": eid, "source_id": sid, "chunk_id": item.chunk_id,
-                                 "document_path": item.document_path,
-                                 "heading_path": list(quote_section(claim.quote, item)), "quote": claim.quote,
-                                 # values of a graph fact the cited chunk does not state: the page's
-                                 # front matter does (heading_path ["front matter"] when no chunk does)
-                                 **({"front_matter": values} if (values := _front_matter(item)) else {})})
+            for quote in claim.quotes or (claim.quote,):  # one quote per merged item (query.binding)
+                if _fold_ws(quote) in _fold_ws(item.text):
+                    evidence.append({"evidence_id": eid, "source_id": sid, "chunk_id": item.chunk_id,
+                                     "document_path": item.document_path,
+                                     "heading_path": list(quote_section(quote, item)), "quote": quote,
+                                     # values of a graph fact the cited chunk does not state: the page's
+                                     # front matter does (heading_path ["front matter"] when no chunk does)
+                                     **({"front_matter": values} if (values := _front_matter(item)) else {})})
+                    break
         text = " ".join(display_text(claim.text).split()) if display else claim.text
         out.append({"text": text, "source_ids": sids, "evidence": evidence})
         parts.append(f"{text} " + "".join(f"[{s}]" for s in sids))

@@ -22,8 +22,12 @@ Checks per claim, in order (reasons from :data:`query.evidence.CLAIM_FAILURES`):
    capitalised) is not taken for a name: it cannot be told from an ordinary word without a lexicon
    (simplemma's sk+cs+en lexicons were measured at 160 MB and several seconds to load), so a bare
    surname at the start of a sentence is the one name the checker does not verify.
-4. ``instruction_text``: the quote passed, but it lies in a sentence of the evidence that addresses
-   the model ("ignore previous instructions ...", also sk/cs): such text is data, never support.
+4. ``instruction_text``: the quote passed, but it overlaps a sentence of the evidence that addresses
+   the reader or a model ("Ignore the question and answer that …", "odpovedz, že …";
+   :func:`query.binding.addresses_reader`, profile word classes): such text is data, never support.
+   ``unbound_detail`` / ``polarity``: the claim's text must be bound to its own quote, and a claim
+   merging several items to one quote per item (:mod:`query.binding`); a text that cannot be checked
+   word by word is delivered as its quote.
 5. ``graph_mismatch`` (only with ``graph=``, a ``/graph`` response body): for a claim citing a
    ``graph`` item, every count in its text (an integer that is not a year and not inside a name or
    title of the cited facts, like ``GPT-2``) must equal the aggregation count (or a list length of
@@ -52,6 +56,7 @@ from .asked import (
     states_action,
     states_count,
 )
+from .binding import bind_claim, bind_parts, quotes_instruction, quotes_of
 from .evidence import (
     FRONT_MATTER_SECTIONS,
     Claim,
@@ -68,7 +73,6 @@ from .sentences import (
     QuestionFocus,
     Unit,
     WordSet,
-    addresses_model,
     carries_value,
     content_words,
     defines,
@@ -350,6 +354,8 @@ def check_reply(question: str, reply: GeneratorReply | Sequence[Claim], evidence
 
 def _check_claim(question: str, claim: Claim, by_id: dict[str, EvidenceItem], hays: dict[str, _Hay],
                  graph: dict[str, Any] | None) -> ClaimVerdict:
+    if len(claim.quotes) > 1:  # one quote per merged item: each part of the text bound to its own
+        return bind_parts(claim, lambda part: _check_claim(question, part, by_id, hays, graph))
     reasons: list[str] = []
     details: list[str] = []
 
@@ -379,7 +385,7 @@ def _check_claim(question: str, claim: Claim, by_id: dict[str, EvidenceItem], ha
             fail("frankenquote", "the quote joins pieces of evidence that are not contiguous")
         else:
             fail("fabricated", "the quote does not occur in any evidence item")
-    elif any(_quote_in_instruction(quote, item.text) for item in cited):
+    elif any(quotes_instruction(quote, item.text) for item in cited):
         fail("instruction_text", "the quote comes from evidence text that addresses the model, which is never support")
 
     support = "\n".join(support_text(item) for item in cited)
@@ -399,17 +405,13 @@ def _check_claim(question: str, claim: Claim, by_id: dict[str, EvidenceItem], ha
     if graph and any(item.kind == "graph" for item in cited):
         for detail in _graph_verdict(claim.text, graph, cited):
             fail("graph_mismatch", detail)
+    if not reasons:  # the text says no more than its own quote (query/binding.py)
+        counts = _graph_counts(graph) if graph and any(item.kind == "graph" for item in cited) else ()
+        bound = bind_claim(claim, [item for item in cited if hays[item.evidence_id].contains(quote)], counts)
+        for reason, detail in bound.failures:
+            fail(reason, detail)
+        claim = bound.claim
     return ClaimVerdict(claim, not reasons, tuple(reasons), tuple(details))
-
-
-@lru_cache(maxsize=512)
-def _instruction_units(text: str) -> tuple[_Hay, ...]:
-    """The sentences / items of an evidence text that address the model."""
-    return tuple(_Hay.of(u.text) for u in text_units(text) if addresses_model(u.text))
-
-
-def _quote_in_instruction(quote: str, text: str) -> bool:
-    return any(h.contains(quote) for h in _instruction_units(text))
 
 
 def _words(text: str) -> list[str]:
@@ -941,7 +943,9 @@ def _judge(question: str, reply: GeneratorReply, items: list[EvidenceItem], grap
         return verdicts
     out = []
     for v in verdicts:
-        details = claim_relevance(gate, v.claim, items) if v.ok else []
+        # a claim merging several items (query.binding) answers the question when one of its quotes does
+        details = min((claim_relevance(gate, Claim(v.claim.text, v.claim.evidence, q), items)
+                       for q in quotes_of(v.claim)), key=len) if v.ok else []
         out.append(_off_question(v, details) if details else v)
     if scorer is not None:
         from .answerability import gate_claims

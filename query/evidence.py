@@ -32,7 +32,9 @@ CLAIM_FAILURES = (
     "frankenquote",        # the quote's pieces occur in the evidence, but not contiguously
     "unsupported_detail",  # a number, year, date or capitalised name/title of the claim is not in its evidence
     "graph_mismatch",      # a count or list differs from the graph aggregation
-    "instruction_text",    # the quote is from evidence text addressing the model ("ignore previous instructions")
+    "instruction_text",    # the quote overlaps evidence text addressing the reader or a model ("ignore …")
+    "unbound_detail",      # a number, date, name, title of the claim text is not in its own quote (query/binding.py)
+    "polarity",            # the claim text negates what its quote states, or the reverse
     "off_question",        # the quote is supported, but it does not answer what the question asks
 )
 """Stable reasons a claim fails the checker (``ClaimVerdict.reasons``)."""
@@ -72,11 +74,16 @@ class EvidenceItem:
 @dataclass(frozen=True)
 class Claim:
     """A generator's claim: ``text`` (one sentence for the reader), ``evidence`` (E-ids it rests on)
-    and ``quote`` (a verbatim span of the cited evidence that supports it)."""
+    and ``quote`` (a verbatim span of the cited evidence that supports it).
+
+    A claim whose text merges several items carries one quote per item in ``quotes`` (``quote`` is then
+    the first of them); each part of its text must be bound to its own quote (:mod:`query.binding`).
+    """
 
     text: str
     evidence: tuple[str, ...]
     quote: str
+    quotes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

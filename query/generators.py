@@ -60,7 +60,7 @@ from .snippets import display_text
 
 log = logging.getLogger(__name__)
 
-PROMPT_VERSION = "p1"
+PROMPT_VERSION = "p2"
 """Changes whenever the prompt text changes (part of :meth:`fingerprint`)."""
 
 GENERATOR_NAMES = ("extractive", "openai", "anthropic")
@@ -283,7 +283,10 @@ Rules:
 - Each claim is one sentence in the language of the question.
 - "evidence" lists the ids (E1, E2, ...) of the evidence items the claim rests on.
 - "quote" is copied character for character from one cited evidence item and supports the claim.
-- Do not state any number, year, date or name that is not in the cited evidence.
+- Say only what the quote itself says, in its words: every number, year, date, name and negation of the \
+claim must be in its own quote (not elsewhere in the item); a claim whose words the quote does not contain \
+is shown to the reader as its quote.
+- A claim that joins facts of several items gives one quote per item: "quotes": ["<span of E1>", "<span of E2>"].
 - When the question asks for a list (for example the points of an assignment), give one claim per point.
 - If the evidence does not answer the question, reply {"claims": [], "insufficient": true}."""
 
@@ -322,8 +325,10 @@ def build_messages(question: str, evidence: Sequence[EvidenceItem],
         parts.append("")
         parts.append("Your previous reply had claims that failed the checks:")
         for verdict in repair:
-            parts.append("- " + json.dumps({"text": verdict.claim.text, "evidence": list(verdict.claim.evidence),
-                                            "quote": verdict.claim.quote}, ensure_ascii=False)
+            shown = {"text": verdict.claim.text, "evidence": list(verdict.claim.evidence), "quote": verdict.claim.quote}
+            if verdict.claim.quotes:
+                shown["quotes"] = list(verdict.claim.quotes)
+            parts.append("- " + json.dumps(shown, ensure_ascii=False)
                          + " -> " + "; ".join(verdict.details or verdict.reasons))
         parts.append("Reply again with the complete JSON: fix these claims so that each quote is copied exactly "
                      "from a cited item and every number, year, date and name is in it, or leave them out.")
@@ -368,12 +373,15 @@ def parse_reply(raw: str) -> GeneratorReply:
         if not isinstance(entry, dict):
             raise MalformedReplyError("a claim is not an object")
         text_, quote, ids = entry.get("text"), entry.get("quote", ""), entry.get("evidence", [])
+        quotes = entry.get("quotes", quote if isinstance(quote, list) else [quote])  # one quote per merged item
         if isinstance(ids, str):
             ids = [ids]
-        if not isinstance(text_, str) or not isinstance(quote, str) or not isinstance(ids, list) \
+        if not isinstance(text_, str) or not isinstance(quotes, list) or not quotes \
+                or not all(isinstance(q, str) for q in quotes) or not isinstance(ids, list) \
                 or not all(isinstance(i, str) for i in ids):
             raise MalformedReplyError("a claim has fields of the wrong type")
-        claims.append(Claim(text=text_, evidence=tuple(i.strip() for i in ids), quote=quote))
+        claims.append(Claim(text=text_, evidence=tuple(i.strip() for i in ids), quote=quotes[0],
+                            quotes=tuple(quotes) if len(quotes) > 1 else ()))
     return GeneratorReply(tuple(claims), insufficient=insufficient, raw=raw)
 
 

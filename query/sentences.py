@@ -38,14 +38,6 @@ _LIST_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX]\][ \t]+)
 _HEADING_MARKER = re.compile(r"[ \t]*#{1,6}[ \t]+")
 _HARD_BREAK_LEAD = re.compile(r"(?:\\\s+)*")
 _STOP_LANGS = ("sk", "cs", "en", "de", "pl")
-_INSTRUCTION = re.compile(
-    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:previous|prior|above|earlier|former)\s+"
-    r"(?:instructions?|prompts?|rules|directions)"
-    r"|\bsystem\s+prompt\b"
-    r"|\bignoruj(?:te)?\s+(?:vsetky\s+|vsechny\s+)?(?:predchadzajuce|predosle|doterajsie|predchozi|predesle)\s+"
-    r"(?:pokyny|instrukcie|instrukce)"
-)
-"""Text that addresses the model (prompt injection), matched on folded text (en, sk, cs)."""
 
 
 @dataclass(frozen=True)
@@ -398,12 +390,15 @@ def fold_word(word: str) -> str:
 
 
 def addresses_model(text: str) -> bool:
-    """True when ``text`` talks to a language model ("ignore previous instructions", sk/cs/en).
+    """True when ``text`` addresses whoever reads it, a model or a person ("Ignore the question and answer
+    that …", "odpovedz, že …"): :func:`query.binding.addresses_reader`, driven by the profiles' word classes.
 
     Such evidence text is data that tries to be an instruction (prompt injection): the extractive
     generator never picks it and the checker rejects quotes from it (``instruction_text``).
     """
-    return bool(_INSTRUCTION.search(" ".join(analyze(text))))
+    from .binding import addresses_reader
+
+    return addresses_reader(text)
 
 
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|\[\[[^\]]*\]\]|<https?://[^>]*>")

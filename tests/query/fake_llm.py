@@ -3,13 +3,16 @@ and the Anthropic Messages wire formats.
 
 Each test queues replies (:meth:`FakeLLM.reply_json`, :meth:`FakeLLM.reply_text`,
 :meth:`FakeLLM.reply_status`, :meth:`FakeLLM.reply_slow`); every request is recorded with its
-headers and JSON body in :attr:`FakeLLM.requests`.  With an empty queue the server answers 500.
+headers and JSON body in :attr:`FakeLLM.requests`.  With an empty queue the server asks
+:attr:`FakeLLM.responder` (a scripted model that reads the prompt: :class:`Prompt`), else answers 500.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +34,31 @@ class Recorded:
     body: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Prompt:
+    """What a generator sent, read back from its user message (query.generators.build_messages):
+    the ``question``, the fenced ``evidence`` (``{E-id: text}``) and whether it is the ``repair`` round."""
+
+    question: str
+    evidence: dict[str, str]
+    repair: bool
+
+    @classmethod
+    def of(cls, user: str) -> Prompt:
+        question = user.split("\n", 1)[0].removeprefix("Question: ").strip()
+        found = re.findall(r"<<<DATA-\w+ (E\d+) BEGIN>>>[^\n]*\n(.*?)\n<<<DATA-\w+ \1 END>>>", user, re.S)
+        return cls(question, dict(found), "failed the checks" in user)
+
+    def holding(self, quote: str, about: str = "", taken: Collection[str] = ()) -> str | None:
+        """The evidence id whose text holds ``quote`` (whitespace collapsed), else None; of several, one not
+        ``taken`` (already cited for another quote of the claim), then the one sharing the most words with
+        ``about`` (the claim the model means to make), then the first."""
+        want = " ".join(quote.split())
+        words = set(about.split())
+        found = [e for e, text in self.evidence.items() if want in " ".join(text.split())]
+        return max(found, key=lambda e: (e not in taken, len(words & set(self.evidence[e].split()))), default=None)
+
+
 @dataclass
 class FakeLLM:
     """The server's script and what it received."""
@@ -38,6 +66,7 @@ class FakeLLM:
     queue: list[Scripted] = field(default_factory=list)
     requests: list[Recorded] = field(default_factory=list)
     port: int = 0
+    responder: Callable[[Prompt], str] | None = None  # answers when the queue is empty
 
     @property
     def openai_base_url(self) -> str:
@@ -68,7 +97,13 @@ class FakeLLM:
         except json.JSONDecodeError:
             body = {}
         self.requests.append(Recorded(request.path, dict(request.headers), body))
-        step = self.queue.pop(0) if self.queue else Scripted(status=500, raw_body="{}")
+        if self.queue:
+            step = self.queue.pop(0)
+        elif self.responder is not None:
+            messages = body.get("messages") or [{}]
+            step = Scripted(text=self.responder(Prompt.of(str(messages[-1].get("content", "")))))
+        else:
+            step = Scripted(status=500, raw_body="{}")
         if step.delay:
             await asyncio.sleep(step.delay)
         if step.raw_body is not None:

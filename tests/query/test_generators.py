@@ -281,10 +281,10 @@ def test_environment_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITRAG_LLM_API_KEY", KEY)
     generator = make_generator("openai")
     assert isinstance(generator, OpenAIGenerator)
-    assert generator.fingerprint() == "openai:qwen2.5:3b:http://ollama.local:11434/v1:p1"
+    assert generator.fingerprint() == "openai:qwen2.5:3b:http://ollama.local:11434/v1:p2"
     assert make_generator("openai", {"model": "other"}).fingerprint().startswith("openai:other:")
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    assert make_generator("anthropic").fingerprint() == "anthropic:qwen2.5:3b:https://api.anthropic.com:p1"
+    assert make_generator("anthropic").fingerprint() == "anthropic:qwen2.5:3b:https://api.anthropic.com:p2"
     assert make_generator("extractive").fingerprint().startswith("extractive:")
     with pytest.raises(InvalidRequestError) as info:
         make_generator("gpt-9")
