@@ -234,7 +234,7 @@ def detect_language(text: str, candidates: Iterable[str] | None = None) -> str |
 
     One detector for questions and evidence alike: each candidate profile scores ``1/k`` per token
     that is one of its ``function_words`` (``k``: how many candidate profiles list that word, so a word
-    only one language uses counts most) and two per letter occurrence from its ``letters``
+    only one language uses counts most) and ``2/k`` per occurrence of one of its ``letters``
     (diacritics read before folding, in words that begin lower-case); the highest score wins when it is
     strictly above every other, or when the tied profiles are ``close`` to each other.  ``None`` when no
     profile scores or the best tie otherwise (too short or mixed to tell).
@@ -251,12 +251,16 @@ def detect_language(text: str, candidates: Iterable[str] | None = None) -> str |
     lowered = " ".join(w for w in sample.split() if w[:1].islower())
     codes = list(candidates if candidates is not None else available())
     share = _function_word_share(tuple(codes))
+    letter_share: dict[str, int] = {}
+    for code in codes:
+        for ch in load_profile(code).letters:
+            letter_share[ch] = letter_share.get(ch, 0) + 1
     scores: list[tuple[float, str]] = []
     for code in codes:
         prof = load_profile(code)
         score = sum(1.0 / share[t] for t in tokens if t in prof.function_words)
         if prof.letters:
-            score += 2.0 * sum(1 for ch in lowered if ch in prof.letters)
+            score += sum(2.0 / letter_share[ch] for ch in lowered if ch in prof.letters)
         scores.append((score, code))
     scores.sort(key=lambda sc: (-sc[0], sc[1]))
     if not scores or scores[0][0] <= 0:
