@@ -471,16 +471,20 @@ _fetch_locks_guard = threading.Lock()
 
 
 def download_bundle(remote: RemoteStore, bundle_id: str, cache: Store, *, lock_timeout: float = 600.0,
-                    on_bytes: Callable[[int], None] | None = None) -> Path:
+                    on_bytes: Callable[[int], None] | None = None,
+                    on_reuse: Callable[[int], None] | None = None) -> Path:
     """Make the remote bundle ``bundle_id`` a verified local bundle of ``cache``; return its directory.
 
     A bundle already in ``cache`` is returned at once.  Otherwise, holding the cache store's writer
     lock (several replica processes on one cache directory download a bundle once), every file is
-    downloaded into ``staging/``, the manifest written beside them, everything re-hashed against
-    the manifest (:func:`~artifacts.store.verify_bundle`, records included), and only then renamed
-    into ``bundles/`` and made read-only.  ``on_bytes(n)`` is called with the bytes of each file
-    downloaded.  Raises :class:`~artifacts.errors.BundleIntegrityError` (a corrupt or partial
-    remote bundle: the staging copy is deleted), :class:`~artifacts.errors.BundleNotFoundError`
+    downloaded into ``staging/`` (a file whose sha256 a cached bundle already holds, such as the
+    parent's unchanged Whoosh segments, is hard-linked or copied from it instead), the manifest
+    written beside them, everything re-hashed against the manifest
+    (:func:`~artifacts.store.verify_bundle`, records included), and only then renamed into
+    ``bundles/`` and made read-only.  ``on_bytes(n)`` / ``on_reuse(n)`` are called with the bytes of
+    each file downloaded / taken from the cache.
+    Raises :class:`~artifacts.errors.BundleIntegrityError` (a corrupt or partial remote bundle: the
+    staging copy is deleted), :class:`~artifacts.errors.BundleNotFoundError`
     (no such remote bundle), :class:`~artifacts.errors.StoreLockedError` and
     :class:`RemoteStoreError`.
     """
@@ -494,6 +498,7 @@ def download_bundle(remote: RemoteStore, bundle_id: str, cache: Store, *, lock_t
             return final  # another thread or process fetched it meanwhile
         raw = remote.read_manifest_bytes(bundle_id)
         manifest = _parse_manifest(raw, bundle_id)
+        local = _cached_files(cache)
         staging = cache.new_staging()
         try:
             for entry in manifest.files:
@@ -502,6 +507,10 @@ def download_bundle(remote: RemoteStore, bundle_id: str, cache: Store, *, lock_t
                     raise BundleIntegrityError(f"remote manifest of {bundle_id} names a path outside the bundle",
                                                [f"{entry.path[:80]}: invalid path"])
                 target.parent.mkdir(parents=True, exist_ok=True)
+                if _reuse(local.get((entry.sha256, entry.size)), target):
+                    if on_reuse is not None:
+                        on_reuse(entry.size)
+                    continue
                 remote.download_blob(entry.sha256, target, entry.size)
                 if on_bytes is not None:
                     on_bytes(entry.size)
@@ -512,11 +521,36 @@ def download_bundle(remote: RemoteStore, bundle_id: str, cache: Store, *, lock_t
             _fsync_tree(staging)
             os.rename(staging, final)
         except BaseException:
-            _make_writable(staging)
+            # no chmod first: staging's files may be hard links to cached bundles' (read-only) files
             shutil.rmtree(staging, ignore_errors=True)
             raise
         _make_read_only(final)
     return final
+
+
+def _cached_files(cache: Store) -> dict[tuple[str, int], Path]:
+    """``(sha256, size) -> path`` of every file of the cache's bundles (all verified when installed)."""
+    files: dict[tuple[str, int], Path] = {}
+    for info in cache.list_bundles():
+        for entry in info.manifest.files:
+            files.setdefault((entry.sha256, entry.size), info.path / entry.path)
+    return files
+
+
+def _reuse(source: Path | None, target: Path) -> bool:
+    """Hard-link (else copy) ``source`` to ``target``; False when there is none or it is gone (evicted)."""
+    if source is None:
+        return False
+    try:
+        os.link(source, target)
+    except OSError:
+        try:
+            shutil.copyfile(source, target)
+        except OSError:
+            with contextlib.suppress(OSError):
+                target.unlink()
+            return False
+    return True
 
 
 def remove_cached_bundle(cache: Store, bundle_id: str) -> None:

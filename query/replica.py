@@ -73,6 +73,7 @@ class Replica:
         self.polls = 0
         self.fetches = 0
         self.bytes_downloaded = 0
+        self.bytes_reused = 0
         self.evicted = 0
         self._etag: str | None = None
         self._used: dict[str, float] = {}
@@ -154,7 +155,8 @@ class Replica:
             self.fetching = bundle_id
         started = time.monotonic()
         try:
-            download_bundle(self.remote, bundle_id, self.cache, on_bytes=self._count_bytes)
+            download_bundle(self.remote, bundle_id, self.cache, on_bytes=self._count_bytes,
+                            on_reuse=self._count_reused)
         except BundleIntegrityError as exc:
             reason = "; ".join(exc.problems[:5]) or str(exc)
             self.refused[bundle_id] = {"reason": f"{exc}: {reason}", "at": time.monotonic(), "when": _now()}
@@ -190,6 +192,9 @@ class Replica:
     def _count_bytes(self, n: int) -> None:
         self.bytes_downloaded += n
 
+    def _count_reused(self, n: int) -> None:
+        self.bytes_reused += n
+
     def _fail(self, message: str, bundle_id: str | None) -> None:
         self.last_error = message
         log.warning("%s", message, extra={"event": "replica_error", "bundle_id": bundle_id})
@@ -213,7 +218,8 @@ class Replica:
         except ArtifactError:
             return None
         try:
-            download_bundle(self.remote, bundle_id, self.cache, on_bytes=self._count_bytes)
+            download_bundle(self.remote, bundle_id, self.cache, on_bytes=self._count_bytes,
+                            on_reuse=self._count_reused)
         except BundleIntegrityError as exc:
             self.refused[bundle_id] = {"reason": f"{exc}: {'; '.join(exc.problems[:5])}", "at": time.monotonic(),
                                        "when": _now()}
@@ -320,6 +326,7 @@ class Replica:
             "polls": self.polls,
             "fetches": self.fetches,
             "bytes_downloaded": self.bytes_downloaded,
+            "bytes_reused": self.bytes_reused,
             "last_error": self.last_error,
             "refused": {b: {"reason": r["reason"], "when": r["when"]} for b, r in self.refused.items()},
             "cache": {"bundles": len(bundles), "bytes": sum(self._size(b) for b in bundles),

@@ -15,7 +15,7 @@ from artifacts.cli import main
 from artifacts.errors import BundleIntegrityError
 from artifacts.remote import RemoteStore, download_bundle, publish_store
 from artifacts.remote_cli import publish_command
-from artifacts.store import Store
+from artifacts.store import Store, verify_bundle
 from indexer.build import build_bundle
 from tests.conftest import TEST_AWS_KEY_ID, TEST_AWS_SECRET, RepoBuilder
 
@@ -82,7 +82,7 @@ def test_publish_uploads_blobs_then_manifest_then_current_and_reuses_unchanged_f
 _KILLER = """
 import os, signal, sys
 from artifacts.remote import RemoteStore, publish_store
-from artifacts.store import Store
+from artifacts.store import Store, verify_bundle
 
 store, url, endpoint, kill_at = sys.argv[1:5]
 steps = []
@@ -170,3 +170,14 @@ def test_download_verifies_every_file_and_keeps_nothing_corrupt(repo: RepoBuilde
     path = download_bundle(remote, first.bundle_id, cache)
     assert path == cache.bundles_dir / first.bundle_id and (path / "manifest.json").is_file()
     assert (path / "chunks.jsonl").stat().st_mode & 0o222 == 0  # read-only like a built bundle
+
+    # The next bundle: files the cache already holds (same sha256) are linked from it, not downloaded.
+    _c2, second = _build(repo, store.root, hash_embedder, {"wiki/p1.md": "# Strana 1\n\nNové slová.\n"}, "second")
+    publish_store(store, remote)
+    got = {"down": 0, "reused": 0}
+    path = download_bundle(remote, second.bundle_id, cache, on_bytes=lambda n: got.__setitem__("down", got["down"] + n),
+                           on_reuse=lambda n: got.__setitem__("reused", got["reused"] + n))
+    assert got["reused"] > 0 and got["down"] > 0
+    assert got["down"] + got["reused"] == sum(f.size for f in second.manifest.files)
+    assert verify_bundle(path).bundle_id == second.bundle_id
+    assert (cache.bundles_dir / first.bundle_id / "chunks.jsonl").stat().st_mode & 0o222 == 0

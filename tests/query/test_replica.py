@@ -213,7 +213,9 @@ def test_a_corrupted_remote_object_is_refused_and_the_old_bundle_keeps_serving( 
     manifest = store.list_bundles()[0].manifest
     assert manifest.bundle_id == b2
     publish_store(store, remote, move_current=False)
-    victim = next(f for f in manifest.files if f.path.startswith("text/") and f.size > 100)
+    parent = {f.sha256 for f in next(b for b in store.list_bundles() if b.bundle_id == b1).manifest.files}
+    # a file with new bytes (one the replica cannot take from its cached parent bundle)
+    victim = next(f for f in manifest.files if f.path.startswith("text/") and f.size > 100 and f.sha256 not in parent)
     data = bytearray((store.bundle_path(b2) / victim.path).read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped byte, same size
     remote.client.put_object(Bucket=remote.bucket, Key=remote.blob_key(victim.sha256), Body=bytes(data))
