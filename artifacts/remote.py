@@ -311,14 +311,22 @@ def publish_bundle(store: Store, bundle_id: str, remote: RemoteStore, report: Pu
                    on_step: Callable[[str, str], None] | None = None) -> None:
     """Upload one local bundle: verify it, upload each missing blob, then the manifest.
 
+    A bundle whose remote manifest has the same bytes is complete already and costs one GET.
     Blobs already stored with the same size are not uploaded again (``report.files_reused``).
     ``on_step(kind, name)`` is called after each step (``"blob"``, path / ``"manifest"``, id):
     progress and crash tests.  Raises :class:`~artifacts.errors.BundleIntegrityError` when the local
     bundle fails verification (nothing of it is uploaded) and :class:`RemoteStoreError`.
     """
     path = store.bundle_path(bundle_id)
-    manifest = verify_bundle(path, records=False)
     raw = (path / MANIFEST_NAME).read_bytes()
+    if remote.read_manifest_bytes(bundle_id) == raw:
+        # complete already: a manifest is stored only after all its blobs (one GET, no hashing)
+        manifest = read_manifest(path)
+        report.files_reused += len(manifest.files)
+        report.bytes_reused += sum(f.size for f in manifest.files)
+        report.bundles.append(bundle_id)
+        return
+    manifest = verify_bundle(path, records=False)
     seen: set[str] = set()
     for entry in manifest.files:
         if entry.sha256 in seen or remote.blob_size(entry.sha256) == entry.size:
@@ -331,8 +339,7 @@ def publish_bundle(store: Store, bundle_id: str, remote: RemoteStore, report: Pu
         seen.add(entry.sha256)
         if on_step is not None:
             on_step("blob", entry.path)
-    if remote.read_manifest_bytes(bundle_id) != raw:
-        remote.put_manifest(bundle_id, raw)
+    remote.put_manifest(bundle_id, raw)
     report.bundles.append(bundle_id)
     if on_step is not None:
         on_step("manifest", bundle_id)
