@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import threading
 from collections.abc import Callable
@@ -61,6 +62,15 @@ def parse_s3_url(url: str) -> tuple[str, str]:
         raise RemoteStoreError(f"not an s3://BUCKET/PREFIX address: {url[:80]!r}")
     prefix = parts.path.strip("/")
     return parts.netloc, prefix + "/" if prefix else ""
+
+
+_BUNDLE_ID = re.compile(r"[0-9a-f]{40,64}\.[0-9a-f]{8}")
+
+
+def is_bundle_id(value: str) -> bool:
+    """Whether ``value`` has the shape of a bundle id (``<commit hex>.<8 hex>``); remote names are checked
+    with it before they become local paths."""
+    return _BUNDLE_ID.fullmatch(value) is not None
 
 
 def safe_endpoint(endpoint_url: str | None) -> str | None:
@@ -138,8 +148,12 @@ class RemoteStore:
             if status == 404:
                 return None
             raise RemoteStoreError(f"cannot read {self.url}/{CURRENT}: {_reason(exc)}") from exc
-        value = response["Body"].read().decode("utf-8", "replace").strip()
-        return CurrentPointer(value, response.get("ETag", "")) if value else None
+        value = response["Body"].read(256).decode("utf-8", "replace").strip()
+        if not value:
+            return None
+        if not is_bundle_id(value):
+            raise RemoteStoreError(f"the remote CURRENT of {self.url} does not name a bundle id")
+        return CurrentPointer(value, response.get("ETag", ""))
 
     def list_bundle_ids(self) -> list[str]:
         """Return the ids of every bundle with a manifest under the prefix, sorted.
@@ -151,7 +165,9 @@ class RemoteStore:
             paginator = self.client.get_paginator("list_objects_v2")
             for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + BUNDLES, Delimiter="/"):
                 for common in page.get("CommonPrefixes", []):
-                    ids.append(common["Prefix"][len(self.prefix + BUNDLES):].rstrip("/"))
+                    name = common["Prefix"][len(self.prefix + BUNDLES):].rstrip("/")
+                    if is_bundle_id(name):  # anything else under bundles/ is not ours: ignored
+                        ids.append(name)
         except Exception as exc:  # noqa: BLE001
             raise RemoteStoreError(f"cannot list {self.url}/{BUNDLES}: {_reason(exc)}") from exc
         return sorted(ids)
@@ -495,6 +511,8 @@ def download_bundle(remote: RemoteStore, bundle_id: str, cache: Store, *, lock_t
     (no such remote bundle), :class:`~artifacts.errors.StoreLockedError` and
     :class:`RemoteStoreError`.
     """
+    if not is_bundle_id(bundle_id):
+        raise BundleNotFoundError(f"not a bundle id: {bundle_id[:80]!r}")
     final = cache.bundles_dir / bundle_id
     if (final / MANIFEST_NAME).is_file():
         return final

@@ -158,8 +158,7 @@ class Replica:
             download_bundle(self.remote, bundle_id, self.cache, on_bytes=self._count_bytes,
                             on_reuse=self._count_reused)
         except BundleIntegrityError as exc:
-            reason = "; ".join(exc.problems[:5]) or str(exc)
-            self.refused[bundle_id] = {"reason": f"{exc}: {reason}", "at": time.monotonic(), "when": _now()}
+            reason = self._refuse(bundle_id, exc)
             self._fail(f"bundle {bundle_id} refused: it fails verification ({reason})", bundle_id)
             return False
         except (ArtifactError, OSError) as exc:
@@ -168,7 +167,8 @@ class Replica:
         finally:
             with self._lock:
                 self.fetching = None
-        self.refused.pop(bundle_id, None)
+        with self._lock:
+            self.refused.pop(bundle_id, None)
         self.fetches += 1
         self.last_error = None
         self.touch(bundle_id)
@@ -188,6 +188,14 @@ class Replica:
         """Have the holder serve the cache's ``CURRENT`` now (instead of at its next poll)."""
         if self.holder is not None and self.cache.current_id() is not None:
             self.holder.load_current()
+
+    def _refuse(self, bundle_id: str, exc: BundleIntegrityError) -> str:
+        """Remember that ``bundle_id`` failed verification; return the problems as one line."""
+        problems = "; ".join(exc.problems[:5]) or str(exc)
+        with self._lock:
+            self.refused[bundle_id] = {"reason": f"{exc}: {problems}", "problems": problems, "at": time.monotonic(),
+                                       "when": _now()}
+        return problems
 
     def _count_bytes(self, n: int) -> None:
         self.bytes_downloaded += n
@@ -217,12 +225,14 @@ class Replica:
             raise
         except ArtifactError:
             return None
+        refused = self.refused.get(bundle_id)
+        if refused is not None and time.monotonic() - refused["at"] < self.retry_refused:
+            raise BundleIntegrityError(f"bundle {bundle_id} fails verification", [refused["problems"]])
         try:
             download_bundle(self.remote, bundle_id, self.cache, on_bytes=self._count_bytes,
                             on_reuse=self._count_reused)
         except BundleIntegrityError as exc:
-            self.refused[bundle_id] = {"reason": f"{exc}: {'; '.join(exc.problems[:5])}", "at": time.monotonic(),
-                                       "when": _now()}
+            self._refuse(bundle_id, exc)
             raise
         self.fetches += 1
         self.touch(bundle_id)
@@ -314,6 +324,8 @@ class Replica:
         """The ``replica`` object of ``/health``: what it serves, what the remote names, what it fetches."""
         served = self.holder.bundle.bundle_id if self.holder is not None and self.holder.bundle is not None else None
         bundles = self.cached_bundles()
+        with self._lock:
+            refused = list(self.refused.items())
         return {
             "source": self.remote.describe(),
             "remote_current": self.remote_current,
@@ -328,7 +340,7 @@ class Replica:
             "bytes_downloaded": self.bytes_downloaded,
             "bytes_reused": self.bytes_reused,
             "last_error": self.last_error,
-            "refused": {b: {"reason": r["reason"], "when": r["when"]} for b, r in self.refused.items()},
+            "refused": {b: {"reason": r["reason"], "when": r["when"]} for b, r in refused},
             "cache": {"bundles": len(bundles), "bytes": sum(self._size(b) for b in bundles),
                       "max_bytes": self.cache_bytes, "evicted": self.evicted},
         }

@@ -181,3 +181,18 @@ def test_download_verifies_every_file_and_keeps_nothing_corrupt(repo: RepoBuilde
     assert got["down"] + got["reused"] == sum(f.size for f in second.manifest.files)
     assert verify_bundle(path).bundle_id == second.bundle_id
     assert (cache.bundles_dir / first.bundle_id / "chunks.jsonl").stat().st_mode & 0o222 == 0
+
+
+def test_remote_names_never_become_paths_outside_the_cache(tmp_path: Path, s3_bucket) -> None:  # type: ignore[no-untyped-def]
+    endpoint, url = s3_bucket
+    remote = RemoteStore(url, endpoint_url=endpoint)
+    from artifacts.errors import BundleNotFoundError, RemoteStoreError
+
+    remote.client.put_object(Bucket=remote.bucket, Key=remote.current_key, Body=b"../../../etc\n")
+    with pytest.raises(RemoteStoreError, match="does not name a bundle id"):
+        remote.read_current()
+    remote.client.put_object(Bucket=remote.bucket, Key=remote.prefix + "bundles/../x/manifest.json", Body=b"{}")
+    assert remote.list_bundle_ids() == []
+    with pytest.raises(BundleNotFoundError):
+        download_bundle(remote, "../escape", Store(tmp_path / "cache"))
+    assert not (tmp_path / "escape").exists()
