@@ -197,3 +197,20 @@ def test_remote_names_never_become_paths_outside_the_cache(tmp_path: Path, s3_bu
     with pytest.raises(BundleNotFoundError):
         download_bundle(remote, "../escape", Store(tmp_path / "cache"))
     assert not (tmp_path / "escape").exists()
+
+
+def test_the_worker_publishes_after_each_build(repo: RepoBuilder, tmp_path: Path, hash_embedder,  # type: ignore[no-untyped-def]
+                                                s3_bucket) -> None:
+    from artifacts.jobs import JobQueue
+    from indexer.worker import run_worker
+
+    endpoint, url = s3_bucket
+    store = Store(tmp_path / "store")
+    repo.write("wiki/a.md", "# A\n\nPrvá strana.\n")
+    commit = repo.commit("first")
+    JobQueue(store.root).enqueue(kind="push", repo=str(repo.path), branch="main", commit=commit)
+    assert run_worker(store.root, embedder=hash_embedder, idle_exit=0.0, poll=0.01, max_jobs=1,
+                      publish=(url, endpoint)) == 1
+    current = store.current_id()
+    assert current is not None and current.startswith(commit)
+    assert RemoteStore(url, endpoint_url=endpoint).read_current().bundle_id == current
