@@ -36,6 +36,7 @@ import re
 import shutil
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ from .store import Store, _descends, _fsync_tree, _make_read_only, _make_writabl
 BLOBS = "blobs/sha256/"
 BUNDLES = "bundles/"
 CURRENT = "CURRENT"
+PARALLEL_GETS = 4
+"""Bundle files downloaded at once."""
 MULTIPART_BYTES = 64 * 1024 * 1024
 """Files at least this large (bytes) are uploaded and downloaded in parts of this size, in parallel."""
 
@@ -526,6 +529,7 @@ def download_bundle(remote: RemoteStore, bundle_id: str, cache: Store, *, lock_t
         local = _cached_files(cache)
         staging = cache.new_staging()
         try:
+            wanted = []
             for entry in manifest.files:
                 target = staging / entry.path
                 if ".." in Path(entry.path).parts or Path(entry.path).is_absolute():
@@ -535,10 +539,18 @@ def download_bundle(remote: RemoteStore, bundle_id: str, cache: Store, *, lock_t
                 if _reuse(local.get((entry.sha256, entry.size)), target):
                     if on_reuse is not None:
                         on_reuse(entry.size)
-                    continue
-                remote.download_blob(entry.sha256, target, entry.size)
+                else:
+                    wanted.append((entry, target))
+
+            def fetch(item: tuple[Any, Path]) -> None:
+                remote.download_blob(item[0].sha256, item[1], item[0].size)
                 if on_bytes is not None:
-                    on_bytes(entry.size)
+                    on_bytes(item[0].size)
+
+            # a few GETs at once: object storage answers each with its own latency
+            with ThreadPoolExecutor(max_workers=PARALLEL_GETS, thread_name_prefix="gitrag-fetch") as pool:
+                for _ in pool.map(fetch, wanted):
+                    pass
             assert raw is not None
             (staging / MANIFEST_NAME).write_bytes(raw)
             verify_bundle(staging)  # every file against the manifest, then records, counts and digests

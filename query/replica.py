@@ -198,10 +198,12 @@ class Replica:
         return problems
 
     def _count_bytes(self, n: int) -> None:
-        self.bytes_downloaded += n
+        with self._lock:  # called from the download threads
+            self.bytes_downloaded += n
 
     def _count_reused(self, n: int) -> None:
-        self.bytes_reused += n
+        with self._lock:
+            self.bytes_reused += n
 
     def _fail(self, message: str, bundle_id: str | None) -> None:
         self.last_error = message

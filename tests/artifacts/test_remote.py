@@ -175,11 +175,11 @@ def test_download_verifies_every_file_and_keeps_nothing_corrupt(repo: RepoBuilde
     # The next bundle: files the cache already holds (same sha256) are linked from it, not downloaded.
     _c2, second = _build(repo, store.root, hash_embedder, {"wiki/p1.md": "# Strana 1\n\nNové slová.\n"}, "second")
     publish_store(store, remote)
-    got = {"down": 0, "reused": 0}
-    path = download_bundle(remote, second.bundle_id, cache, on_bytes=lambda n: got.__setitem__("down", got["down"] + n),
-                           on_reuse=lambda n: got.__setitem__("reused", got["reused"] + n))
-    assert got["reused"] > 0 and got["down"] > 0
-    assert got["down"] + got["reused"] == sum(f.size for f in second.manifest.files)
+    down: list[int] = []
+    reused: list[int] = []
+    path = download_bundle(remote, second.bundle_id, cache, on_bytes=down.append, on_reuse=reused.append)
+    assert sum(reused) > 0 and sum(down) > 0
+    assert sum(down) + sum(reused) == sum(f.size for f in second.manifest.files)
     assert verify_bundle(path).bundle_id == second.bundle_id
     assert (cache.bundles_dir / first.bundle_id / "chunks.jsonl").stat().st_mode & 0o222 == 0
 
