@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -138,8 +139,8 @@ async def run_load(bases: list[str], ids: list[str], docs: dict[str, set[str]], 
         "convergence_s": {"max": max((w for w in worst if w is not None), default=None),
                           "mean": round(statistics.mean(w for w in worst if w is not None), 2) if any(worst) else None,
                           "not_converged": sum(1 for w in worst if w is None)},
-        "replicas": [{k: h[k] for k in ("serving", "remote_current", "in_sync", "fetches", "bytes_downloaded",
-                                        "last_error")} for h in healths],
+        "replicas": [{k: h.get(k) for k in ("serving", "remote_current", "in_sync", "fetches", "bytes_downloaded",
+                                            "bytes_reused", "last_error")} for h in healths],
     }
 
 
@@ -191,6 +192,7 @@ def main() -> None:
             port = free_port()
             log = open(work / f"replica{n}.log", "wb")  # noqa: SIM115 - closed with the process
             cache = work / f"cache{n}"
+            shutil.rmtree(cache, ignore_errors=True)  # an empty cache: every bundle is downloaded
             procs.append(subprocess.Popen(
                 [sys.executable, "-c", "from query.cli import serve_command; serve_command()", "--from", remote.url,
                  "--cache", str(cache), "--endpoint-url", endpoint, "--port", str(port),
