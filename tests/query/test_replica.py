@@ -332,3 +332,20 @@ def test_a_serve_from_process_never_logs_credentials(repo: RepoBuilder, tmp_path
     assert "no remote bundle" in health["replica"]["last_error"]
     for secret in (TEST_AWS_KEY_ID, TEST_AWS_SECRET):  # ... and no line, nor /health, holds a credential
         assert secret not in text and secret not in json.dumps(health)
+
+
+def test_serve_takes_a_store_or_a_remote_with_a_cache(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from query.cli import serve_command
+
+    runner = CliRunner()
+    for argv, message in (([], "give --store DIR, or --from"),
+                          (["--from", "s3://bucket/p"], "--cache DIR"),
+                          (["--store", str(tmp_path), "--cache", str(tmp_path / "c")], "--cache goes with --from"),
+                          (["--store", str(tmp_path), "--from", "s3://bucket/p", "--cache", str(tmp_path / "c")],
+                           "not --store")):
+        result = runner.invoke(serve_command, argv)
+        assert result.exit_code == 2 and message in result.output, (argv, result.output)
+    result = runner.invoke(serve_command, ["--from", "http://bucket/p", "--cache", str(tmp_path / "c")])
+    assert result.exit_code == 1 and "not an s3://BUCKET/PREFIX address" in result.output
