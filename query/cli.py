@@ -159,11 +159,12 @@ def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str 
         configure_logging(log_level)
         replica_argv, store_dir = _replica_args(store_dir, remote_url, cache_dir, cache_max_gb, endpoint_url,
                                                 remote_poll_interval)
+        what = f"{remote_url} (replica, cache {store_dir})" if remote_url else store_dir
         config = load_config(config_file)
         config.check(host)
         slot = WorkerSlot.from_env()
         if slot is None and workers > 1:
-            click.echo(f"gitrag serving {store_dir} on http://{host}:{port} with {workers} workers", err=True)
+            click.echo(f"gitrag serving {what} on http://{host}:{port} with {workers} workers", err=True)
             argv = [*_gitrag_argv(), "serve", *replica_argv, "--host", host, "--port", str(port)]
             for flag, value in (("--base-url", base_url), ("--config", config_file),
                                 ("--poll-interval", poll_interval), ("--log-level", log_level)):
@@ -174,7 +175,7 @@ def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str 
         from .server import run_server
 
         if slot is None:
-            click.echo(f"gitrag serving {store_dir} on http://{host}:{port}", err=True)
+            click.echo(f"gitrag serving {what} on http://{host}:{port}", err=True)
         replica = _make_replica(remote_url, store_dir, cache_max_gb, endpoint_url, remote_poll_interval) \
             if remote_url else None
         run_server(store_dir, host=host, port=port, options=SearchOptions(base_url=base_url), config=config,
