@@ -161,7 +161,7 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
 @REPO_OPTION
 @click.option("--to", "remote_url", default=None,
               help="Move the remote CURRENT of s3://BUCKET/PREFIX instead (replicas follow it); REF is then a "
-                   "bundle id or commit id.")
+                   "bundle id or commit id, or any revision of --repo.")
 @click.option("--endpoint-url", default=None, envvar="GITRAG_S3_ENDPOINT_URL", help="S3-compatible server (with --to).")
 def use_command(ref: str, store_dir: str | None, repo: str | None, remote_url: str | None,
                 endpoint_url: str | None) -> None:
@@ -172,7 +172,7 @@ def use_command(ref: str, store_dir: str | None, repo: str | None, remote_url: s
     remote CURRENT moves (after checking that the bundle's manifest and every file are stored).
     """
     if remote_url is not None:
-        _use_remote(ref, remote_url, endpoint_url)
+        _use_remote(ref, remote_url, endpoint_url, repo)
         return
     if store_dir is None:
         _fail("give --store DIR (a local store) or --to s3://BUCKET/PREFIX (a published one)")
@@ -187,11 +187,14 @@ def use_command(ref: str, store_dir: str | None, repo: str | None, remote_url: s
     click.echo(f"CURRENT -> {info.bundle_id}{note}")
 
 
-def _use_remote(ref: str, url: str, endpoint_url: str | None) -> None:
+def _use_remote(ref: str, url: str, endpoint_url: str | None, repo: str | None) -> None:
     from .remote import use_remote
     from .remote_cli import open_remote
+    from .store import check_revision, resolve_revision
 
     try:
+        if repo is not None:  # a branch, tag or REV~N resolved in the named repository first
+            ref = resolve_revision(repo, check_revision(ref)) or ref
         bundle_id = use_remote(open_remote(url, endpoint_url, None), ref)
     except BundleIntegrityError as exc:
         _fail(f"{exc}: " + "; ".join(exc.problems))

@@ -138,6 +138,11 @@ def test_current_moves_only_forward_and_use_to_rolls_back(repo: RepoBuilder, tmp
     result = runner.invoke(main, ["use", c2[:10], "--to", url, "--endpoint-url", endpoint])
     assert result.exit_code == 0, result.output
     assert remote.read_current().bundle_id == second.bundle_id
+    result = runner.invoke(main, ["use", "main~1", "--to", url, "--endpoint-url", endpoint, "--repo", str(repo.path)])
+    assert result.exit_code == 0, result.output
+    assert remote.read_current().bundle_id == first.bundle_id  # a revision of --repo, resolved there
+    result = runner.invoke(main, ["use", "main", "--to", url, "--endpoint-url", endpoint, "--repo", str(repo.path)])
+    assert result.exit_code == 0 and remote.read_current().bundle_id == second.bundle_id
     result = runner.invoke(main, ["use", "deadbeef", "--to", url, "--endpoint-url", endpoint])
     assert result.exit_code == 1 and "no remote bundle" in result.output
 
