@@ -156,14 +156,26 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
 
 @main.command("use")
 @click.argument("ref")
-@STORE_OPTION
+@click.option("--store", "store_dir", default=None, type=click.Path(file_okay=False),
+              help="Bundle store directory (or --to).")
 @REPO_OPTION
-def use_command(ref: str, store_dir: str, repo: str | None) -> None:
+@click.option("--to", "remote_url", default=None,
+              help="Move the remote CURRENT of s3://BUCKET/PREFIX instead (replicas follow it); REF is then a "
+                   "bundle id or commit id, or any revision of --repo.")
+@click.option("--endpoint-url", default=None, envvar="GITRAG_S3_ENDPOINT_URL", help="S3-compatible server (with --to).")
+def use_command(ref: str, store_dir: str | None, repo: str | None, remote_url: str | None,
+                endpoint_url: str | None) -> None:
     """Point CURRENT at the bundle of REF: rollback and roll-forward.
 
     REF is a bundle id, a full or short commit id, a branch or tag, optionally with ~N / ^ (main~2).
-    The bundle is verified first; one that fails verification never becomes CURRENT.
+    The bundle is verified first; one that fails verification never becomes CURRENT.  With --to, the
+    remote CURRENT moves (after checking that the bundle's manifest and every file are stored).
     """
+    if remote_url is not None:
+        _use_remote(ref, remote_url, endpoint_url, repo)
+        return
+    if store_dir is None:
+        _fail("give --store DIR (a local store) or --to s3://BUCKET/PREFIX (a published one)")
     store = _existing_store(store_dir)
     try:
         info = use_bundle(store, ref, repo)  # resolve, verify, lock, write: the same function as POST /admin/use
@@ -173,6 +185,22 @@ def use_command(ref: str, store_dir: str, repo: str | None) -> None:
         _fail(str(exc))
     note = " (store is pinned: new builds will not move it)" if store.is_pinned() else ""
     click.echo(f"CURRENT -> {info.bundle_id}{note}")
+
+
+def _use_remote(ref: str, url: str, endpoint_url: str | None, repo: str | None) -> None:
+    from .remote import use_remote
+    from .remote_cli import open_remote
+    from .store import check_revision, resolve_revision
+
+    try:
+        if repo is not None:  # a branch, tag or REV~N resolved in the named repository first
+            ref = resolve_revision(repo, check_revision(ref)) or ref
+        bundle_id = use_remote(open_remote(url, endpoint_url, None), ref)
+    except BundleIntegrityError as exc:
+        _fail(f"{exc}: " + "; ".join(exc.problems))
+    except ArtifactError as exc:
+        _fail(str(exc))
+    click.echo(f"remote CURRENT of {url.rstrip('/')} -> {bundle_id}")
 
 
 @main.command("pin")

@@ -10,6 +10,7 @@ Tree::
     ├── FormatVersionError       bundle written by an incompatible format_version
     ├── StoreLockedError         another writer holds the store lock
     ├── StoreWriteError          a store file (CURRENT, PINNED) could not be written (disk full...)
+    ├── RemoteStoreError         object storage (S3) unreachable, refusing, or boto3 not installed
     └── EmbedderError            embedding model cannot be loaded or does not match the bundle
 """
 
@@ -60,6 +61,10 @@ class StoreLockedError(ArtifactError):
 
 class StoreWriteError(ArtifactError):
     """A store pointer could not be written; the message is one line (e.g. "no space left on device")."""
+
+
+class RemoteStoreError(ArtifactError):
+    """Object storage could not be reached or refused a request (:mod:`artifacts.remote`); one line, no secrets."""
 
 
 class EmbedderError(ArtifactError):

@@ -71,8 +71,14 @@ def fetch_mirror(mirror: Path, remote: str, branch: str, timeout: float = 300.0)
     return str(fetched)
 
 
-def process_job(job: Job, store_dir: Path, queue: JobQueue, embedder: object | None = None) -> None:
-    """Run one claimed job to ``succeeded`` (or raise; the caller records the failure)."""
+def process_job(job: Job, store_dir: Path, queue: JobQueue, embedder: object | None = None,
+                publish: tuple[str, str | None] | None = None) -> None:
+    """Run one claimed job to ``succeeded`` (or raise; the caller records the failure).
+
+    ``publish``: ``(s3 URL, endpoint URL or None)``: after a build that moved ``CURRENT``, publish
+    the store there (:func:`artifacts.remote.publish_store`); a failed publish is logged and leaves
+    the job succeeded (the next publish uploads whatever is missing).
+    """
     from .build import build_bundle
 
     started = time.monotonic()
@@ -110,6 +116,22 @@ def process_job(job: Job, store_dir: Path, queue: JobQueue, embedder: object | N
     queue.finish(job.id, bundle_id=result.bundle_id)
     _write_metrics(store_dir, result.timings, started, "done")
     log(f"job {job.id}: built {result.bundle_id}" + (" (CURRENT)" if not store.is_pinned() else " (store pinned)"))
+    if publish is not None:
+        _publish(job, store, *publish)
+
+
+def _publish(job: Job, store: Store, url: str, endpoint_url: str | None) -> None:
+    from artifacts.errors import ArtifactError
+    from artifacts.remote import RemoteStore, publish_store
+
+    try:
+        report = publish_store(store, RemoteStore(url, endpoint_url=endpoint_url))
+    except ArtifactError as exc:
+        log(f"job {job.id}: publishing to {url} failed ({type(exc).__name__}: {exc}); the remote CURRENT is "
+            "unchanged (run `gitrag publish`)")
+        return
+    log(f"job {job.id}: published to {url}: {report.files_uploaded} file(s), {report.bytes_uploaded} bytes uploaded"
+        + (f"; remote CURRENT -> {report.current}" if report.current_moved else f"; {report.note or 'CURRENT as is'}"))
 
 
 def _write_metrics(store_dir: Path, timings: dict[str, float], started: float, outcome: str) -> None:
@@ -147,12 +169,14 @@ def _describe(exc: BaseException) -> str:
 
 def run_worker(store_dir: Path | str, *, embedder: object | None = None, idle_exit: float = 30.0,
                poll: float = 0.2, max_attempts: int = MAX_ATTEMPTS, retry_delay: float = 2.0,
-               max_jobs: int | None = None, lock_fd: int | None = None) -> int:
+               max_jobs: int | None = None, lock_fd: int | None = None,
+               publish: tuple[str, str | None] | None = None) -> int:
     """Process queued jobs until idle for ``idle_exit`` seconds; return the number of jobs run.
 
     Returns 0 at once when another worker holds the store's worker lock.  ``poll`` and
     ``retry_delay`` are seconds; ``max_jobs`` stops after that many jobs (tests).  ``lock_fd`` is
     the already locked worker-lock file handed over by :func:`artifacts.jobs.spawn_worker`.
+    ``publish``: publish after each build that moves ``CURRENT`` (see :func:`process_job`).
     """
     store = Path(store_dir).resolve()
     queue = JobQueue(store)
@@ -181,7 +205,7 @@ def run_worker(store_dir: Path | str, *, embedder: object | None = None, idle_ex
                     time.sleep(poll)
                     continue
                 try:
-                    process_job(job, store, queue, embedder)
+                    process_job(job, store, queue, embedder, publish)
                 except DivergedError as exc:
                     _log_failure(job, queue.fail(job.id, _describe(exc), retry=False))
                 except Exception as exc:  # noqa: BLE001 - recorded in the job, the worker goes on
@@ -209,11 +233,16 @@ def _main_thread() -> bool:
 @click.option("--retry-delay", default=2.0, show_default=True, help="Seconds before a retry, times the attempt.")
 @click.option("--lock-fd", default=None, type=int, hidden=True,
               help="Descriptor of the worker lock, already locked by the process that started this worker.")
+@click.option("--publish-to", default=None, envvar="GITRAG_PUBLISH_TO",
+              help="After each build that moves CURRENT, publish the store to s3://BUCKET/PREFIX (`gitrag publish`).")
+@click.option("--endpoint-url", default=None, envvar="GITRAG_S3_ENDPOINT_URL",
+              help="S3-compatible server (with --publish-to).")
 def worker_command(store_dir: str, embedder: str | None, idle_exit: float, retry_delay: float,
-                   lock_fd: int | None) -> None:
+                   lock_fd: int | None, publish_to: str | None, endpoint_url: str | None) -> None:
     """Run queued build jobs of a store (one worker per store; exits when idle)."""
     click.echo(f"gitrag worker: started (pid {os.getpid()})", err=True)
-    done = run_worker(store_dir, embedder=embedder, idle_exit=idle_exit, retry_delay=retry_delay, lock_fd=lock_fd)
+    done = run_worker(store_dir, embedder=embedder, idle_exit=idle_exit, retry_delay=retry_delay, lock_fd=lock_fd,
+                      publish=(publish_to, endpoint_url) if publish_to else None)
     click.echo(f"gitrag worker: {done} job(s) processed", err=True)
 
 

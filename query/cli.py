@@ -112,8 +112,18 @@ def _emphasise(snippet: str, color: bool) -> str:
 
 
 @click.command("serve")
-@click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False),
-              help="Bundle store directory.")
+@click.option("--store", "store_dir", default=None, type=click.Path(file_okay=False),
+              help="Bundle store directory (or --from and --cache).")
+@click.option("--from", "remote_url", default=None,
+              help="Replica: follow the remote CURRENT of s3://BUCKET/PREFIX (published by `gitrag publish`).")
+@click.option("--cache", "cache_dir", default=None, type=click.Path(file_okay=False),
+              help="Replica: local directory for the bundles fetched from --from (a bundle store).")
+@click.option("--cache-max-gb", default=10.0, show_default=True, type=click.FloatRange(min=0.001),
+              help="Replica: bound of the cache (GB, least recently used bundles evicted first).")
+@click.option("--endpoint-url", default=None, envvar="GITRAG_S3_ENDPOINT_URL",
+              help="Replica: S3-compatible server (MinIO, R2, Ceph RGW...); default AWS or $AWS_ENDPOINT_URL_S3.")
+@click.option("--remote-poll-interval", default=2.0, show_default=True, type=click.FloatRange(min=0.05),
+              help="Replica: seconds between conditional GETs of the remote CURRENT.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind (loopback only without API keys).")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535), help="TCP port.")
@@ -128,14 +138,17 @@ def _emphasise(snippet: str, color: bool) -> str:
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), envvar="GITRAG_WORKERS",
               help="Server processes sharing the port (SO_REUSEPORT, Linux); each opens the bundle "
                    "(memory x N) and searches on its own core.")
-def serve_command(store_dir: str, host: str, port: int, base_url: str | None, config_file: str | None,
-                  poll_interval: float | None, log_level: str | None, workers: int) -> None:
+def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str | None, cache_max_gb: float,
+                  endpoint_url: str | None, remote_poll_interval: float, host: str, port: int, base_url: str | None,
+                  config_file: str | None, poll_interval: float | None, log_level: str | None, workers: int) -> None:
     """Serve the HTTP API (see /openapi.json) over the store's CURRENT bundle, swapping when it changes.
 
     Logs one JSON line per request (route, status, duration_ms, bundle_id), one per bundle swap
     (the served commit and bundle, also at start) and one per failed reload, on stderr.
     With --workers N, N processes serve (one search uses about one core); each follows CURRENT,
     rate limits are split between them, and /metrics sums their request counters.
+    With --from s3://BUCKET/PREFIX --cache DIR the server is a replica: it polls the remote CURRENT,
+    downloads and verifies each new bundle into DIR and swaps by the same rule (see docs/deploy.md).
     """
     from artifacts.logs import configure_logging
 
@@ -144,12 +157,15 @@ def serve_command(store_dir: str, host: str, port: int, base_url: str | None, co
 
     try:
         configure_logging(log_level)
+        replica_argv, store_dir = _replica_args(store_dir, remote_url, cache_dir, cache_max_gb, endpoint_url,
+                                                remote_poll_interval)
+        what = f"{remote_url} (replica, cache {store_dir})" if remote_url else store_dir
         config = load_config(config_file)
         config.check(host)
         slot = WorkerSlot.from_env()
         if slot is None and workers > 1:
-            click.echo(f"gitrag serving {store_dir} on http://{host}:{port} with {workers} workers", err=True)
-            argv = [*_gitrag_argv(), "serve", "--store", store_dir, "--host", host, "--port", str(port)]
+            click.echo(f"gitrag serving {what} on http://{host}:{port} with {workers} workers", err=True)
+            argv = [*_gitrag_argv(), "serve", *replica_argv, "--host", host, "--port", str(port)]
             for flag, value in (("--base-url", base_url), ("--config", config_file),
                                 ("--poll-interval", poll_interval), ("--log-level", log_level)):
                 if value is not None:
@@ -159,10 +175,44 @@ def serve_command(store_dir: str, host: str, port: int, base_url: str | None, co
         from .server import run_server
 
         if slot is None:
-            click.echo(f"gitrag serving {store_dir} on http://{host}:{port}", err=True)
+            click.echo(f"gitrag serving {what} on http://{host}:{port}", err=True)
+        replica = _make_replica(remote_url, store_dir, cache_max_gb, endpoint_url, remote_poll_interval) \
+            if remote_url else None
         run_server(store_dir, host=host, port=port, options=SearchOptions(base_url=base_url), config=config,
-                   poll_interval=poll_interval, worker=slot)
+                   poll_interval=poll_interval, worker=slot, replica=replica)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or 'address unavailable'}") from exc
+
+
+def _replica_args(store_dir: str | None, remote_url: str | None, cache_dir: str | None, cache_max_gb: float,
+                  endpoint_url: str | None, remote_poll_interval: float) -> tuple[list[str], str]:
+    """Check ``--store`` / ``--from --cache``; return the worker argv naming them and the local store to serve."""
+    if remote_url is None:
+        if store_dir is None:
+            raise click.UsageError("give --store DIR, or --from s3://BUCKET/PREFIX --cache DIR (a replica)")
+        if cache_dir is not None:
+            raise click.UsageError("--cache goes with --from")
+        return ["--store", store_dir], store_dir
+    if store_dir is not None or cache_dir is None:
+        raise click.UsageError("a replica takes --from s3://BUCKET/PREFIX and --cache DIR (not --store)")
+    argv = ["--from", remote_url, "--cache", cache_dir, "--cache-max-gb", str(cache_max_gb),
+            "--remote-poll-interval", str(remote_poll_interval)]
+    return argv + (["--endpoint-url", endpoint_url] if endpoint_url else []), cache_dir
+
+
+def _make_replica(remote_url: str, cache_dir: str, cache_max_gb: float, endpoint_url: str | None,
+                  remote_poll_interval: float):  # type: ignore[no-untyped-def]
+    """The :class:`query.replica.Replica` of ``serve --from`` (a bad URL or a missing boto3: a click error)."""
+    from artifacts.remote import RemoteStore
+    from artifacts.store import Store
+
+    from .replica import Replica
+
+    try:
+        remote = RemoteStore(remote_url, endpoint_url=endpoint_url)
+    except ArtifactError as exc:
+        raise click.ClickException(str(exc)) from exc
+    return Replica(remote, Store(cache_dir), poll_interval=remote_poll_interval,
+                   cache_bytes=int(cache_max_gb * 1e9))

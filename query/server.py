@@ -40,7 +40,7 @@ from pydantic import BaseModel
 
 from artifacts import __version__
 from artifacts.embedding import Embedder
-from artifacts.errors import ArtifactError, BundleIntegrityError
+from artifacts.errors import ArtifactError, BundleIntegrityError, BundleNotFoundError
 from artifacts.jobs import JobQueue, spawn_worker
 from artifacts.store import Store, resolve_bundle_ref, use_bundle
 
@@ -133,6 +133,7 @@ class BundleHolder:
         self.cache = BundleCache(self.leases, cache_bundles, cache_bytes)
         self.index = BundleIndex(store)
         self._reload_lock = threading.Lock()
+        self.replica: Any = None  # query.replica.Replica on `gitrag serve --from`: store is its cache
 
     def unavailable_hint(self) -> str:
         """Say why no bundle is served: the CURRENT bundle failed to open, a build is running, or none exists.
@@ -142,6 +143,8 @@ class BundleHolder:
         """
         if self.failed_bundle:
             return BROKEN_CURRENT_HINT
+        if self.replica is not None:
+            return str(self.replica.unavailable_hint())
         return BUILDING_HINT if self.store.writer_busy() else NO_BUNDLE_HINT
 
     def _open(self, bundle_id: str) -> OpenedBundle:
@@ -241,7 +244,16 @@ class BundleHolder:
         :func:`~query.errors.from_artifact_error`).
         """
         served = self.bundle.manifest if self.bundle is not None else None
-        return resolve_bundle_ref(self.store, at, bundles=self.index.list(), prefer=served).bundle_id
+        try:
+            bundle_id = resolve_bundle_ref(self.store, at, bundles=self.index.list(), prefer=served).bundle_id
+        except BundleNotFoundError:
+            fetched = self.replica.fetch_revision(at) if self.replica is not None else None
+            if fetched is None:
+                raise
+            return str(fetched)  # downloaded and verified into the replica's cache (query.replica)
+        if self.replica is not None:
+            self.replica.touch(bundle_id)
+        return bundle_id
 
     def close(self) -> None:
         with self.leases.lock:
@@ -546,6 +558,8 @@ async def handle_health(request: web.Request) -> web.Response:
             "bundle": _bundle_summary(holder, bundle) if bundle is not None else None,
             "history_cache": holder.cache.info(),
         }
+        if holder.replica is not None:
+            body["replica"] = holder.replica.status()
         if WORKER in request.app:
             slot = request.app[WORKER]
             body["worker"] = {"index": slot.index, "count": slot.count}
@@ -872,7 +886,7 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
                embedder: Embedder | None = None, poll_interval: float | None = None,
                config: ServerConfig | None = None,
                generators: Callable[[str | None], Generator] | None = None,
-               worker: WorkerSlot | None = None) -> web.Application:
+               worker: WorkerSlot | None = None, replica: Any = None) -> web.Application:
     """Return the aiohttp application serving the store's ``CURRENT`` bundle.
 
     ``embedder`` overrides the manifest's model (tests); ``poll_interval`` (seconds) overrides the
@@ -880,6 +894,8 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     :class:`~query.evidence.Generator` (default: :func:`query.generators.make_generator`).
     ``worker``: this app is one of ``worker.count`` processes on one port (:mod:`query.workers`);
     each then enforces ``1/count`` of the configured rate limits (see :func:`split_limit`).
+    ``replica``: a :class:`query.replica.Replica` whose cache is ``store_dir`` (``serve --from``): it
+    runs from start-up to clean-up, feeds this server's holder and reports in ``/health``.
     The bundle is opened at start-up; with none, ``/health`` answers 503 until one
     appears.  Raises :class:`~query.config.ConfigError` for invalid keys.
     """
@@ -906,6 +922,9 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     app[GENERATORS] = generators or default_generators(config)
     app[METRICS] = ServerMetrics(app[HOLDER], store.root, worker=worker.index if worker is not None else None)
     app[HOLDER].wrap_embedder = app[METRICS].time_embedder
+    if replica is not None:
+        app[HOLDER].replica = replica
+        replica.attach(app[HOLDER])
     app[METRICS].watch_cache("answer", app[ANSWER_CACHE])
     roles: dict[tuple[str, str], str] = {}
     routes = route_table()
@@ -921,9 +940,12 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     async def on_startup(app: web.Application) -> None:
         await asyncio.to_thread(app[HOLDER].load_current)
         if app[HOLDER].bundle is None:
-            log.warning("no bundle to serve yet: %s", NO_BUNDLE_HINT if app[HOLDER].failed_bundle is None
-                        else app[HOLDER].last_error, extra={"event": "no_bundle"})
+            holder = app[HOLDER]
+            log.warning("no bundle to serve yet: %s", holder.unavailable_hint() if holder.failed_bundle is None
+                        else holder.last_error, extra={"event": "no_bundle"})
         app[WATCHER] = asyncio.create_task(_watch(app, interval))
+        if app[HOLDER].replica is not None:
+            app[HOLDER].replica.start()
         app[MCP_START] = asyncio.create_task(_start_mcp(app))
         app[MCP_START].add_done_callback(_log_mcp_failure)
         loop = asyncio.get_running_loop()
@@ -934,6 +956,8 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         app[WATCHER].cancel()
+        if app[HOLDER].replica is not None:
+            await asyncio.to_thread(app[HOLDER].replica.stop)
         with contextlib.suppress(asyncio.CancelledError):
             await app[WATCHER]
         await _stop_mcp(app)
@@ -1041,7 +1065,7 @@ async def start_server(app: web.Application, host: str = "127.0.0.1", port: int 
 
 def run_server(store_dir: Path | str, host: str = "127.0.0.1", port: int = 8080,
                options: SearchOptions | None = None, config: ServerConfig | None = None,
-               poll_interval: float | None = None, worker: WorkerSlot | None = None) -> None:
+               poll_interval: float | None = None, worker: WorkerSlot | None = None, replica: Any = None) -> None:
     """Serve until interrupted (SIGINT/SIGTERM).  Without API keys only loopback hosts are allowed.
 
     ``worker``: run as one worker of ``gitrag serve --workers N`` (:mod:`query.workers`): bind with
@@ -1057,7 +1081,8 @@ def run_server(store_dir: Path | str, host: str = "127.0.0.1", port: int = 8080,
     started = time.monotonic()
     if worker is not None:
         _log_worker_index(worker.index)
-    app = create_app(store_dir, options=options, config=config, poll_interval=poll_interval, worker=worker)
+    app = create_app(store_dir, options=options, config=config, poll_interval=poll_interval, worker=worker,
+                     replica=replica)
     log.debug("app built in %.3f s", time.monotonic() - started)
 
     async def serve() -> None:

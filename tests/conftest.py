@@ -81,3 +81,54 @@ def require_shared(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} not found (set GITRAG_SHARED to the shared folder)")
     return path
+
+
+TEST_AWS_KEY_ID = "AKIAGITRAGTESTKEY0023"
+TEST_AWS_SECRET = "gitrag/test+SECRET/never-in-logs-0023"
+"""Credentials given to the S3 test server through the standard AWS variables (grepped for in logs)."""
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint():  # type: ignore[no-untyped-def]
+    """A real S3 HTTP server on 127.0.0.1 (moto's standalone server, in a thread): its endpoint URL.
+
+    The AWS variables point every boto3 client of the test process and its children at test
+    credentials (restored afterwards); tests create their own bucket (:func:`s3_bucket`).
+    """
+    pytest.importorskip("moto.server", reason="moto[server] is in the test extra")
+    from moto.server import ThreadedMotoServer
+
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
+                                            "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL")}
+    os.environ.update({"AWS_ACCESS_KEY_ID": TEST_AWS_KEY_ID, "AWS_SECRET_ACCESS_KEY": TEST_AWS_SECRET,
+                       "AWS_DEFAULT_REGION": "us-east-1"})
+    for key in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL"):
+        os.environ.pop(key, None)
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one access line per S3 request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture
+def s3_bucket(s3_endpoint, request):  # type: ignore[no-untyped-def]
+    """A fresh bucket on :func:`s3_endpoint`: ``(endpoint_url, "s3://BUCKET/prefix")``."""
+    import re
+    import secrets
+
+    from artifacts.remote import make_client
+
+    name = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-") + "-" + secrets.token_hex(3)
+    make_client(s3_endpoint).create_bucket(Bucket=name)
+    return s3_endpoint, f"s3://{name}/gitrag"
