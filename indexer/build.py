@@ -753,7 +753,8 @@ def _vector_donor(store: Store, config: BuildConfig, commit: str, base: BaseBund
     if base is not None:
         return None
     same = [b for b in store.list_bundles()
-            if b.manifest.config.embedder == config.embedder
+            if b.manifest.stage == "complete"  # a lexical bundle has no vectors to give
+            and b.manifest.config.embedder == config.embedder
             and b.manifest.config.embedding_input_version == config.embedding_input_version]
     if not same:
         return None
