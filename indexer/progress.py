@@ -17,11 +17,12 @@ turns them into
 
 Everything goes to the stream given (stderr by default), never to stdout, so ``--json`` output
 stays clean.  Rates are measured, not guessed: the ETA of a stage comes from :class:`EtaEstimator`
-(a per-item time smoothed over the last ~:data:`ETA_HALF_LIFE` items, counting down between reports,
-never raised for a small slowdown) and is omitted until the first items are done.  When the first
-``embed`` batch is done, one line says how long the whole stage should take ("1,015 chunk(s) to
-embed, about 9 min at the measured rate").  :meth:`BuildProgress.close` with ``outcome`` set
-(``"interrupted"``, ``"failed"``) reports an unfinished stage as such, never as "done".
+(a per-item time smoothed over the last few hundred items; once settled it only goes down, unless
+the machine got much slower) and is omitted until the first items are done.  When the ``embed``
+stage's first small batches are done (:data:`ETA_SETTLE`: 14 chunks or 20 s), one line says how long
+the whole stage should take ("1,015 chunk(s) to embed, about 9 min at the measured rate").
+:meth:`BuildProgress.close` with ``outcome`` set (``"interrupted"``, ``"failed"``) reports an
+unfinished stage as such, never as "done".
 """
 
 from __future__ import annotations
@@ -54,11 +55,14 @@ LABELS = {"load_model": "loading the embedding model",
           "publish_lexical": "verifying and publishing the BM25-and-graph bundle (searchable before the vectors)",
           "copy_lexical": "copying the BM25 index and graph into the complete bundle"}
 
-ETA_HALF_LIFE = 128
+ETA_HALF_LIFE = 400
 """Items after which a past item's time counts half in :class:`EtaEstimator`'s rate."""
+ETA_SETTLE = (14, 20.0)
+"""Items or seconds after which a stage's ETA is settled: from then on it only goes down (first the
+small batches of :data:`indexer.build.FIRST_BATCHES` measure the rate)."""
 ETA_SLACK = (1.5, 30.0)
-"""A fresh ETA above ``1.5 x`` the counted-down one ``+ 30 s`` replaces it (the machine really slowed);
-below that the shown ETA only goes down."""
+"""A fresh estimate above ``1.5 x`` the shown ETA ``+ 30 s`` replaces it even when settled: the
+machine really got slower, and an ETA stuck far too low helps nobody."""
 
 
 class EtaEstimator:
@@ -66,31 +70,37 @@ class EtaEstimator:
 
     Rate: seconds per item as exponentially weighted sums of time and items, each report's batch
     weighing ``0.5 ** (items after it / half_life)``: at first the plain average since the stage
-    started, later the last few hundred items.  Shown value: counts down with the clock between
-    reports; at a report it becomes the fresh estimate ``remaining x seconds per item`` when that
-    is lower, or when it is more than ``slack[0] x`` the countdown ``+ slack[1]`` s (a real
-    slowdown); otherwise the countdown goes on.  So the ETA never grows while work advances at
-    about the measured rate, and it is not stuck low when the machine gets much slower.
+    started, later the last few hundred items.  A fresh estimate is ``remaining x seconds per
+    item``.  Shown value: the fresh estimate until the stage is settled (:data:`ETA_SETTLE`), then
+    the lower of the fresh estimate and the value shown before, unless the fresh one exceeds it by
+    ``slack`` (a real slowdown).  It changes only when work is reported (no countdown between
+    reports, which would have to jump back up at the next one), so it never grows while work
+    advances at about the measured rate.  Measured on simulated noisy builds (tests): within a
+    quarter of the real remaining time once settled.
     """
 
-    def __init__(self, half_life: float = ETA_HALF_LIFE, slack: tuple[float, float] = ETA_SLACK) -> None:
+    def __init__(self, half_life: float = ETA_HALF_LIFE, settle: tuple[int, float] = ETA_SETTLE,
+                 slack: tuple[float, float] = ETA_SLACK) -> None:
         self.half_life = half_life
+        self.settle = settle
         self.slack = slack
         self._seconds = 0.0
         self._items = 0.0
         self._done = 0
+        self._start: float | None = None
         self._at: float | None = None
         self._shown: float | None = None
-        self._shown_at = 0.0
+        self.settled = False
 
     def start(self, now: float) -> None:
         """Mark the start of the stage (``now``: seconds, monotonic)."""
-        self._at = now
+        self._start = self._at = now
 
     def update(self, done: int, total: int, now: float) -> None:
         """Take a report: ``done`` of ``total`` items at time ``now`` (seconds, monotonic)."""
-        if self._at is None:
-            self._at = now
+        if self._at is None or self._start is None:
+            self.start(now)
+        assert self._at is not None and self._start is not None
         if done <= self._done:
             return
         step = done - self._done
@@ -99,12 +109,10 @@ class EtaEstimator:
         self._items = self._items * decay + step
         self._done, self._at = done, now
         fresh = max(0, total - done) * self.seconds_per_item()
-        countdown = self.eta(now)
-        if countdown is None or fresh <= countdown or fresh > countdown * self.slack[0] + self.slack[1]:
+        shown = self._shown
+        if shown is None or not self.settled or fresh <= shown or fresh > shown * self.slack[0] + self.slack[1]:
             self._shown = fresh
-        else:
-            self._shown = countdown
-        self._shown_at = now
+        self.settled = self.settled or done >= self.settle[0] or now - self._start >= self.settle[1]
 
     def seconds_per_item(self) -> float:
         """The smoothed seconds per item (0 before the first report with progress)."""
@@ -115,11 +123,9 @@ class EtaEstimator:
         spi = self.seconds_per_item()
         return 1.0 / spi if spi > 0 else None
 
-    def eta(self, now: float) -> float | None:
-        """Seconds left at ``now``, or ``None`` before the first report with progress."""
-        if self._shown is None:
-            return None
-        return max(0.0, self._shown - (now - self._shown_at))
+    def eta(self, now: float | None = None) -> float | None:
+        """Seconds left (as shown), or ``None`` before the first report with progress."""
+        return self._shown
 
 
 def format_seconds(seconds: float) -> str:
@@ -203,7 +209,7 @@ class BuildProgress:
             step = max(0, done - self._done)
             self._done = done
             self._eta.update(done, total, now)
-            if step and stage == "embed" and stage not in self._estimated and 0 < done < total:
+            if step and stage == "embed" and stage not in self._estimated and self._eta.settled and done < total:
                 self._estimated.add(stage)
                 self._write(self._estimate(now))
             if self.mode == "bars" and self._bar is not None:
@@ -309,8 +315,9 @@ class BuildProgress:
             from tqdm import tqdm
 
             tqdm.write(self.prefix + text, file=self.stream)
-        else:
-            self._line(text)
+        else:  # not a status line: the next one stays due at its time
+            self.stream.write(self.prefix + text + "\n")
+            self.stream.flush()
 
     def _status(self, now: float) -> str:
         stage = self._stage or ""
