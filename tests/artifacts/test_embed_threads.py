@@ -8,13 +8,16 @@ import pytest
 from artifacts.embedding import EmbedderProcess, build_thread_settings
 
 
-def test_thread_settings_default_to_the_usable_cpus_and_a_passive_wait(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_thread_settings_default_to_the_usable_cpus_or_one_when_busy_and_a_passive_wait(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import os
 
     for key in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GITRAG_EMBED_THREADS"):
         monkeypatch.delenv(key, raising=False)
     cpus = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))  # an idle machine: every CPU
     assert build_thread_settings() == {"threads": str(cpus), "OMP_NUM_THREADS": str(cpus), "OMP_WAIT_POLICY": "PASSIVE"}
+    monkeypatch.setattr(os, "getloadavg", lambda: (cpus + 0.5, 1.0, 1.0))  # already busy: one thread
+    assert build_thread_settings()["OMP_NUM_THREADS"] == "1"
     monkeypatch.setenv("GITRAG_EMBED_THREADS", "1")
     assert build_thread_settings()["OMP_NUM_THREADS"] == "1"
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")  # set by the user: kept
