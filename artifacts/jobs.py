@@ -337,11 +337,13 @@ def _job(row: sqlite3.Row) -> Job:
 
 
 def jobs_queued_since(store_root: Path | str, since: float) -> int:
-    """Number of jobs of the store queued or updated (coalesced) at or after ``since`` (Unix time).
+    """Number of jobs of the store queued, or claimed by a worker, at or after ``since`` (Unix time).
 
     Reads ``jobs.sqlite`` only when it exists (a store without hooks has none and gets none):
     ``gitrag build`` asks it between embedding batches, so a push during a long embedding
-    supersedes the rest of it.  0 when the queue cannot be read.
+    supersedes the rest of it.  A claimed (``running``) job counts: its worker claims it at once
+    and then waits for the writer lock that the embedding build holds.  0 when the queue cannot
+    be read.
     """
     path = Path(store_root) / JOBS_DB
     if not path.is_file():
@@ -349,7 +351,8 @@ def jobs_queued_since(store_root: Path | str, since: float) -> int:
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
         try:
-            row = db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'queued' AND updated >= ?", (since,)).fetchone()
+            row = db.execute("SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running') AND updated >= ?",
+                             (since,)).fetchone()
         finally:
             db.close()
     except sqlite3.Error:
