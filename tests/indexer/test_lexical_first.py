@@ -251,3 +251,22 @@ def _open_gate() -> threading.Event:
     gate = threading.Event()
     gate.set()
     return gate
+
+
+def test_a_cli_build_yields_to_a_job_queued_or_claimed_after_it_started(tmp_path: Path) -> None:
+    import time
+
+    from artifacts.jobs import JobQueue, jobs_queued_since
+
+    store = tmp_path / "store"
+    store.mkdir()
+    assert jobs_queued_since(store, 0.0) == 0 and not (store / "jobs.sqlite").exists()  # no queue: none made
+    queue = JobQueue(store)
+    queue.enqueue(kind="push", repo="/r", branch="main", commit="a" * 40)
+    started = time.time()
+    assert jobs_queued_since(store, started) == 0  # queued before the build started
+    time.sleep(0.01)
+    queue.enqueue(kind="push", repo="/r", branch="main", commit="b" * 40)  # coalesced: updated now
+    assert jobs_queued_since(store, started) == 1
+    queue.claim()  # a worker took it at once and waits for the build's writer lock
+    assert jobs_queued_since(store, started) == 1
