@@ -168,6 +168,7 @@ class BundleItem(BaseModel):
     content_digest: str
     documents: int
     chunks: int
+    stage: str = Field("complete", description="complete, or lexical: BM25 + graph, published before its vectors")
     current: bool
     served: bool
 
