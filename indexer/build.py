@@ -227,8 +227,7 @@ def build_bundle(
         graph_mapping, mapping_choice = choose_graph_mapping(repo, info.tree, opts.graph_schema,
                                                              include=opts.include or None)
         report("graph_mapping", 1, 1)
-        if not loading.done():
-            report("load_model", 0, 1)
+        report("load_model", 0, 1)  # done already unless the model is still loading
         model = loading.result()
         report("load_model", 1, 1)
         config = BuildConfig(embedder=model.spec, chunking=opts.chunking or ChunkConfig(),

@@ -173,6 +173,10 @@ def test_the_server_answers_from_bm25_during_embedding_and_swaps_to_hybrid(
                     await asyncio.sleep(0.05)
                 assert body["engines"] == ["bm25"] and body["warnings"] == [LEXICAL_WARNING]
                 assert body["index_version"]["bundle_id"].endswith(LEXICAL_SUFFIX) and body["results"]
+                async with http.post(base + "/answer", json={"query": "zebraplankton", "mode": "retrieve"}) as resp:
+                    answered = await resp.json()
+                assert resp.status == 200 and answered["engines"] == ["bm25"]
+                assert answered["warnings"] == [LEXICAL_WARNING]
                 model.gate.set()  # let the embedding finish while requests keep coming
                 for _ in range(400):
                     async with http.post(base + "/search", json={"query": "zebraplankton"}) as resp:
