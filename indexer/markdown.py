@@ -683,8 +683,8 @@ def _markdown_link(dest: str, text: str | None) -> Link | None:
     (``./Datenmigration/``, ``/user/profile/``); :func:`resolve_links` finds the page they name.
     """
     dest = dest.strip().removeprefix("<").removesuffix(">").strip()
-    if not dest or dest.startswith(("#", "//")) or _SCHEME.match(dest):
-        return None
+    if not dest or dest.startswith(("#", "//", "{{")) or _SCHEME.match(dest):
+        return None  # ("{{": another shortcode than ref/relref, which _shortcode_links reads)
     target, _, heading = dest.partition("#")
     target = _nfc(unquote(target.partition("?")[0]))
     ext = _EXTENSION.search(posixpath.basename(target.rstrip("/")))
@@ -704,7 +704,8 @@ def resolve_links(docs: list[Document]) -> None:
     ``content/en/``) is one of them.  At each place the target names the page ``T`` when it is
     ``T.md``; ``T.html``/``T.htm`` names ``T.md``; an extension-less ``T`` names ``T.md``, else the
     folder page ``T/index.md``, ``T/README.md`` or ``T/_index.md``; a folder ``T/`` names its folder
-    page, else ``T.md`` (Hugo's pretty URLs).  Exact, case-sensitive paths; the first place that names a page wins.
+    page, else ``T.md`` (Hugo's pretty URLs).  Exact, case-sensitive paths; the first place that names
+    a page wins; for a site address (not a ``.md`` name) a second pass ignores case.
 
     Wikilinks, Obsidian-style (``.md`` appended to the target when missing):
 
@@ -724,7 +725,7 @@ def resolve_links(docs: list[Document]) -> None:
         folder = posixpath.dirname(doc.path)
         for link in doc.links:
             if link.kind == "markdown":
-                link.resolved = _resolve_markdown(link.target, folder, index.paths)
+                link.resolved = _resolve_markdown(link.target, folder, index.paths, index.folded)
             else:
                 link.resolved = index.resolve(link.target, folder)
 
@@ -734,10 +735,12 @@ class _WikiIndex:
 
     def __init__(self, paths: Iterable[str]) -> None:
         self.paths = set(paths)
+        self.folded: dict[str, str] = {}  # casefolded path -> the smallest path that folds to it
         self.by_name: dict[str, list[tuple[str, str]]] = {}  # name -> [(folded path, path)]
         self.by_folder: dict[str, list[tuple[str, str]]] = {}  # name -> [(folded dir, path)]
         for path in sorted(self.paths):
             folded = path.casefold()
+            self.folded.setdefault(folded, path)
             name = posixpath.basename(folded)
             self.by_name.setdefault(name, []).append((folded, path))
             if name in _FOLDER_NOTES:
@@ -772,8 +775,13 @@ _FOLDER_PAGES = ("index.md", "README.md", "_index.md")
 """The page a folder link names, in this order (VitePress/MkDocs, GitHub, Hugo sections)."""
 
 
-def _resolve_markdown(target: str, folder: str, paths: set[str]) -> str | None:
-    """Resolve a Markdown link ``target`` seen in ``folder`` (rules in :func:`resolve_links`)."""
+def _resolve_markdown(target: str, folder: str, paths: set[str], folded: dict[str, str] | None = None) -> str | None:
+    """Resolve a Markdown link ``target`` seen in ``folder`` (rules in :func:`resolve_links`).
+
+    ``folded`` (casefolded path -> path): for a target that is not a file name (a site address:
+    extension-less, a folder, ``.html``), a second pass ignores case, as site generators lowercase
+    addresses (Hugo: ``/functions/time/format/`` is ``functions/time/Format.md``).
+    """
     if target.startswith("/"):
         parts = folder.split("/") if folder else []
         roots = ["", *("/".join(parts[:i]) for i in range(1, len(parts) + 1))]
@@ -784,6 +792,12 @@ def _resolve_markdown(target: str, folder: str, paths: set[str]) -> str | None:
         for page in _page_candidates(candidate):
             if (norm := _normalise(page)) is not None and norm in paths:
                 return norm
+    if folded is None or target.lower().endswith(".md"):
+        return None
+    for candidate in tries:
+        for page in _page_candidates(candidate):
+            if (norm := _normalise(page)) is not None and (hit := folded.get(norm.casefold())) is not None:
+                return hit
     return None
 
 

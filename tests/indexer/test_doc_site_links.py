@@ -80,3 +80,14 @@ def test_the_detector_samples_only_the_included_paths(repo: RepoBuilder, tmp_pat
     assert whole.manifest.model_extra["graph_mapping_choice"]["name"] == "obsidian"
     assert site.manifest.model_extra["graph_mapping_choice"]["name"] == "generic"
     assert site.manifest.counts.relationships.get("LINKS_TO") == 3
+
+
+def test_site_addresses_ignore_case_and_other_shortcodes_are_no_links() -> None:
+    body = ("[format](/functions/time/format/) [Page](/Methods/Page/) [exact](Guide.md) "
+            "[rss]({{% eturl rss %}}) [g](g)\n")
+    pages = ["content/en/functions/time/Format.md", "content/en/methods/page/_index.md", "content/en/guide.md"]
+    got = _resolved("content/en/start.md", body, pages)
+    assert got == {"/functions/time/format/": "content/en/functions/time/Format.md",  # Hugo lowercases addresses
+                   "/Methods/Page/": "content/en/methods/page/_index.md",
+                   "Guide.md": None,  # a file name stays exact
+                   "g": None}  # a glossary shorthand is a link to no page; eturl is no page link at all
