@@ -4,7 +4,8 @@ Parses every Markdown file of ``--rev`` (``--include`` as the build's) exactly a
 does (:func:`indexer.markdown.parse_markdown`, :func:`indexer.markdown.resolve_links`) and counts
 
 * ``in_files``: distinct link syntax in each page, counted independently with a plain scanner outside
-  fenced code and inline code: inline links ``[text](dest)`` and Hugo ``[text]({{< relref "x" >}})``
+  fenced code and inline code: inline links ``[text](dest)``, reference definitions ``[ref]: dest``
+  and Hugo ``[text]({{< relref "x" >}})``
   whose destination is not a URL with a scheme, ``//host``, an ``#anchor`` or an image/file
   (``.png``, ``.pdf``, ...), plus ``[[wikilinks]]``;
 * ``found``: links the parser recorded, ``resolved``: those that name a page of the commit;
@@ -32,6 +33,7 @@ _FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
 _CODE = re.compile(r"`[^`\n]*`")
 _LINK = re.compile(r"(?<!!)\[[^\[\]\n]*\]\(\s*(\{\{[<%].*?[%>]\}\}|<[^>\n]*>|[^)\s]*)[^)\n]*\)")
 _WIKI = re.compile(r"\[\[[^\[\]\n]+\]\]")
+_REF_DEF = re.compile(r"^ {0,3}\[(?!\^)[^\]\n]+\]:[ \t]*(<[^>\n]*>|\S+)", re.M)
 _FILE = re.compile(r"\.(?!md$|html?$)[A-Za-z][A-Za-z0-9]{0,7}$")
 
 
@@ -65,6 +67,14 @@ def links_in_text(text: str) -> Counter[str]:
         if (not dest or dest.startswith(("#", "//")) or re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", dest)
                 or (not dest.startswith("{{") and _FILE.search(posixpath.basename(bare.rstrip("/"))))):
             continue
+        counts[shape(dest)] += 1
+    for match in _REF_DEF.finditer(text):  # reference definitions: [ref]: /path/
+        dest = match.group(1).strip("<>")
+        name = posixpath.basename(dest.split("#")[0].rstrip("/"))
+        if (match.group(0) in seen or not dest or dest.startswith(("#", "//", "{{"))
+                or re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", dest) or _FILE.search(name)):
+            continue
+        seen.add(match.group(0))
         counts[shape(dest)] += 1
     counts["wikilink"] += len(set(_WIKI.findall(text)))
     return counts

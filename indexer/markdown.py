@@ -687,6 +687,8 @@ def _markdown_link(dest: str, text: str | None) -> Link | None:
         return None  # ("{{": another shortcode than ref/relref, which _shortcode_links reads)
     target, _, heading = dest.partition("#")
     target = _nfc(unquote(target.partition("?")[0]))
+    if target.startswith("{{"):  # a shortcode the parser percent-encoded (markdown-it normalises hrefs)
+        return None
     ext = _EXTENSION.search(posixpath.basename(target.rstrip("/")))
     if not target or (ext is not None and ext.group(1).lower() not in _PAGE_EXTENSIONS and not target.endswith("/")):
         return None
