@@ -70,7 +70,9 @@ def main() -> None:
     started = time.monotonic()
     build = subprocess.Popen([*gitrag, "build", "--repo", args.repo, "--store", args.store,
                               *(["--embedder", args.embedder] if args.embedder else [])],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             # a background job starts with SIGINT ignored; the build must see our Ctrl-C
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
 
     def read() -> None:
         assert build.stdout is not None
