@@ -55,7 +55,7 @@ LOCK = ".lock"
 
 
 LEXICAL_SUFFIX = "-lexical"
-"""Suffix of the id of a bundle published before its vectors (``Manifest.stage == "lexical"``, feature 3)."""
+"""Suffix of the id of a bundle published before its vectors (``Manifest.stage == "lexical"``, feature 4)."""
 
 
 def make_bundle_id(commit: str, config_fingerprint: str, *, lexical: bool = False) -> str:
