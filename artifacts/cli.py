@@ -18,7 +18,7 @@ import click
 from . import __version__
 from .compare import diff_bundles
 from .errors import ArtifactError, BundleIntegrityError
-from .store import Store, gc_bundles, pin, resolve_bundle_ref, unpin, use_bundle, verify_bundle
+from .store import LEXICAL_SUFFIX, Store, gc_bundles, pin, resolve_bundle_ref, unpin, use_bundle, verify_bundle
 
 ENTRY_POINT_GROUP = "gitrag.commands"
 
@@ -117,13 +117,18 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
     rows = []
     infos = store.list_bundles()
     current_config = next((i.manifest.config_fingerprint for i in infos if i.bundle_id == current), None)
+    complete = {i.bundle_id for i in infos if i.manifest.stage == "complete"}
     for info in infos:
         m = info.manifest
         size = sum(f.size for f in m.files)
         rows.append({
             "commit": m.commit, "bundle_id": info.bundle_id, "bundle_path": str(info.path),
             "summary": m.commit_summary, "commit_time": m.commit_time, "size_bytes": size,
-            "documents": m.counts.documents, "built_from": m.built_from,
+            "documents": m.counts.documents, "built_from": m.built_from, "stage": m.stage, "engines": m.engines,
+            # a lexical bundle's complete successor (same commit and configuration), once published
+            "completed_by": (info.bundle_id.removesuffix(LEXICAL_SUFFIX)
+                             if m.stage == "lexical" and info.bundle_id.removesuffix(LEXICAL_SUFFIX) in complete
+                             else None),
             "current": info.bundle_id == current, "pinned": pinned and info.bundle_id == current,
             "other_config": current_config is not None and m.config_fingerprint != current_config,
         })
@@ -148,9 +153,12 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
             continue
         when = dt.datetime.fromtimestamp(int(row["commit_time"]), dt.UTC).strftime("%Y-%m-%d %H:%M")
         other = "  [other configuration than CURRENT's]" if row["other_config"] else ""
+        stage = ("" if row["stage"] != "lexical" else "  [lexical: BM25 + graph; complete bundle published]"
+                 if row["completed_by"] else "  [lexical: BM25 + graph, vectors pending]")
         click.echo(f"{mark} {row['commit'][:12]} {when} {row['size_bytes'] / 1e6:7.1f} MB  "
-                   f"{row['bundle_id']}  {row['summary'][:60]}{other}")
-    click.echo("(* = CURRENT, P = pinned; a bundle of another configuration (embedder, chunking, includes, "
+                   f"{row['bundle_id']}  {row['summary'][:60]}{stage}{other}")
+    click.echo("(* = CURRENT, P = pinned; a lexical bundle was published before its vectors and is followed by "
+               "the complete bundle of its commit; a bundle of another configuration (embedder, chunking, includes, "
                "an older gitrag) is never a base for CURRENT's builds)")
 
 

@@ -42,7 +42,7 @@ EMBEDDING_INPUT_VERSION = 4
    every segment embeds body text; the text has no HTML comments or Office XML (parser 2).
 """
 
-PARSER_VERSION = 2
+PARSER_VERSION = 3
 """Version of how a file becomes a document (:mod:`indexer.markdown`); bump on any change.
 
 1 (manifests without ``parser_version``): YAML 1.1 front matter (PyYAML), hand-written heading,
@@ -50,6 +50,10 @@ PARSER_VERSION = 2
 2: one CommonMark parse (markdown-it-py, GFM tables, wikilinks) for title, headings, links;
   YAML 1.2 front matter (ruamel.yaml: ``no``/``off`` are strings, big integers keep their
   digits), TOML front matter (``+++``), skip reasons ``lfs_pointer`` and ``front_matter_too_large``.
+3: doc-site links: Markdown links to extension-less paths, folders and ``.html`` addresses, and Hugo
+  ``{{< relref >}}``/``{{< ref >}}`` shortcodes, are links; they resolve to ``T.md`` or a folder page
+  (``index.md``, ``README.md``, ``_index.md``), site-absolute ones also against the folders above the
+  linking page (the content root).
 """
 
 CHUNKING_VERSION = 3

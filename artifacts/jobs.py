@@ -14,8 +14,10 @@ A push the hook does not index (another branch, a tag, a deletion) is recorded a
 status and phase ``ignored`` and the reason in ``error``, so ``gitrag jobs`` shows why a push did
 nothing; such a row is never claimed.
 
-``phase`` says where a job is (``queued``, ``fetch``, ``resolve``, ``build``, ``done``,
-``built_not_current``); ``error`` holds a short, path-free description of the last failure.
+``phase`` says where a job is (``queued``, ``fetch``, ``resolve``, ``build``, ``embed`` (its
+BM25-and-graph bundle is published, the vectors are being computed), ``done``, ``built_not_current``,
+``superseded`` (a newer job took over the rest of the embedding)); ``error`` holds a short, path-free
+description of the last failure.
 
 Invariants and concurrency:
 
@@ -310,6 +312,12 @@ class JobQueue:
         with self._connect() as db:
             return int(db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'queued'").fetchone()[0])
 
+    def newer_queued(self, job_id: int) -> int:
+        """Number of jobs queued after job ``job_id`` (a running job's embedding yields to them)."""
+        with self._connect() as db:
+            return int(db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'queued' AND id > ?",
+                                  (job_id,)).fetchone()[0])
+
     def counts(self) -> dict[str, int]:
         """Number of jobs per status (every one of :data:`STATUSES`, zero included)."""
         with self._connect() as db:
@@ -326,6 +334,30 @@ def _job(row: sqlite3.Row) -> Job:
     data = dict(row)
     data["commit"] = data.pop("commit_sha")
     return Job(**data)
+
+
+def jobs_queued_since(store_root: Path | str, since: float) -> int:
+    """Number of jobs of the store queued, or claimed by a worker, at or after ``since`` (Unix time).
+
+    Reads ``jobs.sqlite`` only when it exists (a store without hooks has none and gets none):
+    ``gitrag build`` asks it between embedding batches, so a push during a long embedding
+    supersedes the rest of it.  A claimed (``running``) job counts: its worker claims it at once
+    and then waits for the writer lock that the embedding build holds.  0 when the queue cannot
+    be read.
+    """
+    path = Path(store_root) / JOBS_DB
+    if not path.is_file():
+        return 0
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+        try:
+            row = db.execute("SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running') AND updated >= ?",
+                             (since,)).fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
+    return int(row[0])
 
 
 # -- the worker lock and spawning -------------------------------------------------------------

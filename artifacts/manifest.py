@@ -10,6 +10,12 @@ ones; readers reject another ``format_version`` and ignore unknown fields):
 * format 1, feature 3 — graph schema 3: ``Document.fact_chunks`` and narrowed ``Work.chunk_ids``
   (chunk-level provenance of graph facts, :mod:`artifacts.graphschema`); a bundle of schema 2 gets
   the same provenance computed from its chunks at query time.
+* format 1, feature 4 — ``stage``: ``"lexical"`` for a bundle published before its vectors (no
+  ``vectors/``, ``counts.vectors`` 0, no ``vectors`` digest; id ``<commit>.<fp8>-lexical``), served
+  BM25 + graph until the ``"complete"`` bundle of the same commit and configuration follows.  A
+  manifest without the field is complete.  A reader of feature 3 or older refuses a lexical bundle
+  when it opens its vectors (``RetrievalUnavailableError``); every bundle it could read before
+  reads as before.
 
 Nothing hashed into ``content_digest`` depends on wall-clock time; ``built_at`` and ``timings`` are
 informational only.
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,8 +34,10 @@ from .errors import BundleIntegrityError, FormatVersionError
 from .records import SkippedFile
 
 FORMAT_VERSION = 1
-FEATURE_VERSION = 3
+FEATURE_VERSION = 4
 MANIFEST_NAME = "manifest.json"
+STAGES = ("complete", "lexical")
+"""Values of :attr:`Manifest.stage`: every part built, or published before the vectors (feature 4)."""
 
 
 class FileEntry(BaseModel):
@@ -93,6 +101,13 @@ class Manifest(BaseModel):
     tool_version: str = ""
     built_at: str | None = Field(None, description="ISO time of the build; informational, not hashed")
     stats: BuildStats = Field(default_factory=BuildStats)
+    stage: Literal["complete", "lexical"] = Field(
+        "complete", description="complete, or lexical: published before its vectors (BM25 + graph only; feature 4)")
+
+    @property
+    def engines(self) -> list[str]:
+        """Retrieval engines the bundle holds: ``["bm25", "vector", "graph"]``, without ``vector`` when lexical."""
+        return ["bm25", "graph"] if self.stage == "lexical" else ["bm25", "vector", "graph"]
 
     def to_json(self) -> str:
         """Return the manifest as JSON text with sorted keys and a trailing newline."""

@@ -54,9 +54,18 @@ PINNED = "PINNED"
 LOCK = ".lock"
 
 
-def make_bundle_id(commit: str, config_fingerprint: str) -> str:
-    """Return the bundle id ``<commit-sha>.<first 8 hex of the config fingerprint>``."""
-    return f"{commit}.{config_fingerprint[:8]}"
+LEXICAL_SUFFIX = "-lexical"
+"""Suffix of the id of a bundle published before its vectors (``Manifest.stage == "lexical"``, feature 4)."""
+
+
+def make_bundle_id(commit: str, config_fingerprint: str, *, lexical: bool = False) -> str:
+    """Return the bundle id ``<commit-sha>.<first 8 hex of the config fingerprint>``.
+
+    ``lexical``: the id of the same commit and configuration's bundle published before its vectors,
+    ``<commit-sha>.<fp8>-lexical``.  It never ends in ``.<fp8>``, so it is never an incremental
+    base (:func:`indexer.incremental.find_base_bundle` matches that ending).
+    """
+    return f"{commit}.{config_fingerprint[:8]}" + (LEXICAL_SUFFIX if lexical else "")
 
 
 @dataclass(frozen=True)
@@ -511,7 +520,10 @@ def resolve_bundle_ref(store: Store, ref: str, repo_path: Path | str | None = No
         raise BundleNotFoundError(f"no bundle for commit {commit[:12]} (build it: "
                                   f"{_build_command(store, commit, repo_path, sources)})", commit=commit)
     suffix = prefer.config_fingerprint[:8] if prefer is not None else None
-    return sorted(matches, key=lambda b: b.bundle_id.rsplit(".", 1)[-1] != suffix)[0]  # stable: newest first
+    # The reference's configuration first, a complete bundle before the lexical one of the same
+    # commit (published before its vectors); stable: newest first otherwise.
+    return sorted(matches, key=lambda b: (b.manifest.config_fingerprint[:8] != suffix,
+                                          b.manifest.stage == "lexical"))[0]
 
 
 def _build_command(store: Store, commit: str, repo_path: Path | str | None, sources: list[str]) -> str:

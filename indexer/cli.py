@@ -40,7 +40,9 @@ def _progress_printer(quiet: bool):  # type: ignore[no-untyped-def]
               help="Merge sections shorter than this (tokens). Default: the store's, else 80.")
 @click.option("--max-file-bytes", default=None, type=click.IntRange(min=1),
               help="Skip Markdown files larger than this (bytes). Default: the store's, else 2 MiB.")
-@click.option("--wait", is_flag=True, help="Wait for another build holding the store lock instead of exiting.")
+@click.option("--wait", is_flag=True,
+              help="Wait for another build holding the store lock instead of exiting, and publish only the "
+                   "complete bundle (no BM25-first bundle while the vectors are computed): for scripts.")
 @click.option("--scratch", is_flag=True, help="Build from scratch: no ancestor bundle, no vectors from another bundle.")
 @click.option("--range", "rev_range", default=None, metavar="A..B",
               help="Backfill: build every commit of A..B, oldest first, each from its parent's bundle.")
@@ -90,24 +92,46 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
         _backfill(repo, store_dir, rev_range, rev, embedder, chunking, max_file_bytes, graph_schema, list(include),
                   sys.stderr.isatty() and not quiet, as_json, force_current)
         return
+    import time
+
+    from artifacts.jobs import jobs_queued_since
+
     report, close = _progress_printer(quiet)
+    started = time.time()
+    published: list[object] = []
+
+    def on_lexical(lexical) -> None:  # type: ignore[no-untyped-def]
+        published.append(lexical)
+        where = "CURRENT" if lexical.current else f"not current: {lexical.current_note or 'CURRENT not moved'}"
+        report.note(f"searchable now ({time.time() - started:.0f} s): {lexical.bundle_id} holds BM25 + graph "
+                    f"({where}); a running `gitrag serve` answers from it. Embedding continues; the complete "
+                    "bundle replaces it by itself. Ctrl-C stops here (run the same command again to resume).")
+
     try:
         result = build_bundle(repo, store_dir, rev, embedder=embedder, chunking=chunking,
                               max_file_bytes=max_file_bytes, progress=report, wait_for_lock=wait, scratch=scratch,
                               graph_schema=graph_schema, include=list(include), update_current=not keep_current,
-                              force_current=force_current, save_defaults=save_defaults)
+                              force_current=force_current, save_defaults=save_defaults,
+                              lexical_first=False if wait else None, on_lexical=on_lexical,
+                              should_stop=lambda: jobs_queued_since(store_dir, started) > 0)
     except (IndexerError, ArtifactError, ValueError) as exc:
-        close()
+        close("failed")
         _report_error(exc, as_json)
     except KeyboardInterrupt:
-        close()
-        click.echo("gitrag build: interrupted; CURRENT is unchanged and the chunks embedded so far are kept in "
-                   "the store's checkpoint: run the same command again to resume", err=True)
+        close("interrupted")
+        state = (f"{published[0].bundle_id} (BM25 + graph, no vectors yet) stays published"  # type: ignore[attr-defined]
+                 if published else "CURRENT is unchanged")
+        click.echo(f"gitrag build: interrupted; {state}; the chunks embedded so far are kept in the store's "
+                   "checkpoint: run the same command again to resume", err=True)
         sys.exit(130)
     close()
     summary = result.summary()
     if as_json:
         click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+        return
+    if result.stopped:
+        click.echo(f"built {summary['bundle_id']} (BM25 + graph); embedding stopped: a job was queued for this store "
+                   "(a push), and the worker builds it now, its embedding resuming from the checkpoint")
         return
     state = "already built" if result.reused else "built"
     click.echo(f"{state} {summary['bundle_id']}: {summary['documents']} documents, {summary['chunks']} chunks, "
@@ -118,6 +142,10 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
     if isinstance(choice, dict):
         click.echo(f"graph schema: {choice.get('name')} ({choice.get('source')}: {choice.get('reason')})")
     click.echo(f"embedder: {result.manifest.config.embedder.model_id}")
+    if result.lexical is not None:
+        lexical_seconds = sum(result.lexical.manifest.stats.timings.values())
+        click.echo(f"searchable after {lexical_seconds:.0f} s as {result.lexical.bundle_id} (BM25 + graph); "
+                   f"vectors added in {sum(result.manifest.stats.timings.values()) - lexical_seconds:.0f} s")
     if summary.get("vectors_donor"):
         # no incremental base had this configuration (an upgrade that changed the chunking, say): every
         # page was parsed again, but an unchanged chunk's vector came from the older bundle

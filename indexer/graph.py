@@ -318,13 +318,15 @@ MAX_AUTHOR_FILE_BYTES = 1024 * 1024
 
 
 def choose_graph_mapping(
-    repo: pygit2.Repository, tree: str, option: str | None
+    repo: pygit2.Repository, tree: str, option: str | None, include: list[str] | None = None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Choose the graph mapping of a build and say why.
 
     :param repo: the indexed repository.
     :param tree: sha (hex) of the indexed commit's tree.
     :param option: ``--graph-schema``: a preset name or a YAML file path, or ``None``.
+    :param include: the build's ``--include`` patterns (:func:`artifacts.config.path_included`): only
+        those pages are sampled (default: every page).
     :returns: ``(canonical mapping, choice)``; ``choice`` is
         :class:`artifacts.graphmap.MappingChoice` as a dict (``name``, ``source``: ``option`` |
         ``repository_file`` | ``detected``, ``reason``).  Without ``option``, the tree's root
@@ -349,14 +351,15 @@ def choose_graph_mapping(
             choice = MappingChoice(name=mapping.name, source="repository_file",
                                    reason=f"{REPO_MAPPING_FILE} at the root of the commit")
             return mapping.canonical(), choice.model_dump()
-    mapping, choice = _detect(repo, root)
+    mapping, choice = _detect(repo, root, include)
     return mapping.canonical(), choice.model_dump()
 
 
-def _detect(repo: pygit2.Repository, root: Any) -> tuple[GraphMapping, MappingChoice]:
+def _detect(repo: pygit2.Repository, root: Any, include: list[str] | None = None) -> tuple[GraphMapping, MappingChoice]:
+    from artifacts.config import path_included
     from artifacts.gittree import markdown_entries
 
-    entries = markdown_entries(repo, root)
+    entries = [e for e in markdown_entries(repo, root) if path_included(e[0], include or [])]
     step = max(1, -(-len(entries) // DETECTION_SAMPLE))
     docs, url_links = _sample(repo, entries[::step])
     if step > 1 and any("slug" in d.front_matter for d in docs):

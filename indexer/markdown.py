@@ -259,6 +259,8 @@ def _inline_links(children: list[Token]) -> Iterable[Link]:
             open_link = None
         elif open_link is not None and child.type in ("text", "code_inline"):
             open_link[1].append(child.content)
+        elif child.type == "text" and "ref" in child.content and "{{" in child.content:
+            yield from _shortcode_links(child.content)
         elif open_link is not None and child.type in ("softbreak", "hardbreak"):
             open_link[1].append(" ")
 
@@ -658,13 +660,37 @@ def _wikilink(inner: str) -> Link | None:
     return Link(kind="wikilink", target=target, heading=heading.strip() or None, alias=alias.strip() or None)
 
 
+_PAGE_EXTENSIONS = ("md", "html", "htm")
+"""Link targets that may name a page: ``.md`` files, and the ``.html`` address a site generator
+(VitePress, Hugo ``uglyURLs``) makes of one; extension-less paths and folders are pages too."""
+_SHORTCODE_LINK = re.compile(
+    r"\[(?P<text>[^\[\]\n]*)\]\(\s*\{\{[<%]\s*(?:rel)?ref\s+(?:path=)?[\"`](?P<path>[^\"`\n]+)[\"`]\s*[%>]\}\}\s*\)")
+"""A Markdown link whose destination is Hugo's ``{{< relref "path" >}}`` / ``{{< ref "path" >}}`` shortcode
+(``{{% ... %}}`` too); CommonMark reads it as plain text, so it is found in the text tokens."""
+
+
+def _shortcode_links(text: str) -> Iterable[Link]:
+    """Links of Hugo ``ref``/``relref`` shortcodes in a text token (see :data:`_SHORTCODE_LINK`)."""
+    for match in _SHORTCODE_LINK.finditer(text):
+        if link := _markdown_link(match.group("path"), match.group("text")):
+            yield link
+
+
 def _markdown_link(dest: str, text: str | None) -> Link | None:
+    """A link to a page of the repository, or ``None`` (a URL, an anchor, an image or other file).
+
+    Page targets: ``.md`` files, ``.html``/``.htm`` addresses, extension-less paths and folders
+    (``./Datenmigration/``, ``/user/profile/``); :func:`resolve_links` finds the page they name.
+    """
     dest = dest.strip().removeprefix("<").removesuffix(">").strip()
-    if not dest or dest.startswith(("#", "//")) or _SCHEME.match(dest):
-        return None
+    if not dest or dest.startswith(("#", "//", "{{")) or _SCHEME.match(dest):
+        return None  # ("{{": another shortcode than ref/relref, which _shortcode_links reads)
     target, _, heading = dest.partition("#")
     target = _nfc(unquote(target.partition("?")[0]))
-    if not target.lower().endswith(".md"):
+    if target.startswith("{{"):  # a shortcode the parser percent-encoded (markdown-it normalises hrefs)
+        return None
+    ext = _EXTENSION.search(posixpath.basename(target.rstrip("/")))
+    if not target or (ext is not None and ext.group(1).lower() not in _PAGE_EXTENSIONS and not target.endswith("/")):
         return None
     alias = " ".join(text.split()) if text else None
     return Link(kind="markdown", target=target, heading=_nfc(unquote(heading)) or None, alias=alias or None)
@@ -673,8 +699,15 @@ def _markdown_link(dest: str, text: str | None) -> Link | None:
 def resolve_links(docs: list[Document]) -> None:
     """Set ``Link.resolved`` of every link of every document, in place.
 
-    Markdown links: relative to the linking document's folder (``..`` normalised), else relative
-    to the repository root (a leading ``/`` means root only); exact, case-sensitive path.
+    Markdown links (and Hugo ``ref``/``relref`` shortcodes): a relative target against the linking
+    document's folder (``..`` normalised), then the repository root; a site-absolute target
+    (``/user/profile/``) against the repository root, then against each folder above the linking
+    document, outermost first: the site's content root (``content/``, ``docs/``,
+    ``content/en/``) is one of them.  At each place the target names the page ``T`` when it is
+    ``T.md``; ``T.html``/``T.htm`` names ``T.md``; an extension-less ``T`` names ``T.md``, else the
+    folder page ``T/index.md``, ``T/README.md`` or ``T/_index.md``; a folder ``T/`` names its folder
+    page, else ``T.md`` (Hugo's pretty URLs).  Exact, case-sensitive paths; the first place that names
+    a page wins; for a site address (not a ``.md`` name) a second pass ignores case.
 
     Wikilinks, Obsidian-style (``.md`` appended to the target when missing):
 
@@ -694,7 +727,7 @@ def resolve_links(docs: list[Document]) -> None:
         folder = posixpath.dirname(doc.path)
         for link in doc.links:
             if link.kind == "markdown":
-                link.resolved = _resolve_markdown(link.target, folder, index.paths)
+                link.resolved = _resolve_markdown(link.target, folder, index.paths, index.folded)
             else:
                 link.resolved = index.resolve(link.target, folder)
 
@@ -704,10 +737,12 @@ class _WikiIndex:
 
     def __init__(self, paths: Iterable[str]) -> None:
         self.paths = set(paths)
+        self.folded: dict[str, str] = {}  # casefolded path -> the smallest path that folds to it
         self.by_name: dict[str, list[tuple[str, str]]] = {}  # name -> [(folded path, path)]
         self.by_folder: dict[str, list[tuple[str, str]]] = {}  # name -> [(folded dir, path)]
         for path in sorted(self.paths):
             folded = path.casefold()
+            self.folded.setdefault(folded, path)
             name = posixpath.basename(folded)
             self.by_name.setdefault(name, []).append((folded, path))
             if name in _FOLDER_NOTES:
@@ -738,12 +773,52 @@ def _normalise(path: str) -> str | None:
     return None if norm == ".." or norm.startswith("../") or norm == "." else norm
 
 
-def _resolve_markdown(target: str, folder: str, paths: set[str]) -> str | None:
-    tries = [target] if target.startswith("/") else [posixpath.join(folder, target), target]
+_FOLDER_PAGES = ("index.md", "README.md", "_index.md")
+"""The page a folder link names, in this order (VitePress/MkDocs, GitHub, Hugo sections)."""
+
+
+def _resolve_markdown(target: str, folder: str, paths: set[str], folded: dict[str, str] | None = None) -> str | None:
+    """Resolve a Markdown link ``target`` seen in ``folder`` (rules in :func:`resolve_links`).
+
+    ``folded`` (casefolded path -> path): for a target that is not a file name (a site address:
+    extension-less, a folder, ``.html``), a second pass ignores case, as site generators lowercase
+    addresses (Hugo: ``/functions/time/format/`` is ``functions/time/Format.md``).
+    """
+    if target.startswith("/"):
+        parts = folder.split("/") if folder else []
+        roots = ["", *("/".join(parts[:i]) for i in range(1, len(parts) + 1))]
+        tries = [posixpath.join(root, target.lstrip("/")) for root in roots]
+    else:
+        tries = [posixpath.join(folder, target), target]
     for candidate in tries:
-        if (norm := _normalise(candidate)) is not None and norm in paths:
-            return norm
+        for page in _page_candidates(candidate):
+            if (norm := _normalise(page)) is not None and norm in paths:
+                return norm
+    if folded is None or target.lower().endswith(".md"):
+        return None
+    for candidate in tries:
+        for page in _page_candidates(candidate):
+            if (norm := _normalise(page)) is not None and (hit := folded.get(norm.casefold())) is not None:
+                return hit
     return None
+
+
+def _page_candidates(target: str) -> list[str]:
+    """The files a page address may be, in order: ``T.md``; ``T.html`` -> ``T.md``; ``T`` -> ``T.md``
+    then its folder pages; ``T/`` -> its folder pages (:data:`_FOLDER_PAGES`), then ``T.md``."""
+    if target.endswith("/") or target in ("", ".", ".."):
+        folder_pages = [posixpath.join(target, name) for name in _FOLDER_PAGES]
+        stem = target.rstrip("/")  # Hugo's pretty URLs: /user/profile/ is user/profile.md
+        return folder_pages + ([stem + ".md"] if stem not in ("", ".", "..") and not stem.endswith("/..") else [])
+    lower = target.lower()
+    if lower.endswith(".md"):
+        return [target]
+    for ext in (".html", ".htm"):
+        if lower.endswith(ext):
+            stem = target[: -len(ext)]
+            return [stem + ".md"] + ([posixpath.join(posixpath.dirname(stem), n) for n in _FOLDER_PAGES]
+                                     if posixpath.basename(stem) == "index" else [])
+    return [target + ".md", *(posixpath.join(target, name) for name in _FOLDER_PAGES)]
 
 
 def _shared_depth(path: str, folder: str) -> int:

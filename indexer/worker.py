@@ -2,7 +2,12 @@
 
 A job is processed in phases: ``fetch`` (``sync`` jobs only: fetch the branch of the remote into
 the local mirror, fast-forward only), ``resolve`` (decide what to build), ``build``
-(:func:`indexer.build.build_bundle`, incremental where it can be), then ``done``.
+(:func:`indexer.build.build_bundle`, incremental where it can be), then ``done``.  A build that must
+embed many chunks publishes its BM25-and-graph bundle first (phase ``embed`` while the vectors are
+computed; ``CURRENT`` moves to it when the commit is the branch tip) and then the complete bundle.
+A job queued meanwhile (a newer push) supersedes the rest of that embedding: the job ends in phase
+``superseded`` with the lexical bundle, the newer job runs next and its embedding resumes from the
+store's checkpoint (every embedded batch is kept there).
 
 ``CURRENT`` never moves backwards because of a late job.  Bundles are built with
 ``update_current=False``; *after* the build the job's commit is compared with the branch tip in the
@@ -95,16 +100,34 @@ def process_job(job: Job, store_dir: Path, queue: JobQueue, embedder: object | N
     log(f"job {job.id}: building {commit[:12]} of branch {job.branch} (attempt {job.attempts})")
     from .progress import BuildProgress
 
+    store = Store(store_dir)
+
+    def on_lexical(lexical) -> None:  # type: ignore[no-untyped-def]
+        # The BM25-and-graph bundle is published before the vectors (a long embedding): serve it
+        # now if this commit is still the tip.  The build holds the writer lock at this point.
+        if _branch_tip(job.repo, job.branch) == commit and not store.is_pinned():
+            store.set_current(lexical.bundle_id)
+            log(f"job {job.id}: {lexical.bundle_id} (BM25 + graph) is CURRENT; embedding continues")
+        queue.set_phase(job.id, "embed")
+
     with BuildProgress("lines", sys.stderr, prefix=f"gitrag worker: job {job.id}: ") as progress:
         result = build_bundle(job.repo, store_dir, commit, embedder=embedder, branch=job.branch,  # type: ignore[arg-type]
-                              wait_for_lock=True, update_current=False, progress=progress)
+                              wait_for_lock=True, update_current=False, progress=progress,
+                              lexical_first=None, on_lexical=on_lexical,
+                              should_stop=lambda: queue.newer_queued(job.id) > 0)
+    if result.stopped:
+        # A newer push is waiting: it is built next; its embedding resumes from the store's checkpoint.
+        queue.finish(job.id, bundle_id=result.bundle_id, phase="superseded")
+        _write_metrics(store_dir, result.timings, started, "superseded")
+        log(f"job {job.id}: embedding of {commit[:12]} left for a newer job; {result.bundle_id} (BM25 + graph) "
+            f"stays published")
+        return
     if result.from_store:
         from artifacts.storeconfig import describe
 
         log(f"job {job.id}: store defaults used: {describe(result.from_store)}")
     # Decide on CURRENT with the tip as it is *now*: if the branch moved on while we built, this
     # job is late and must not move CURRENT backwards; the newer push has its own job.
-    store = Store(store_dir)
     if _branch_tip(job.repo, job.branch) != commit:
         queue.finish(job.id, bundle_id=result.bundle_id, phase="built_not_current")
         _write_metrics(store_dir, result.timings, started, "built_not_current")

@@ -61,7 +61,7 @@ from .evidence import Claim, EvidenceItem, GenerationOutcome, Generator, Generat
 from .graph import MAX_LIMIT as GRAPH_MAX_LIMIT
 from .graph import answer_graph, answer_list, graph_index, shown_entries
 from .graph_words import phrasing
-from .hybrid import SearchFilter, SearchOptions
+from .hybrid import SearchFilter, SearchOptions, engine_warnings, engines_used
 from .question import analyse_question
 from .rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, Context, graph_context, text_context
 from .sentences import defines, definition_question
@@ -627,7 +627,9 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
     await emit("retrieval", {"engine": routed.engine,
                              "sources": [s.model_dump(mode="json") for s in context.sources]})
     base = {"query": request.query, "engine": routed.engine, "answer": None, "claims": [],
-            "answer_coverage": None, "cached": False}
+            "answer_coverage": None, "cached": False,
+            # the retrieval arms this bundle has: BM25 only while it is a lexical bundle (vectors pending)
+            "engines": engines_used(bundle), "warnings": engine_warnings(bundle)}
     truncation = list(context.truncation_reasons)
 
     def finish(body: dict[str, Any], cacheable: bool = True) -> dict[str, Any]:

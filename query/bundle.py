@@ -273,7 +273,8 @@ class OpenedBundle:
     ``chunks`` is in vector-label order (label ``i`` is ``chunks[i]``; :class:`ChunkRecords`);
     ``chunk_index`` maps chunk id to that position; ``docs`` maps document path to
     :class:`Document` (:class:`DocumentRecords`, without ``body``: :meth:`document_body` reads it).
-    ``text_index`` is the Whoosh index; use it through :meth:`thread_searcher`.
+    ``text_index`` is the Whoosh index; use it through :meth:`thread_searcher`.  ``hnsw`` is ``None``
+    and the embedder ``None`` for a lexical bundle (published before its vectors; :attr:`engines`).
     ``embedder_future`` resolves to the query embedder (:attr:`embedder` waits for it).
     ``vector_lock`` guards hnswlib's search depth (``set_ef``), which is index state, with its query.
     ``derived`` holds what :mod:`query.hybrid` computes once per bundle (see :meth:`derive`).
@@ -287,7 +288,7 @@ class OpenedBundle:
     chunks: ChunkRecords
     chunk_index: dict[str, int]
     text_index: Any
-    hnsw: hnswlib.Index
+    hnsw: hnswlib.Index | None
     embedder_future: Future[Embedder | None]
     derived: dict[str, Any] = field(default_factory=dict, repr=False)
     derive_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -301,6 +302,11 @@ class OpenedBundle:
     @property
     def bundle_id(self) -> str:
         return self.manifest.bundle_id
+
+    @property
+    def engines(self) -> list[str]:
+        """The retrieval arms this bundle can run: ``["bm25", "vector"]``, ``["bm25"]`` when lexical."""
+        return [e for e in self.manifest.engines if e != "graph"]
 
     @property
     def index_version(self) -> IndexVersion:
@@ -393,6 +399,29 @@ class OpenedBundle:
                     pass
 
 
+_CHUNK_ID = b'{"chunk_id": '
+
+
+def _chunk_ids(lines: _Lines) -> list[str]:
+    """The chunk id of every line of ``chunks.jsonl`` (a lexical bundle has no ``vectors/ids.json``).
+
+    The writer dumps each chunk with sorted keys, so a line starts with ``{"chunk_id": "..."``: only
+    that string is decoded; a line in another shape is parsed whole.
+    Raises :class:`ValueError` for a line that is not a chunk record.
+    """
+    ids: list[str] = []
+    buf = lines.buf
+    for start, end in zip(lines.starts, lines.ends, strict=True):
+        if buf[start:start + len(_CHUNK_ID)] == _CHUNK_ID:
+            value, _ = _DECODER.raw_decode(bytes(buf[start + len(_CHUNK_ID):end]).decode("utf-8"))
+        else:
+            value = json.loads(bytes(buf[start:end])).get("chunk_id")
+        if not isinstance(value, str):
+            raise ValueError("chunks.jsonl line without a chunk id")
+        ids.append(value)
+    return ids
+
+
 def _load_query_embedder(spec: Any, bundle_id: str, embedder: Embedder | None, load_model: bool) -> Embedder | None:
     model = embedder
     if model is None and load_model:
@@ -462,8 +491,11 @@ def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = Tru
     bundle_dir = Path(bundle_dir)
     manifest = read_manifest(bundle_dir)
     spec = manifest.config.embedder
+    lexical = manifest.stage == "lexical"  # published before its vectors: BM25 + graph, no model needed
     future: Future[Embedder | None] = Future()
-    if embedder is None and load_model:
+    if lexical:
+        future.set_result(None)
+    elif embedder is None and load_model:
         def load() -> None:
             try:
                 future.set_result(_load_query_embedder(spec, manifest.bundle_id, None, True))
@@ -477,7 +509,7 @@ def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = Tru
         # sha256 of every file (hundreds of MB on a large vault) beside the parsing below, on another core
         verification = verify_in_background(bundle_dir)
     verified: Future[Manifest] = verification if verify and verification is not None else Future()
-    loaded: Future[hnswlib.Index] = Future()
+    loaded: Future[hnswlib.Index | None] = Future()
 
     def load_vectors() -> None:  # hnswlib reads the index without the GIL: beside the parsing below
         try:
@@ -488,12 +520,16 @@ def open_bundle(bundle_dir: Path, *, verify: bool = True, load_model: bool = Tru
         except BaseException as exc:  # noqa: BLE001 - raised below
             loaded.set_exception(exc)
 
-    threading.Thread(target=load_vectors, name="gitrag-load-vectors", daemon=True).start()
+    if lexical:
+        loaded.set_result(None)
+    else:
+        threading.Thread(target=load_vectors, name="gitrag-load-vectors", daemon=True).start()
     try:
-        ids = json.loads((bundle_dir / IDS_FILE).read_text(encoding="utf-8"))
+        lines = _Lines(bundle_dir / CHUNKS_FILE)
+        ids = _chunk_ids(lines) if lexical else json.loads((bundle_dir / IDS_FILE).read_text(encoding="utf-8"))
         if not isinstance(ids, list):
             raise ValueError("ids.json is not a list")
-        chunks = ChunkRecords(_Lines(bundle_dir / CHUNKS_FILE), ids)
+        chunks = ChunkRecords(lines, ids)
         docs = DocumentRecords(_Lines(bundle_dir / DOCS_FILE))
         ix = whoosh_index.open_dir(str(bundle_dir / TEXT_DIR), readonly=True)
         hnsw = loaded.result()

@@ -80,6 +80,8 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
     manifest = bundle.manifest
     click.echo(f"searched {manifest.commit[:12]} \"{manifest.commit_summary or ''}\" "
                f"(bundle {manifest.bundle_id}, {manifest.counts.documents} documents)")
+    for warning in body.get("warnings", []):
+        click.echo(f"note: {warning}")
     if not body["results"]:
         click.echo("no results")
         return

@@ -522,7 +522,8 @@ def bm25_matrix(bundle: OpenedBundle) -> BM25Matrix | None:
             return False
         try:
             ids = bundle.chunks.ids  # parsed from vectors/ids.json, usually the same bytes as bm25/chunk_ids.json
-            matrix = BM25Matrix.load(bundle.path / BM25_DIR, same_ids=((bundle.path / IDS_FILE).read_bytes(), ids))
+            same = ((bundle.path / IDS_FILE).read_bytes(), ids) if bundle.hnsw is not None else None  # lexical: none
+            matrix = BM25Matrix.load(bundle.path / BM25_DIR, same_ids=same)
         except (MatrixFormatError, OSError):
             return False
         # bundle.chunks has one entry per vector label: a chunk embedded as several segments has
@@ -708,7 +709,7 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
     similarity of its best segment.
     """
     n = len(bundle.chunks)  # rows; an updated index may hold deleted labels past them (indexer.vectors)
-    if n == 0 or bundle.embedder is None:
+    if n == 0 or bundle.hnsw is None or bundle.embedder is None:  # a lexical bundle has no vectors yet
         return []
     if paths is not None and not paths:
         return []
@@ -1099,6 +1100,9 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
     ``"lexical"``, ``"semantic"`` or ``"both"``, see :func:`match_kind`); with
     ``request.debug`` each result also has ``debug: {bm25_rank, bm25_score, vector_rank,
     vector_score, vector_weight, fused_score, anchor}``.
+    ``engines``: the arms that ran (:func:`engines_used`); ``warnings``: sentences about the answer's
+    basis, e.g. :data:`LEXICAL_WARNING` when the served bundle has no vectors yet (then every result is
+    ``lexical``).
     ``complete`` is null (a ranking is never provably exhaustive); ``truncated`` lists the limits
     that cut results.  A document's further chunk whose snippet is a near-duplicate of one already
     shown for it (:func:`query.snippets.near_duplicate`: overlapping chunks cut around the same
@@ -1174,5 +1178,22 @@ def search(bundle: OpenedBundle, request: SearchRequest, options: SearchOptions 
         truncation_reasons=sorted(set(reasons)),
     )
     body = envelope.model_dump(mode="json")
+    body["engines"] = engines_used(bundle)
+    body["warnings"] = engine_warnings(bundle)
     body["results"] = results
     return body
+
+
+LEXICAL_WARNING = ("The vectors of this commit are still being computed: results come from BM25 (words) only; "
+                   "hybrid search follows by itself when the complete bundle is published.")
+"""The warning of a response served by a lexical bundle (published before its vectors)."""
+
+
+def engines_used(bundle: OpenedBundle) -> list[str]:
+    """The retrieval arms a hybrid request runs on ``bundle``: ``["bm25", "vector"]``, or ``["bm25"]`` when lexical."""
+    return list(bundle.engines)
+
+
+def engine_warnings(bundle: OpenedBundle) -> list[str]:
+    """Warnings about the arms of ``bundle``: ``[LEXICAL_WARNING]`` when it has no vectors yet, else ``[]``."""
+    return [] if "vector" in bundle.engines else [LEXICAL_WARNING]

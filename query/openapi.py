@@ -51,9 +51,16 @@ class SearchResult(BaseModel):
     debug: dict[str, Any] | None = None
 
 
-class SearchResponse(Envelope):
-    """The contract's envelope plus ``results``."""
+ENGINES_DESCRIPTION = ('retrieval arms the served bundle has: ["bm25", "vector"], or ["bm25"] while it is a lexical '
+                       "bundle (published before its vectors; the complete bundle follows by itself)")
+WARNINGS_DESCRIPTION = "sentences about the answer's basis, e.g. that the vectors are still being computed"
 
+
+class SearchResponse(Envelope):
+    """The contract's envelope plus ``engines``, ``warnings`` and ``results``."""
+
+    engines: list[str] = Field(default_factory=list, description=ENGINES_DESCRIPTION)
+    warnings: list[str] = Field(default_factory=list, description=WARNINGS_DESCRIPTION)
     results: list[SearchResult] = Field(default_factory=list)
 
 
@@ -107,6 +114,8 @@ class AnswerResponse(Envelope):
     claims: list[AnswerClaim] = Field(default_factory=list)
     answer_coverage: AnswerCoverage | None = None
     cached: bool
+    engines: list[str] = Field(default_factory=list, description=ENGINES_DESCRIPTION)
+    warnings: list[str] = Field(default_factory=list, description=WARNINGS_DESCRIPTION)
     timings: dict[str, float] = Field(description="milliseconds per stage")
     candidates: list[dict[str, Any]] | None = Field(None, description="ambiguous: the persons that fit")
     evidence: list[dict[str, Any]] | None = Field(None, description="mode=retrieve: E1..En with chunk id, path, "
@@ -159,6 +168,7 @@ class BundleItem(BaseModel):
     content_digest: str
     documents: int
     chunks: int
+    stage: str = Field("complete", description="complete, or lexical: BM25 + graph, published before its vectors")
     current: bool
     served: bool
 

