@@ -694,21 +694,28 @@ def _parse_tree(files: list[SourceFile], base: BaseBundle | None, max_bytes: int
             report("parse", i + 1, len(files))
             continue
         parsed.add(source.path)
+        stage = "read"
         try:
             if source.symlink:
                 raise SkipFile("symlink", "symbolic links are not followed")
             if source.size > max_bytes:
                 raise SkipFile("too_large", f"{source.size} bytes > limit {max_bytes}")
+            stage = "parse"  # named in the skip entry of an unexpected error
             doc = parse_markdown(source.path, source.read(), blob_id=source.blob_id, max_bytes=max_bytes)
+            stage = "chunk"
             started = time.perf_counter()
             doc_chunks = _chunk_one(doc, chunking)
             chunk_seconds += time.perf_counter() - started
+            stage = "record"  # the records are written later; one that cannot be is skipped here
+            _record_line(doc)
+            for chunk in doc_chunks:
+                _record_line(chunk)
             docs.append(doc)
             fresh.setdefault(doc.path, doc_chunks)  # two raw names, one NFC path: the first is kept
         except SkipFile as skip:
             skipped.append(SkippedFile(path=source.path, reason=skip.reason, detail=skip.detail))
         except Exception as exc:  # noqa: BLE001 - a bad file never aborts the build
-            skipped.append(SkippedFile(path=source.path, reason="parse_error", detail=type(exc).__name__))
+            skipped.append(SkippedFile(path=source.path, reason="parse_error", detail=f"{stage}: {type(exc).__name__}"))
         report("parse", i + 1, len(files))
     # Two raw names may normalise to the same NFC path; keep the first, record the other.
     seen: set[str] = set()
@@ -921,13 +928,18 @@ def _change_summary(base: BaseBundle | None, docs: dict[str, Document], changed:
             "renamed": renamed}
 
 
+def _record_line(record: Document | Chunk) -> str:
+    """One ``docs.jsonl`` / ``chunks.jsonl`` line (keys sorted, UTF-8 kept), newline included."""
+    return json.dumps(record.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def _write_records(staging: Path, docs: list[Document], chunks: list[Chunk]) -> None:
     with open(staging / DOCS_FILE, "w", encoding="utf-8") as handle:
         for doc in docs:
-            handle.write(json.dumps(doc.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n")
+            handle.write(_record_line(doc))
     with open(staging / CHUNKS_FILE, "w", encoding="utf-8") as handle:
         for chunk in chunks:
-            handle.write(json.dumps(chunk.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n")
+            handle.write(_record_line(chunk))
 
 
 def _graph_engine() -> dict[str, str]:

@@ -66,6 +66,7 @@ _DATE_KEYS = ("date", "created", "updated", "modified")
 _FOLDER_NOTES = ("readme.md", "index.md", "_index.md")
 _FM_MIN_LIMIT = 64 * 1024  # bytes; the expanded front matter may always be this large
 _FM_NODE_BYTES = 8  # counted per value besides its text, so that many tiny values also add up
+_FM_MAX_DEPTH = 64  # levels of nested lists/mappings a front matter may have (pydantic stops at about 255)
 _nfc = functools.partial(unicodedata.normalize, "NFC")
 
 
@@ -457,6 +458,8 @@ def _split_front_matter(text: str) -> tuple[dict[Any, Any], str]:
         block = "\n".join(lines[1:close])
         try:
             return tomllib.loads(block), "\n".join(lines[close + 1 :])
+        except RecursionError:
+            raise SkipFile("invalid_front_matter", "front matter nested too deeply") from None
         except tomllib.TOMLDecodeError as exc:
             first = _FIRST_LINE.search(block)
             if first and _TOML_KEY_LINE.match(first.group(1)):
@@ -471,6 +474,8 @@ def _split_front_matter(text: str) -> tuple[dict[Any, Any], str]:
     body = "\n".join(lines[close + 1 :])
     try:
         value = _yaml().load(block)
+    except RecursionError:
+        raise SkipFile("invalid_front_matter", "front matter nested too deeply") from None
     except Exception as exc:  # noqa: BLE001 - ruamel raises YAMLError, ValueError, TypeError...
         first = _FIRST_LINE.search(block)  # first non-blank, non-comment line
         if first and _KEY_LINE.match(first.group(1)):
@@ -496,28 +501,38 @@ def _toml_problem(exc: tomllib.TOMLDecodeError) -> str:
     return f"invalid TOML (line {int(found.group(1)) + 1})" if found else "invalid TOML"
 
 
-def _expanded_size(value: Any, memo: dict[int, int], active: set[int]) -> int:
+def _expanded_size(value: Any, memo: dict[int, tuple[int, int]], active: set[int], depth: int = 0) -> int:
     """Approximate size in bytes of ``value`` written out with every alias expanded.
 
     Walks the loaded value as the graph it is (an alias is a shared object), once per distinct
     object, so the cost is bounded by the size of the YAML text, not of the expansion.
-    :raises SkipFile: ``invalid_front_matter`` for a recursive alias.
+    :raises SkipFile: ``invalid_front_matter`` for a recursive alias, or for lists and mappings
+        nested deeper than :data:`_FM_MAX_DEPTH` levels (the record could not be written).
     """
+    return _measure(value, memo, active, depth)[0]
+
+
+def _measure(value: Any, memo: dict[int, tuple[int, int]], active: set[int], depth: int) -> tuple[int, int]:
+    """``(expanded size, nesting height)`` of ``value`` at ``depth``; see :func:`_expanded_size`."""
     if isinstance(value, str | bytes):
-        return len(value) + _FM_NODE_BYTES
+        return len(value) + _FM_NODE_BYTES, 0
     if not isinstance(value, dict | list | tuple | set | frozenset):
-        return _FM_NODE_BYTES + 24
+        return _FM_NODE_BYTES + 24, 0
     key = id(value)
-    if key in memo:
-        return memo[key]
     if key in active:
         raise SkipFile("invalid_front_matter", "front matter contains a recursive alias")
-    active.add(key)
-    items = [x for kv in value.items() for x in kv] if isinstance(value, dict) else list(value)
-    total = _FM_NODE_BYTES + sum(_expanded_size(item, memo, active) for item in items)
-    active.discard(key)
-    memo[key] = total
-    return total
+    if key not in memo:
+        if depth >= _FM_MAX_DEPTH:
+            raise SkipFile("invalid_front_matter", f"front matter nested deeper than {_FM_MAX_DEPTH} levels")
+        active.add(key)
+        items = [x for kv in value.items() for x in kv] if isinstance(value, dict) else list(value)
+        measured = [_measure(item, memo, active, depth + 1) for item in items]
+        active.discard(key)
+        memo[key] = (_FM_NODE_BYTES + sum(m[0] for m in measured), 1 + max((m[1] for m in measured), default=0))
+    size, height = memo[key]
+    if depth + height > _FM_MAX_DEPTH:  # a shared (aliased) value placed deeper than where it was first met
+        raise SkipFile("invalid_front_matter", f"front matter nested deeper than {_FM_MAX_DEPTH} levels")
+    return size, height
 
 
 def _json_safe(value: Any) -> Any:
