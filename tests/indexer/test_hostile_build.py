@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -66,3 +67,97 @@ def test_a_build_over_the_nesting_window_records_every_file_as_skipped(repo: Rep
     assert {s.reason for s in skipped.values()} == {"invalid_front_matter"}
     docs = [json.loads(line) for line in (result.bundle_path / "docs.jsonl").read_text().splitlines()]
     assert [d["path"] for d in docs] == ["good.md"]
+
+
+# --- finding 2: parse cost linear in the file ------------------------------------------------------
+
+WORST_UNITS = ["[", "[[", "![", "*a", "_a", "`", "<"]
+_CHILD = """
+import resource, sys, time
+from indexer.markdown import parse_markdown
+unit = sys.argv[1]
+body = (unit * (2 * 1024 * 1024 // len(unit) + 1))[: 2 * 1024 * 1024]
+started = time.process_time()
+doc = parse_markdown("worst.md", body.encode(), blob_id="0" * 40, max_bytes=4 * 1024 * 1024)
+print(time.process_time() - started, len(doc.body))
+"""
+
+
+@pytest.mark.parametrize("unit", WORST_UNITS)
+def test_a_2_mib_pathological_file_parses_in_under_5_cpu_seconds(unit: str) -> None:
+    """In a child process with a wall-clock limit, so that a quadratic parser fails the test instead of hanging it."""
+    import os
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root}
+    try:
+        done = subprocess.run([sys.executable, "-c", _CHILD, unit], capture_output=True, text=True, timeout=60,
+                              env=env, check=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"parsing 2 MiB of {unit!r} took over 60 s")
+    cpu, length = done.stdout.split()
+    assert int(length) == 2 * 1024 * 1024  # the whole text is kept
+    assert float(cpu) < 5.0, (unit, cpu)
+
+
+def test_defused_dense_text_keeps_its_lines_links_and_heading_text() -> None:
+    from indexer.markdown import outline
+
+    flood = "*a_b`c<d&e[" * 2000  # 22,000 characters, half of them markup: defused
+    body = (f"# Title *x* `y` [z]\n\n{flood} [[Wiki Page|alias *b*]] and [text_here](my_page.md) and "
+            f"![[Embed]] {flood}\n")
+    parsed = outline(body)
+    assert parsed.lines[2] == body.split("\n")[2]  # the indexed text is the body's, every character kept
+    assert parsed.headings[0].text == "Title *x* `y` [z]"
+    targets = {(link.kind, link.target, link.alias) for link in parsed.links}
+    assert ("wikilink", "Wiki Page", "alias *b*") in targets
+    assert ("markdown", "my_page.md", "text_here") in targets
+    assert ("wikilink", "Embed", None) in targets
+
+
+def test_wikilink_rule_still_reads_obsidian_links() -> None:
+    from indexer.markdown import extract_links
+
+    links = extract_links("a [[One]] b [[Two#Head|Alias]] c [[not [nested]]] d [[\n]] e [[ ]] f [[Three]]")
+    assert [(link.target, link.heading, link.alias) for link in links] == [
+        ("One", None, None), ("Two", "Head", "Alias"), ("Three", None, None)]
+
+
+@functools.cache
+def _stock_parser():  # type: ignore[no-untyped-def]
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table")
+
+
+@functools.cache
+def _ours_without_extensions():  # type: ignore[no-untyped-def]
+    """markdown-it with only gitrag's link-label scan (no wikilinks, no defusing): to compare with the stock one."""
+    from indexer.markdown import _Helpers
+
+    md = _stock_parser()
+    md.helpers = _Helpers
+    return md
+
+
+
+
+def test_the_remembered_link_label_scan_parses_like_markdown_it_on_known_shapes() -> None:
+    cases = ["[a](b)", "[a [b] c](d)", "[[a](b)](c)", "[a `]` b](c)", "[a](b) [c]\n\n[c]: d", "![a [b](c)](d)",
+             "[a\\]b](c)", "[[[a]]](b)", "[a <b]> c](d)", "[foo [bar](/uri)][ref]\n\n[ref]: /uri",
+             "[![moon](moon.jpg)](/uri)", "*[a*](b)", "[a](<b)c>)", "[" * 30 + "a" + "]" * 30 + "(b)"]
+    ours, stock = _ours_without_extensions(), _stock_parser()
+    for case in cases:
+        assert ours.render(case) == stock.render(case), case
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="[]()!`<>*_a \\\n:/", max_size=60))
+def test_the_remembered_link_label_scan_parses_like_markdown_it(text: str) -> None:
+    assert _ours_without_extensions().render(text) == _stock_parser().render(text)
