@@ -104,6 +104,8 @@ class ServerConfig(BaseModel):
     cache_bundles: int = Field(4, ge=1, description="historical bundles kept open (count)")
     cache_megabytes: int = Field(1024, ge=1, description="historical bundles kept open (approximate size)")
     spawn_worker: bool = Field(True, description="start `gitrag worker` when a sync job is queued")
+    unpublished_public: bool = Field(False, description="treat pages with published: false as public: any "
+                                     "search key may send published_only: false (default: admin key only)")
     webhook: WebhookConfig = Field(default_factory=WebhookConfig)
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
 

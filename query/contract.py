@@ -27,6 +27,7 @@ ERROR_MESSAGES = {
     "unauthorized": "A valid API key is required.",
     "internal_error": "The server failed to handle the request.",
     "forbidden": "This API key may not use this endpoint.",
+    "unpublished_forbidden": "Pages with published: false need the admin key (published_only: false).",
     "rate_limited": "Too many requests for this API key; retry later.",
     "cors_forbidden": "This origin is not allowed.",
     "invalid_signature": "The webhook signature is missing or wrong.",

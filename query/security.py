@@ -79,6 +79,19 @@ def error_response(reason: str, status: int, headers: dict[str, str] | None = No
     return web.json_response(body, status=status, headers=headers)
 
 
+def check_unpublished(payload: Any, *, allowed: bool) -> None:
+    """Refuse a request body that asks for unpublished pages from a caller who may not read them.
+
+    ``published_only: false`` (``/search``, ``/graph``, ``/document``, ``/answer`` and their MCP
+    tools) needs the admin key unless the server TOML says ``unpublished_public = true``
+    (``allowed`` is that, or an admin caller).  Other bodies pass (their validation is the route's).
+
+    :raises ForbiddenError: ``403 unpublished_forbidden``.
+    """
+    if not allowed and isinstance(payload, dict) and payload.get("published_only") is False:
+        raise ForbiddenError("published_only: false needs the admin key", reason="unpublished_forbidden")
+
+
 def presented_key(request: web.Request) -> str | None:
     """Return the key in ``X-API-Key`` or ``Authorization: Bearer``, or ``None``."""
     key = request.headers.get("X-API-Key")

@@ -73,6 +73,7 @@ from .security import (
     SECURITY_HEADERS,
     RateLimiter,
     auth_middleware,
+    check_unpublished,
     envelope_middleware,
     error_response,
     has_valid_key,
@@ -369,14 +370,17 @@ def split_at(payload: Any) -> tuple[dict[str, Any], str | None]:
 
 
 async def run_retrieval(holder: BundleHolder, options: SearchOptions, route: RetrievalRoute,
-                        payload: Any) -> dict[str, Any]:
+                        payload: Any, *, unpublished: bool = False) -> dict[str, Any]:
     """Answer one retrieval request body (``at`` included) as ``POST route.path`` does.
 
     The HTTP handlers and the MCP tools (:mod:`query.mcp_server`) both call this.  Returns the
     response body (contract envelope + the route's fields).  Raises :class:`QueryError` subclasses
-    (bad body, bad or unknown ``at``, no bundle) for the transport to convert.
+    (bad body, bad or unknown ``at``, no bundle, ``published_only: false`` without ``unpublished``:
+    the caller may read unpublished pages, see :func:`~query.security.check_unpublished`) for the
+    transport to convert.
     """
     payload, at = split_at(payload)
+    check_unpublished(payload, allowed=unpublished)
     parsed = route.parse(payload) if route.parse is not None else payload
 
     def run() -> dict[str, Any]:
@@ -392,7 +396,8 @@ async def run_retrieval(holder: BundleHolder, options: SearchOptions, route: Ret
 def _retrieval_handler(route: RetrievalRoute) -> Callable[[web.Request], Any]:
     async def handler(request: web.Request) -> web.Response:
         payload = await _read_json(request)
-        body = await run_retrieval(request.app[HOLDER], request.app[OPTIONS], route, payload)
+        body = await run_retrieval(request.app[HOLDER], request.app[OPTIONS], route, payload,
+                                   unpublished=_may_read_unpublished(request))
         if isinstance(body.get("index_version"), dict):
             request[BUNDLE_ID] = body["index_version"].get("bundle_id")  # for the access log
         return web.json_response(body)
@@ -410,6 +415,11 @@ def _is_admin(request: web.Request) -> bool:
         return True  # loopback-only server: every role is open
     key = presented_key(request)
     return key is not None and match_key(config, key) == "admin_key"
+
+
+def _may_read_unpublished(request: web.Request) -> bool:
+    """Whether this request may ask for pages with ``published: false`` (admin key, or ``unpublished_public``)."""
+    return request.app[CONFIG].unpublished_public or _is_admin(request)
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
@@ -444,13 +454,16 @@ class AnswerContext:
     coverage_threshold: float = 0.20
 
 
-def prepare_answer(payload: Any, context: AnswerContext, *, admin: bool) -> tuple[Any, str | None, Generator | None]:
+def prepare_answer(payload: Any, context: AnswerContext, *, admin: bool,
+                   unpublished: bool = False) -> tuple[Any, str | None, Generator | None]:
     """Validate a ``POST /answer`` body: return ``(request, at, generator or None in retrieve mode)``.
 
     Raises :class:`InvalidRequestError` / :class:`InvalidQueryError` (bad body), ``invalid_at``
-    (malformed ``at``), :class:`ForbiddenError` (``debug`` without ``admin``).
+    (malformed ``at``), :class:`ForbiddenError` (``debug`` without ``admin``; ``published_only:
+    false`` without ``unpublished``).
     """
     payload, at = split_at(payload)
+    check_unpublished(payload, allowed=unpublished)
     parsed = parse_answer_request(payload)
     if parsed.debug and not admin:
         raise ForbiddenError("debug needs the admin key")
@@ -489,7 +502,8 @@ async def handle_answer(request: web.Request) -> web.StreamResponse:
     (403 ``forbidden`` otherwise).  Generator failures: 503 ``generator_unavailable``.
     """
     payload = await _read_json(request)
-    parsed, at, generator = prepare_answer(payload, answer_context(request.app), admin=_is_admin(request))
+    parsed, at, generator = prepare_answer(payload, answer_context(request.app), admin=_is_admin(request),
+                                           unpublished=_may_read_unpublished(request))
     threshold = request.app[CONFIG].answer.coverage_threshold
     holder: BundleHolder = request.app[HOLDER]
     bundle_id = await asyncio.to_thread(holder.resolve, at) if at is not None else None
