@@ -633,6 +633,86 @@ def use_bundle(store: Store, ref: str, repo_path: Path | str | None = None, *,
     return info
 
 
+def fallback_candidates(store: Store, broken: str | None) -> list[BundleInfo]:
+    """Bundles to serve instead of ``broken`` (the ``CURRENT`` that fails), best first.
+
+    The bundles older than ``broken`` (in :meth:`Store.list_bundles` order: commit time, then publish
+    time), newest first, so that a rollback is never undone by a newer bundle; ``broken`` itself and
+    bundles with an unreadable manifest are left out.  With ``broken`` unknown (its manifest cannot be
+    read) every bundle is a candidate, newest first.
+    """
+    bundles = store.list_bundles()
+    ids = [b.bundle_id for b in bundles]
+    older = bundles[ids.index(broken) + 1:] if broken in ids else bundles
+    return [b for b in older if b.bundle_id != broken]
+
+
+def newest_verified(store: Store, broken: str | None, *, records: bool = False) -> tuple[BundleInfo | None, list[str]]:
+    """Return ``(the first of fallback_candidates(store, broken) that verifies, or None; why others failed)``.
+
+    Each candidate's files are re-hashed (:func:`verify_bundle`; with ``records`` its records too);
+    the second item lists ``"<bundle id>: <problem>"`` for each candidate that failed, in order.
+    """
+    failed: list[str] = []
+    for info in fallback_candidates(store, broken):
+        try:
+            verify_bundle(info.path, records=records)
+        except BundleIntegrityError as exc:
+            failed.append(f"{info.bundle_id}: {'; '.join(exc.problems[:3]) or exc}")
+            continue
+        except (ArtifactError, OSError) as exc:
+            failed.append(f"{info.bundle_id}: {type(exc).__name__}")
+            continue
+        return info, failed
+    return None, failed
+
+
+def repair_current(store: Store, *, lock_timeout: float = 60.0) -> dict[str, Any]:
+    """``gitrag verify --repair-current``: move ``CURRENT`` to the newest older bundle that verifies when it fails.
+
+    Verifies ``CURRENT`` (files and records); if it passes nothing changes.  Otherwise takes the
+    writer lock (waiting up to ``lock_timeout`` seconds), re-reads ``CURRENT`` (a build may have
+    moved it) and points it at :func:`newest_verified` (records checked too).  A pinned store stays
+    pinned to the new bundle's id only if ``PINNED`` named the broken one (it is rewritten).
+    Returns ``{"ok", "current", "was", "problems", "repaired", "skipped"}``: ``ok`` whether ``CURRENT``
+    verifies now, ``was`` the broken id (or ``None``), ``problems`` why it failed, ``skipped`` the
+    candidates that failed too.  Raises :class:`StoreLockedError` (lock not obtained in time) and
+    :class:`StoreWriteError`.
+    """
+    def problems_of(bundle_id: str | None) -> list[str]:
+        if bundle_id is None:
+            return ["the store has no CURRENT bundle"]
+        try:
+            verify_bundle(store.bundle_path(bundle_id))
+        except BundleIntegrityError as exc:
+            return exc.problems or [str(exc)]
+        except (ArtifactError, OSError) as exc:
+            return [f"{type(exc).__name__}"]
+        return []
+
+    current = store.current_id()
+    problems = problems_of(current)
+    if not problems:
+        return {"ok": True, "current": current, "was": None, "problems": [], "repaired": False, "skipped": []}
+    with store.writer_lock(wait=True, timeout=lock_timeout):
+        if store.current_id() != current:  # moved meanwhile: judge the new one
+            current = store.current_id()
+            problems = problems_of(current)
+            if not problems:
+                return {"ok": True, "current": current, "was": None, "problems": [], "repaired": False,
+                        "skipped": []}
+        found, skipped = newest_verified(store, current, records=True)
+        if found is None:
+            return {"ok": False, "current": current, "was": current, "problems": problems, "repaired": False,
+                    "skipped": skipped}
+        pinned = store.is_pinned()
+        store.set_current(found.bundle_id)
+        if pinned:
+            _atomic_write(store.root / PINNED, found.bundle_id + "\n")
+    return {"ok": True, "current": found.bundle_id, "was": current, "problems": problems, "repaired": True,
+            "skipped": skipped}
+
+
 def gc_bundles(store: Store, keep: int) -> list[str]:
     """Delete all but the ``keep`` newest bundles (by commit time), never ``CURRENT`` or ``PINNED``.
 

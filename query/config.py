@@ -104,6 +104,8 @@ class ServerConfig(BaseModel):
     cache_bundles: int = Field(4, ge=1, description="historical bundles kept open (count)")
     cache_megabytes: int = Field(1024, ge=1, description="historical bundles kept open (approximate size)")
     spawn_worker: bool = Field(True, description="start `gitrag worker` when a sync job is queued")
+    fallback_verified: bool = Field(False, description="when CURRENT fails verification at start (or no bundle "
+                                    "is served), serve the newest older bundle that verifies; /health says so")
     unpublished_public: bool = Field(False, description="treat pages with published: false as public: any "
                                      "search key may send published_only: false (default: admin key only)")
     webhook: WebhookConfig = Field(default_factory=WebhookConfig)

@@ -42,7 +42,7 @@ from artifacts import __version__
 from artifacts.embedding import Embedder
 from artifacts.errors import ArtifactError, BundleIntegrityError, BundleNotFoundError
 from artifacts.jobs import JobQueue, spawn_worker
-from artifacts.store import Store, resolve_bundle_ref, use_bundle
+from artifacts.store import Store, fallback_candidates, resolve_bundle_ref, use_bundle
 
 from . import openapi
 from .answer import AnswerCache, answer, parse_answer_request
@@ -109,6 +109,8 @@ def describe_failure(exc: BaseException) -> str:
 NO_BUNDLE_HINT = ("The store has no bundle yet: build one with `gitrag build --repo REPO --store STORE`; "
                   "the server serves it as soon as CURRENT points at it.")
 BROKEN_CURRENT_HINT = "The CURRENT bundle failed to open; run `gitrag verify --store STORE` and `gitrag use`."
+FALLBACK_HINT = ("The CURRENT bundle fails verification; the newest older bundle that verifies is served "
+                 "(fallback_verified). Run `gitrag verify --store STORE --repair-current`.")
 BUILDING_HINT = ("The store has no bundle yet and a build is running now; the server serves its bundle as "
                  "soon as it is published (see `gitrag jobs` or the build's progress).")
 
@@ -135,6 +137,10 @@ class BundleHolder:
         self.index = BundleIndex(store)
         self._reload_lock = threading.Lock()
         self.replica: Any = None  # query.replica.Replica on `gitrag serve --from`: store is its cache
+        self.fallback_verified = False
+        """Serve the newest older bundle that verifies when ``CURRENT`` fails to open and none is served."""
+        self.fallback: dict[str, str] | None = None
+        """While a fallback is served: ``bundle_id`` served, ``current`` (the failing ``CURRENT``), ``reason``."""
 
     def unavailable_hint(self) -> str:
         """Say why no bundle is served: the CURRENT bundle failed to open, a build is running, or none exists.
@@ -224,11 +230,14 @@ class BundleHolder:
                 self.last_error = f"bundle {wanted} failed to open: {describe_failure(exc)}"
                 log.warning("keeping the served bundle: %s", self.last_error,
                             extra={"event": "swap_failed", "bundle_id": wanted})
+                if self.bundle is None and self.fallback_verified:
+                    return self._serve_fallback(wanted)
                 return False
             with self.leases.lock:
                 old, self.bundle = self.bundle, fresh
                 self.last_error = None
                 self.failed_bundle = None
+                self.fallback = None
                 self.swaps += 1
                 if old is not None:
                     self.leases.retire(old)
@@ -237,6 +246,25 @@ class BundleHolder:
                      extra={"event": "swap", "bundle_id": fresh.bundle_id, "commit": m.commit,
                             "previous_bundle_id": old.bundle_id if old is not None else None})
             return True
+
+    def _serve_fallback(self, broken: str) -> bool:
+        """Serve the newest bundle older than ``broken`` that opens and verifies (called with the reload lock)."""
+        for info in fallback_candidates(self.store, broken):
+            try:
+                fresh = self._open(info.bundle_id)
+            except (ArtifactError, QueryError, OSError) as exc:
+                log.warning("fallback bundle %s failed to open: %s", info.bundle_id, describe_failure(exc),
+                            extra={"event": "open_failed", "bundle_id": info.bundle_id})
+                continue
+            with self.leases.lock:
+                self.bundle = fresh
+                self.fallback = {"bundle_id": fresh.bundle_id, "current": broken,
+                                 "reason": self.last_error or "failed to open"}
+                self.swaps += 1
+            log.warning("serving the older verified bundle %s instead of CURRENT %s", fresh.bundle_id, broken,
+                        extra={"event": "fallback", "bundle_id": fresh.bundle_id, "current": broken})
+            return True
+        return False
 
     def resolve(self, at: str) -> str:
         """Return the bundle id for ``at`` with the store's one resolver (as ``gitrag use`` does).
@@ -562,10 +590,16 @@ async def handle_health(request: web.Request) -> web.Response:
         "message": None,
         "auth": "api_keys" if config.keys_configured else "none (no API keys configured; loopback only)",
     }
+    fallback = holder.fallback if bundle is not None and holder.fallback is not None \
+        and holder.fallback["bundle_id"] == bundle.bundle_id else None
+    body["serving"] = None if bundle is None else "fallback" if fallback is not None else "current"
     if bundle is None:
         body["message"] = holder.unavailable_hint()
+    elif fallback is not None:
+        body["message"] = FALLBACK_HINT
     if not config.keys_configured or has_valid_key(config, request):
         body |= {
+            "fallback": fallback,
             "last_reload_error": holder.last_error,
             "failed_bundle": holder.failed_bundle,
             "swaps": holder.swaps,
@@ -931,6 +965,7 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
         app[WORKER] = worker
     app[HOLDER] = BundleHolder(store, embedder=embedder, cache_bundles=config.cache_bundles,
                                cache_bytes=config.cache_megabytes * 1024 * 1024)
+    app[HOLDER].fallback_verified = config.fallback_verified
     app[OPTIONS] = options or SearchOptions()
     app[MCP_SESSION] = {}
     app[ANSWER_CACHE] = AnswerCache(config.answer.cache_entries, config.answer.cache_megabytes * 1024 * 1024)
