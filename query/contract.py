@@ -20,6 +20,8 @@ ERROR_MESSAGES = {
     "invalid_query": "The query is empty, too long or not a string.",
     "invalid_request": "The request body is not a valid JSON object for this endpoint.",
     "payload_too_large": "The request body is larger than the server accepts.",
+    "request_timeout": "The request body did not arrive in time; the connection is closed.",
+    "too_many_connections": "Too many open connections from this address or in total; retry later.",
     "bundle_not_found": "No bundle matches the request.",
     "not_found": "No such endpoint.",
     "method_not_allowed": "This method is not allowed on this endpoint.",

@@ -48,6 +48,7 @@ from . import openapi
 from .answer import AnswerCache, answer, parse_answer_request
 from .bundle import OpenedBundle, open_bundle
 from .config import ConfigError, ServerConfig, is_loopback
+from .contract import error_body
 from .documents import DocumentRequest, get_document, parse_document_request
 from .errors import (
     ClientDisconnectedError,
@@ -57,6 +58,7 @@ from .errors import (
     PayloadTooLargeError,
     PlainNotFoundError,
     QueryError,
+    RequestTimeoutError,
     RetrievalUnavailableError,
     ServiceNotConfiguredError,
     UnauthorizedError,
@@ -69,6 +71,7 @@ from .security import (
     AUTH_FAILURES,
     CONFIG,
     LIMITER,
+    PROXY_NETWORKS,
     ROLES,
     SECURITY_HEADERS,
     RateLimiter,
@@ -78,6 +81,7 @@ from .security import (
     error_response,
     has_valid_key,
     headers_middleware,
+    in_networks,
     match_key,
     presented_key,
 )
@@ -293,6 +297,7 @@ class BundleHolder:
 
 
 HOLDER = web.AppKey("holder", BundleHolder)
+CONNECTION_LIMITS = web.AppKey("connection_limits", object)
 OPTIONS = web.AppKey("options", SearchOptions)
 ANSWER_CACHE = web.AppKey("answer_cache", AnswerCache)
 GENERATORS = web.AppKey("generators", Callable)
@@ -347,13 +352,18 @@ async def _read_body(request: web.Request, limit: int) -> bytes:
     """Read the body (at most ``limit`` bytes).
 
     Raises :class:`PayloadTooLargeError`, :class:`ClientDisconnectedError` when the client goes away
-    mid-body, and :class:`MediaTypeError` (``unsupported_content_encoding``) for a body aiohttp
-    cannot decode.
+    mid-body, :class:`RequestTimeoutError` when the body has not arrived within ``body_timeout``
+    seconds (the connection is then closed), and :class:`MediaTypeError` (``unsupported_content_encoding``)
+    for a body aiohttp cannot decode.
     """
     if request.content_length is not None and request.content_length > limit:
         raise PayloadTooLargeError("body too large")
     try:
-        raw = await request.read()
+        async with asyncio.timeout(request.app[CONFIG].body_timeout):
+            raw = await request.read()
+    except TimeoutError as exc:
+        log.info("closing a connection whose body did not arrive in time", extra={"event": "body_timeout"})
+        raise RequestTimeoutError("body not received in time") from exc
     except (ConnectionResetError, ClientConnectionResetError) as exc:
         raise ClientDisconnectedError("client went away") from exc
     except (ContentEncodingError, RequestPayloadError) as exc:
@@ -961,6 +971,7 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     share = worker.count if worker is not None else 1
     app[LIMITER] = RateLimiter(*split_limit(config.rate_limit_per_minute, config.rate_limit_burst, share))
     app[AUTH_FAILURES] = RateLimiter(*split_limit(config.auth_failures_per_minute, config.auth_failures_burst, share))
+    app[PROXY_NETWORKS] = config.proxy_networks()
     if worker is not None:
         app[WORKER] = worker
     app[HOLDER] = BundleHolder(store, embedder=embedder, cache_bundles=config.cache_bundles,
@@ -1041,6 +1052,8 @@ async def log_middleware(request: web.Request, handler: Any) -> web.StreamRespon
     """Log one line per request: method, route (the pattern, never the raw path), status, ms, bundle id."""
     started = time.perf_counter()
     status = 500
+    if isinstance(request.protocol, _EnvelopeRequestHandler):
+        request.protocol.headers_arrived()
     try:
         response = await handler(request)
         status = response.status
@@ -1083,17 +1096,120 @@ class _EnvelopeRequestHandler(RequestHandler):
         return response
 
 
+LINGERING_SECONDS = 2.0
+"""Seconds aiohttp goes on reading (and dropping) the rest of a body the server refused or gave up on,
+before it closes the connection (aiohttp's default is 10)."""
+
+
+class ConnectionLimits:
+    """Open connections counted per client address and in total, shared by one server's connections.
+
+    ``admit`` says whether one more connection from ``address`` is allowed (``max_total`` in all,
+    ``max_per_address`` per address unless ``exempt(address)``, e.g. a trusted proxy) and counts it;
+    ``release`` forgets it.  Used on the event loop only.
+    """
+
+    def __init__(self, max_total: int, max_per_address: int, exempt: Callable[[str], bool] = lambda a: False,
+                 header_timeout: float = 30.0) -> None:
+        self.max_total, self.max_per_address, self.exempt = max_total, max_per_address, exempt
+        self.header_timeout = header_timeout
+        self.total = 0
+        self.per_address: dict[str, int] = {}
+        self.refused = 0
+        self.timed_out = 0
+
+    def admit(self, address: str) -> bool:
+        if self.total >= self.max_total or (
+                self.per_address.get(address, 0) >= self.max_per_address and not self.exempt(address)):
+            self.refused += 1
+            return False
+        self.total += 1
+        self.per_address[address] = self.per_address.get(address, 0) + 1
+        return True
+
+    def release(self, address: str) -> None:
+        self.total -= 1
+        left = self.per_address.get(address, 1) - 1
+        if left > 0:
+            self.per_address[address] = left
+        else:
+            self.per_address.pop(address, None)
+
+
+_REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            b"Retry-After: 1\r\nContent-Length: %d\r\n\r\n%s")
+
+
+class _LimitedRequestHandler(_EnvelopeRequestHandler):
+    """A connection under :class:`ConnectionLimits`: refused (503, closed) over a cap, closed when its
+    first request's headers have not arrived within ``header_timeout`` seconds."""
+
+    def __init__(self, manager: web.Server, limits: ConnectionLimits, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self.limits = limits
+        self.address: str | None = None
+        self.header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer = transport.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        if not self.limits.admit(address):
+            body = json.dumps(error_body("too_many_connections")).encode()
+            transport.write(_REFUSED % (len(body), body))  # type: ignore[attr-defined]
+            transport.close()
+            return
+        self.address = address
+        self.header_timer = asyncio.get_running_loop().call_later(self.limits.header_timeout, self._header_timeout,
+                                                                   transport)
+        super().connection_made(transport)
+
+    def headers_arrived(self) -> None:
+        """The first request's headers are in (called by :func:`log_middleware`): the header deadline is off."""
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+            self.header_timer = None
+
+    def _header_timeout(self, transport: asyncio.BaseTransport) -> None:
+        self.header_timer = None
+        self.limits.timed_out += 1
+        log.info("closing a connection that sent no complete request in time", extra={"event": "header_timeout"})
+        transport.close()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if self.address is None:
+            return  # refused in connection_made: aiohttp never saw it
+        self.headers_arrived()
+        self.limits.release(self.address)
+        self.address = None
+        super().connection_lost(exc)
+
+
 class _EnvelopeServer(web.Server):
+    limits: ConnectionLimits | None = None
+
     def __call__(self) -> RequestHandler:
+        if self.limits is not None:
+            return _LimitedRequestHandler(self, self.limits, loop=self._loop, **self._kwargs)
         return _EnvelopeRequestHandler(self, loop=self._loop, **self._kwargs)
 
 
 class EnvelopeRunner(web.AppRunner):
-    """An :class:`aiohttp.web.AppRunner` whose connections answer parser errors with the envelope."""
+    """An :class:`aiohttp.web.AppRunner` whose connections answer parser errors with the envelope and,
+    given ``limits``, obey :class:`ConnectionLimits`.
+
+    Uses aiohttp internals (``_make_server``, ``Server._loop`` / ``_kwargs``): the dependency is pinned
+    to the tested minor release (pyproject.toml) and ``tests/query/test_server_hardening27.py`` fails
+    on another one.
+    """
+
+    def __init__(self, app: web.Application, *, limits: ConnectionLimits | None = None, **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self.limits = limits
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         server.__class__ = _EnvelopeServer  # same state, one overridden factory method
+        server.limits = self.limits  # type: ignore[attr-defined]
         return server
 
 
@@ -1105,7 +1221,14 @@ async def start_server(app: web.Application, host: str = "127.0.0.1", port: int 
     Call ``await runner.cleanup()`` to stop.  aiohttp's own access log is off: :func:`log_middleware`
     writes one structured line per request instead.
     """
-    runner = EnvelopeRunner(app, access_log=None, handle_signals=handle_signals)
+    config = app[CONFIG]
+    networks = config.proxy_networks()
+    limits = ConnectionLimits(config.max_connections, config.max_connections_per_address,
+                              exempt=lambda address: in_networks(address, networks),
+                              header_timeout=config.header_timeout)
+    app[CONNECTION_LIMITS] = limits
+    runner = EnvelopeRunner(app, access_log=None, handle_signals=handle_signals, limits=limits,
+                            keepalive_timeout=config.keepalive_timeout, lingering_time=LINGERING_SECONDS)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_port=reuse_port or None)
     await site.start()

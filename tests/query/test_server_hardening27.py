@@ -172,3 +172,178 @@ def test_serve_cli_has_the_fallback_flag() -> None:
 
     out = CliRunner().invoke(serve_command, ["--help"])
     assert "--fallback-verified" in out.output
+
+
+# --- finding 5: connection limits ------------------------------------------------------------------------
+
+
+def _serve_raw(store: Path, embedder, scenario, config: ServerConfig) -> None:  # type: ignore[no-untyped-def]
+    """Run ``await scenario(port, app)`` against the server as ``gitrag serve`` starts it (real socket)."""
+    import asyncio
+
+    from query.server import create_app, start_server
+
+    async def main() -> None:
+        app = create_app(store, embedder=embedder, poll_interval=60, config=config)
+        runner, port = await start_server(app, "127.0.0.1", 0)
+        try:
+            await scenario(port, app)
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(main())
+
+
+async def _closed_within(reader, seconds: float) -> tuple[bool, bytes]:  # type: ignore[no-untyped-def]
+    """Read until EOF; ``(closed within seconds, bytes read)``."""
+    import asyncio
+
+    data = b""
+    try:
+        async with asyncio.timeout(seconds):
+            while chunk := await reader.read(65536):
+                data += chunk
+    except TimeoutError:
+        return False, data
+    except ConnectionResetError:
+        pass
+    return True, data
+
+
+def test_partial_headers_and_bodies_are_closed_within_their_timeouts(private_store: Path, hash_embedder) -> None:
+    import asyncio
+    import json
+    import time
+
+    async def scenario(port: int, app) -> None:  # type: ignore[no-untyped-def]
+        # headers never finished
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: applic")
+        await writer.drain()
+        started = time.monotonic()
+        closed, _ = await _closed_within(reader, 5)
+        assert closed and time.monotonic() - started < 3
+        writer.close()
+        # a body that never arrives: Content-Length, and chunked
+        for head in (b"Content-Length: 100\r\n\r\n{\"query\": ", b"Transfer-Encoding: chunked\r\n\r\n5\r\n{\"que"):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"POST /search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + head)
+            await writer.drain()
+            started = time.monotonic()
+            closed, data = await _closed_within(reader, 6)
+            assert closed and time.monotonic() - started < 1 + 2 + 1.5, head  # body_timeout + lingering
+            status_line, _, rest = data.partition(b"\r\n")
+            assert status_line.startswith(b"HTTP/1.1 408"), data[:200]
+            assert json.loads(rest.partition(b"\r\n\r\n")[2])["reason"] == "request_timeout"
+            writer.close()
+
+    _serve_raw(private_store, hash_embedder, scenario, ServerConfig(header_timeout=1, body_timeout=1))
+
+
+def test_connections_are_capped_per_address_and_in_total(private_store: Path, hash_embedder) -> None:
+    import asyncio
+    import json
+
+    async def scenario(port: int, app) -> None:  # type: ignore[no-untyped-def]
+        held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(3)]
+        await asyncio.sleep(0.2)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        closed, data = await _closed_within(reader, 5)
+        assert closed and data.startswith(b"HTTP/1.1 503")
+        assert json.loads(data.partition(b"\r\n\r\n")[2])["reason"] == "too_many_connections"
+        writer.close()
+        held.pop()[1].close()
+        await asyncio.sleep(0.2)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)  # a slot is free again
+        writer.write(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        closed, data = await _closed_within(reader, 10)
+        assert data.startswith(b"HTTP/1.1 200"), data[:100]
+        for _, w in held:
+            w.close()
+
+    _serve_raw(private_store, hash_embedder, scenario, ServerConfig(max_connections_per_address=3))
+    _serve_raw(private_store, hash_embedder, scenario, ServerConfig(max_connections=3))
+
+
+def test_400_idle_partial_connections_are_closed_while_requests_stay_fast(private_store: Path,
+                                                                          hash_embedder) -> None:
+    import asyncio
+    import time
+
+    import aiohttp
+
+    async def scenario(port: int, app) -> None:  # type: ignore[no-untyped-def]
+        idle = []
+        for n in range(400):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow-%d: " % n)
+            idle.append((reader, writer))
+        opened = time.monotonic()
+        latencies = []
+        async with aiohttp.ClientSession() as http:
+            while time.monotonic() - opened < 2.5:
+                started = time.monotonic()
+                async with http.post(f"http://127.0.0.1:{port}/search", json={"query": "mountains"}) as resp:
+                    assert resp.status == 200
+                latencies.append(time.monotonic() - started)
+        results = await asyncio.gather(*(_closed_within(reader, 6) for reader, _ in idle))
+        assert all(closed for closed, _ in results)
+        assert time.monotonic() - opened < 2 + 6
+        latencies.sort()
+        assert len(latencies) >= 5 and latencies[int(0.99 * (len(latencies) - 1))] < 1.0, latencies[-5:]
+        for _, writer in idle:
+            writer.close()
+
+    _serve_raw(private_store, hash_embedder, scenario,
+               ServerConfig(header_timeout=2, max_connections_per_address=1000, max_connections=2000))
+
+
+def test_failed_keys_count_per_address_and_key_prefix(private_store: Path, hash_embedder) -> None:
+    async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        statuses = []
+        for _ in range(25):  # a bad client at this address (burst 20)
+            async with http.post(base + "/search", json={"query": "x"}, headers={"X-API-Key": "w" * 40}) as resp:
+                statuses.append(resp.status)
+        assert statuses[0] == 401 and statuses[-1] == 429
+        async with http.post(base + "/search", json={"query": "mountains"}, headers={"X-API-Key": SEARCH_KEY}) as resp:
+            assert resp.status == 200  # the good key at the same address keeps working
+
+    with_server(private_store, hash_embedder, scenario,
+                config=ServerConfig(search_key=SEARCH_KEY, admin_key=ADMIN_KEY))
+
+
+def test_x_forwarded_for_is_read_only_from_trusted_proxies(private_store: Path, hash_embedder) -> None:
+    async def bad_keys(base, http, forwarded: str) -> list[int]:  # type: ignore[no-untyped-def]
+        statuses = []
+        for _ in range(22):
+            headers = {"X-API-Key": "w" * 40, "X-Forwarded-For": forwarded}
+            async with http.post(base + "/search", json={"query": "x"}, headers=headers) as resp:
+                statuses.append(resp.status)
+        return statuses
+
+    async def trusted(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        assert (await bad_keys(base, http, "198.51.100.7, 203.0.113.5"))[-1] == 429
+        assert (await bad_keys(base, http, "203.0.113.6"))[0] == 401  # another client behind the proxy
+
+    async def untrusted(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        assert (await bad_keys(base, http, "203.0.113.5"))[-1] == 429
+        assert (await bad_keys(base, http, "203.0.113.6"))[0] == 429  # the header is not believed
+
+    keys = {"search_key": SEARCH_KEY, "admin_key": ADMIN_KEY}
+    with_server(private_store, hash_embedder, trusted, config=ServerConfig(**keys, trusted_proxies=["127.0.0.0/8"]))
+    with_server(private_store, hash_embedder, untrusted, config=ServerConfig(**keys))
+
+
+def test_aiohttp_is_the_release_the_server_internals_were_tested_on() -> None:
+    """query.server.EnvelopeRunner reaches into aiohttp (``_make_server``, ``Server._kwargs``); pyproject pins
+    aiohttp to 3.14.x.  A new release must be tested and the pin and this check moved together."""
+    import aiohttp
+
+    assert aiohttp.__version__.startswith("3.14."), f"aiohttp {aiohttp.__version__}: re-test query.server internals"
+    from aiohttp import web
+
+    assert callable(getattr(web.AppRunner, "_make_server", None))
+    import inspect
+
+    source = inspect.getsource(web.Server.__init__)
+    assert "self._loop" in source and "self._kwargs" in source
