@@ -167,6 +167,7 @@ class BundleHolder:
             fresh.embedder_future = wrapped
         if fresh.embedder is not None:
             fresh.embedder.embed_query("warm-up")  # load weights before serving
+        fresh.chunks.prepare()  # an incremental bundle's label -> line map, before any request needs it
         warm_up(fresh)  # the BM25 matrix weighed before the first request, not during it
         return fresh
 
