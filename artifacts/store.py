@@ -44,7 +44,7 @@ from .errors import (
     UnknownRevisionError,
 )
 from .hashing import combine_digests, digest_lines, hash_bundle_files
-from .layout import CHUNKS_FILE, DOCS_FILE
+from .layout import CHUNKS_FILE, DOCS_FILE, GRAPH_DIR
 from .manifest import MANIFEST_NAME, Manifest, read_manifest
 
 BUNDLES = "bundles"
@@ -258,6 +258,8 @@ def verify_bundle(bundle_dir: Path, *, records: bool = True) -> Manifest:
     ``records``: also check the records against the manifest's counts and digests and every chunk
     against its sha256 (``gitrag verify``, publish); opening a bundle to serve it checks file hashes
     only, which already catch any changed byte.
+    An extra empty ``graph/*.wal`` (a write-ahead log the graph engine may leave, with nothing to
+    replay) is not a problem; a non-empty one is (it could change what the graph reads).
     Raises :class:`BundleIntegrityError` listing every missing, extra or changed file, and
     :class:`~artifacts.errors.FormatVersionError` for an unreadable format.
     """
@@ -270,6 +272,8 @@ def verify_bundle(bundle_dir: Path, *, records: bool = True) -> Manifest:
         if have is None:
             problems.append(f"{path}: missing")
         elif want is None:
+            if _is_graph_wal(path) and have.size == 0:
+                continue  # an empty write-ahead log left beside the graph database: nothing to replay
             problems.append(f"{path}: not in manifest")
         elif (want.sha256, want.size) != (have.sha256, have.size):
             problems.append(f"{path}: sha256/size mismatch")
@@ -278,6 +282,12 @@ def verify_bundle(bundle_dir: Path, *, records: bool = True) -> Manifest:
     if problems:
         raise BundleIntegrityError(f"bundle {manifest.bundle_id} fails verification", problems)
     return manifest
+
+
+def _is_graph_wal(path: str) -> bool:
+    """``graph/<name>.wal``: the graph engine's write-ahead log, which an interrupted writable open may
+    leave; the published database never needs one (its writer checkpoints and checks that none remains)."""
+    return path.startswith(GRAPH_DIR + "/") and path.endswith(".wal") and path.count("/") == 1
 
 
 def verify_in_background(bundle_dir: Path) -> Future[Manifest]:

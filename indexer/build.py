@@ -45,7 +45,7 @@ from artifacts.storeconfig import defaults_from_build, read_defaults, resolve_op
 
 from .chunking import chunk_document, count_tokens
 from .errors import BuildError, SkipFile, SourceError
-from .gitsource import CommitInfo, SourceFile, iter_markdown, open_repo, resolve_commit
+from .gitsource import CommitInfo, SourceFile, iter_markdown, open_repo, resolve_commit, unindexable_files
 from .graph import choose_graph_mapping, load_author_names, write_graph
 from .incremental import BaseBundle, embedding_key, find_base_bundle, load_base_bundle
 from .markdown import parse_markdown, resolve_links
@@ -307,6 +307,9 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
                               f"{info.commit[:12]} (a folder needs a trailing '/', e.g. 'docs/')")
         docs, skipped, parsed_paths, fresh, chunk_seconds = _parse_tree(
             files, base, config.max_file_bytes, config.chunking, report)
+        skipped = sorted(skipped + [SkippedFile(path=path, reason=reason, detail=detail)
+                                    for path, reason, detail in unindexable_files(repo, info.tree)
+                                    if config.includes(path)], key=lambda s: (s.path, s.reason))
         lap("parse")
         chunks = _chunk_all(docs, fresh, base)  # chunked while parsing: progress shows one stage, "parse"
         # Each document is chunked right after it is parsed (one Markdown parse per document, see

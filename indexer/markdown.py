@@ -66,6 +66,7 @@ _HIDDEN = re.compile(
 )
 _WIKILINK_SPAN = re.compile(r"\[\[[^\[\]\n]*\]\]")
 _DATE_KEYS = ("date", "created", "updated", "modified")
+_YEAR = re.compile(r"[0-9]{4}(?![0-9])")  # a date's year: exactly four digits (99999-01-01 has none)
 _FOLDER_NOTES = ("readme.md", "index.md", "_index.md")
 _FM_MIN_LIMIT = 64 * 1024  # bytes; the expanded front matter may always be this large
 _FM_NODE_BYTES = 8  # counted per value besides its text, so that many tiny values also add up
@@ -537,7 +538,7 @@ def parse_markdown(path: str, data: bytes, *, blob_id: str, max_bytes: int) -> D
     # Dates are already ISO strings (see _json_safe); a bare year (``date: 2021``) stringifies.
     dates = {k: v for k in _DATE_KEYS if (v := _scalar_text(fm.get(k))) is not None}
     date = dates.get("date") or next(iter(dates.values()), None)
-    year = int(date[:4]) if date and re.fullmatch(r"[0-9]{4}", date[:4]) else None
+    year = int(found.group(0)) if date and (found := _YEAR.match(date)) else None
     taxonomy = fm.get("taxonomy") if isinstance(fm.get("taxonomy"), dict) else {}
     return Document(
         path=path,

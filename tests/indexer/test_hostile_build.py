@@ -161,3 +161,33 @@ from hypothesis import strategies as st  # noqa: E402
 @given(st.text(alphabet="[]()!`<>*_a \\\n:/", max_size=60))
 def test_the_remembered_link_label_scan_parses_like_markdown_it(text: str) -> None:
     assert _ours_without_extensions().render(text) == _stock_parser().render(text)
+
+
+# --- finding 8 (small items of the indexer) ------------------------------------------------------------
+
+
+def test_submodules_and_non_utf8_names_are_recorded_skips(repo: RepoBuilder, tmp_path: Path, hash_embedder) -> None:
+    import os
+
+    from tests.conftest import git
+
+    repo.write("good.md", "# Good\n\ntext\n")
+    for raw in (b"bad\xff.md", b"bad\xfe.md"):
+        (repo.path / os.fsdecode(raw)).write_text("# Bad name\n\ntext\n", encoding="utf-8")
+    repo.commit("files")
+    sha = git(repo.path, "rev-parse", "HEAD").strip()
+    git(repo.path, "update-index", "--add", "--cacheinfo", f"160000,{sha},vendor/wiki.md")
+    git(repo.path, "commit", "-q", "-m", "submodule")
+    result = build_bundle(repo.path, tmp_path / "store", embedder=hash_embedder)
+    skipped = {(s.path, s.reason) for s in result.manifest.skipped}
+    assert skipped == {("bad\\xff.md", "invalid_path"), ("bad\\xfe.md", "invalid_path"),
+                       ("vendor/wiki.md", "submodule")}
+    docs = [json.loads(line)["path"] for line in (result.bundle_path / "docs.jsonl").read_text().splitlines()]
+    assert docs == ["good.md"]
+
+
+@pytest.mark.parametrize(("date", "year"), [("99999-01-01", None), ("2021-05-04", 2021), ("2021", 2021),
+                                            ("12021-01-01", None), ("0999-01-01", 999)])
+def test_the_year_of_a_date_is_exactly_four_digits(date: str, year: int | None) -> None:
+    doc = parse_markdown("d.md", f"---\ndate: '{date}'\n---\nbody\n".encode(), blob_id="0" * 40, max_bytes=1 << 20)
+    assert doc.year == year

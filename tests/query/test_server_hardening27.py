@@ -347,3 +347,23 @@ def test_aiohttp_is_the_release_the_server_internals_were_tested_on() -> None:
 
     source = inspect.getsource(web.Server.__init__)
     assert "self._loop" in source and "self._kwargs" in source
+
+
+# --- finding 8 (small items of the store) -----------------------------------------------------------------
+
+
+def test_verify_accepts_an_empty_stray_graph_wal_and_refuses_other_strays(private_store: Path) -> None:
+    import os
+    import stat
+
+    from artifacts.errors import BundleIntegrityError
+    from artifacts.store import Store, verify_bundle
+
+    bundle = Store(private_store).current_path()
+    os.chmod(bundle / "graph", stat.S_IRWXU)
+    (bundle / "graph" / "graph.wal").write_bytes(b"")
+    assert verify_bundle(bundle).bundle_id == bundle.name
+    (bundle / "graph" / "graph.wal").write_bytes(b"\x01" * 64)
+    with pytest.raises(BundleIntegrityError) as caught:
+        verify_bundle(bundle)
+    assert caught.value.problems == ["graph/graph.wal: not in manifest"]
