@@ -629,15 +629,16 @@ def use_bundle(store: Store, ref: str, repo_path: Path | str | None = None, *,
                lock_timeout: float = 60.0) -> BundleInfo:
     """Point ``CURRENT`` at the bundle of ``ref`` after verifying it: ``gitrag use`` and ``POST /admin/use``.
 
-    Resolves with :func:`resolve_bundle_ref`, re-hashes the bundle (:func:`verify_bundle`), then
-    takes the store's writer lock (waiting up to ``lock_timeout`` seconds) and replaces ``CURRENT``.
+    Resolves with :func:`resolve_bundle_ref`, re-hashes the bundle once (:func:`verify_bundle_once`:
+    a second switch to the same unchanged bundle is fast), then takes the store's writer lock
+    (waiting up to ``lock_timeout`` seconds) and replaces ``CURRENT``.
     A bundle that fails verification never becomes ``CURRENT``.  Returns the bundle.
 
     Raises what :func:`resolve_bundle_ref` raises, :class:`BundleIntegrityError` (verification),
     :class:`StoreLockedError` (lock not obtained in time) and :class:`StoreWriteError` (e.g. disk full).
     """
     info = resolve_bundle_ref(store, ref, repo_path, bundles=bundles, prefer=prefer)
-    verify_bundle(info.path)
+    verify_bundle_once(store, info.bundle_id)
     with store.writer_lock(wait=True, timeout=lock_timeout):
         store.set_current(info.bundle_id)
     return info
@@ -723,6 +724,42 @@ def repair_current(store: Store, *, lock_timeout: float = 60.0) -> dict[str, Any
             "skipped": skipped}
 
 
+VERIFIED = "verified"
+"""``<store>/verified/<bundle id>``: the stamp of the bundle's last passed verification (:func:`verify_bundle_once`)."""
+
+
+def _bundle_stamp(bundle_dir: Path) -> str:
+    """A digest of the manifest's bytes and every file's path, size and modification time (no file is read)."""
+    import hashlib
+
+    digest = hashlib.sha256((bundle_dir / MANIFEST_NAME).read_bytes())
+    for path in sorted(p for p in bundle_dir.rglob("*") if p.is_file()):
+        info = path.stat()
+        digest.update(f"{path.relative_to(bundle_dir).as_posix()}\t{info.st_size}\t{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def verify_bundle_once(store: Store, bundle_id: str) -> Manifest:
+    """:func:`verify_bundle` (files and records) unless this bundle passed it before and is unchanged since.
+
+    A bundle is immutable, so a pass is remembered in ``<store>/verified/<bundle id>`` with a stamp
+    of its manifest and of every file's size and modification time (:func:`_bundle_stamp`); a file
+    written, added or removed since changes the stamp and the bundle is hashed again.  The stamp is
+    best effort: a read-only store just verifies every time.  Raises what :func:`verify_bundle` raises.
+    """
+    path = store.bundle_path(bundle_id)
+    marker = store.root / VERIFIED / bundle_id
+    stamp = _bundle_stamp(path)
+    with contextlib.suppress(OSError):
+        if marker.read_text(encoding="utf-8").strip() == stamp:
+            return read_manifest(path)
+    manifest = verify_bundle(path)
+    with contextlib.suppress(OSError, StoreWriteError):
+        marker.parent.mkdir(exist_ok=True)
+        _atomic_write(marker, stamp + "\n")
+    return manifest
+
+
 def gc_bundles(store: Store, keep: int) -> list[str]:
     """Delete all but the ``keep`` newest bundles (by commit time), never ``CURRENT`` or ``PINNED``.
 
@@ -739,5 +776,7 @@ def gc_bundles(store: Store, keep: int) -> list[str]:
     for info in doomed:
         _make_writable(info.path)
         shutil.rmtree(info.path)
+        with contextlib.suppress(OSError):
+            (store.root / VERIFIED / info.bundle_id).unlink()
     store.clean_staging()
     return [b.bundle_id for b in doomed]

@@ -191,3 +191,55 @@ def test_submodules_and_non_utf8_names_are_recorded_skips(repo: RepoBuilder, tmp
 def test_the_year_of_a_date_is_exactly_four_digits(date: str, year: int | None) -> None:
     doc = parse_markdown("d.md", f"---\ndate: '{date}'\n---\nbody\n".encode(), blob_id="0" * 40, max_bytes=1 << 20)
     assert doc.year == year
+
+
+@pytest.mark.slow
+def test_the_hostile_repository_builds_in_under_60_cpu_seconds_with_every_skip_recorded(  # type: ignore[no-untyped-def]
+        repo: RepoBuilder, tmp_path: Path, hash_embedder) -> None:
+    """Bad encodings, front-matter attacks (the nesting window), 2 MiB of each pathological unit, odd paths,
+    a symlink and a submodule: one build, every bad file a recorded skip, under 60 s of CPU."""
+    import os
+    import resource
+
+    from tests.conftest import git
+
+    expected: dict[str, str] = {}
+    for kind in KINDS:
+        for n in (200, 260, 450, 600):
+            repo.write(f"fm/{kind}-{n}.md", _nested(kind, n))
+            expected[f"fm/{kind}-{n}.md"] = "invalid_front_matter"
+    repo.write("fm/alias-bomb.md", "---\na: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                                   "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\n"
+                                   "e: [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n---\nbody\n")
+    expected["fm/alias-bomb.md"] = "front_matter_too_large"
+    repo.write("enc/latin1.md", "# Caf\xe9\n".encode("latin-1"))
+    repo.write("enc/utf16.md", "# Title\n".encode("utf-16"))
+    repo.write("enc/nul.md", b"# a\x00b\n")
+    expected |= {"enc/latin1.md": "not_utf8", "enc/utf16.md": "not_utf8", "enc/nul.md": "binary"}
+    size = 2 * 1024 * 1024 - 4096
+    for i, unit in enumerate(WORST_UNITS):
+        repo.write(f"big/u{i}.md", (unit * (size // len(unit) + 1))[:size])
+    repo.write("odd/ spaces and ünïcödé .md", "# Odd\n\nname\n")
+    repo.write("odd/#hash?.md", "# Hash\n\nname\n")
+    os.symlink("../odd/#hash?.md", repo.path / "odd" / "link.md")
+    expected["odd/link.md"] = "symlink"
+    (repo.path / os.fsdecode(b"odd/bad\xff.md")).write_text("# x\n", encoding="utf-8")
+    expected["odd/bad\\xff.md"] = "invalid_path"
+    repo.commit("hostile")
+    sha = git(repo.path, "rev-parse", "HEAD").strip()
+    git(repo.path, "update-index", "--add", "--cacheinfo", f"160000,{sha},vendor/sub")
+    git(repo.path, "commit", "-q", "-m", "submodule")
+    expected["vendor/sub"] = "submodule"
+
+    def cpu() -> float:
+        usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        return sum(u.ru_utime + u.ru_stime for u in usage)
+
+    started = cpu()
+    result = build_bundle(repo.path, tmp_path / "store", embedder=hash_embedder)
+    spent = cpu() - started
+    skipped = {s.path: s.reason for s in result.manifest.skipped}
+    assert skipped == expected
+    docs = {json.loads(line)["path"] for line in (result.bundle_path / "docs.jsonl").read_text().splitlines()}
+    assert {f"big/u{i}.md" for i in range(len(WORST_UNITS))} <= docs
+    assert spent < 60, (spent, result.manifest.stats.timings)

@@ -367,3 +367,30 @@ def test_verify_accepts_an_empty_stray_graph_wal_and_refuses_other_strays(privat
     with pytest.raises(BundleIntegrityError) as caught:
         verify_bundle(bundle)
     assert caught.value.problems == ["graph/graph.wal: not in manifest"]
+
+
+def test_use_verifies_a_bundle_once_and_again_after_it_changed(broken_current: dict[str, str]) -> None:
+    """Finding 6, ``gitrag use``: a bundle that passed is not hashed again while its files are unchanged."""
+    import os
+    import stat
+
+    from artifacts.errors import BundleIntegrityError
+    from artifacts.store import Store, use_bundle
+
+    store = Store(broken_current["store"])
+    oldest = store.bundle_path(broken_current["oldest"])
+    assert use_bundle(store, broken_current["oldest"]).bundle_id == broken_current["oldest"]
+    assert (store.root / "verified" / broken_current["oldest"]).is_file()
+    # bytes changed in place with size and mtime kept: the remembered pass holds (no file is read again)
+    target = oldest / "docs.jsonl"
+    before = target.stat()
+    os.chmod(oldest, stat.S_IRWXU)
+    os.chmod(target, stat.S_IRUSR | stat.S_IWUSR)
+    data = target.read_bytes()
+    target.write_bytes(data[:-2] + (b"X" if data[-2:-1] != b"X" else b"Y") + data[-1:])
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert use_bundle(store, broken_current["oldest"]).bundle_id == broken_current["oldest"]
+    # a file written since (new mtime): verified again, and refused
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    with pytest.raises(BundleIntegrityError):
+        use_bundle(store, broken_current["oldest"])
