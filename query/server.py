@@ -880,8 +880,29 @@ async def _start_mcp(app: web.Application) -> Any:
     return context
 
 
+def _invalid_json_rpc_ids(payload: Any) -> bool:
+    """True when a JSON-RPC message (or one of a batch) has an ``id`` that is neither a string, an integer
+    nor null (JSON-RPC 2.0 section 4; the SDK would otherwise answer 202 with no body)."""
+    messages = payload if isinstance(payload, list) else [payload]
+    return any(isinstance(m, dict) and "id" in m and not (m["id"] is None or isinstance(m["id"], str)
+                                                       or (isinstance(m["id"], int) and not isinstance(m["id"], bool)))
+               for m in messages)
+
+
 async def handle_mcp(request: web.Request) -> web.StreamResponse:
-    """``POST /mcp``: the MCP streamable HTTP transport (:func:`query.mcp_server.handle_mcp`)."""
+    """``POST /mcp``: the MCP streamable HTTP transport (:func:`query.mcp_server.handle_mcp`).
+
+    Before the SDK sees it, the body is read here under the server's limits (``max_body_bytes``: 413 in
+    the contract's envelope; ``body_timeout``), and a message whose ``id`` is an object, array, float
+    or boolean is answered with JSON-RPC error ``-32600`` (HTTP 400).
+    """
+    if request.method == "POST":
+        raw = await _read_body(request, request.app[CONFIG].max_body_bytes)  # cached: the SDK reads it again
+        with contextlib.suppress(InvalidRequestError):
+            if _invalid_json_rpc_ids(decode_json(raw)):
+                return web.json_response({"jsonrpc": "2.0", "id": None,
+                                          "error": {"code": -32600, "message": "Invalid Request: bad id"}},
+                                         status=400)
     await asyncio.shield(request.app[MCP_START])
     from .mcp_server import handle_mcp as handle
 

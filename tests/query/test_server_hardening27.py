@@ -394,3 +394,24 @@ def test_use_verifies_a_bundle_once_and_again_after_it_changed(broken_current: d
     os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
     with pytest.raises(BundleIntegrityError):
         use_bundle(store, broken_current["oldest"])
+
+
+def test_mcp_refuses_big_bodies_in_the_envelope_and_object_ids_as_json_rpc_errors(private_store: Path,
+                                                                                  hash_embedder) -> None:
+    headers = {"Accept": "application/json, text/event-stream", "X-API-Key": SEARCH_KEY}
+    init = {"jsonrpc": "2.0", "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+
+    async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        big = {**init, "id": 1, "padding": "x" * (65 * 1024)}
+        async with http.post(base + "/mcp", json=big, headers=headers) as resp:
+            assert resp.status == 413 and (await resp.json())["reason"] == "payload_too_large"
+        for bad_id in ({"a": 1}, [1], 1.5, True):
+            async with http.post(base + "/mcp", json={**init, "id": bad_id}, headers=headers) as resp:
+                reply = await resp.json()
+                assert resp.status == 400 and reply["error"]["code"] == -32600 and reply["id"] is None, bad_id
+        async with http.post(base + "/mcp", json={**init, "id": 7}, headers=headers) as resp:
+            assert resp.status == 200, await resp.text()
+
+    with_server(private_store, hash_embedder, scenario,
+                config=ServerConfig(search_key=SEARCH_KEY, admin_key=ADMIN_KEY))
