@@ -64,7 +64,7 @@ from .errors import (
     UnauthorizedError,
 )
 from .evidence import Generator
-from .graph import GraphRequest, answer_graph
+from .graph import answer_graph
 from .hybrid import SearchOptions, parse_search_request, search, warm_up
 from .prom import METRICS, ServerMetrics, handle_metrics, metrics_middleware
 from .security import (
@@ -342,7 +342,7 @@ def _run_document(bundle: OpenedBundle, request: Any, options: SearchOptions) ->
 RETRIEVAL_ROUTES: list[RetrievalRoute] = [
     RetrievalRoute("/search", _run_search, "Hybrid search (BM25 + vectors, RRF) over the served or an older bundle",
                    openapi.SearchBody, openapi.SearchResponse, parse=parse_search_request, wants_options=True),
-    RetrievalRoute("/graph", _run_graph, "Graph retrieval: facts, paths, documents and exact counts", GraphRequest,
+    RetrievalRoute("/graph", _run_graph, "Graph retrieval: facts, paths, documents and exact counts", openapi.GraphBody,
                    wants_options=True),
     RetrievalRoute("/document", _run_document, "One cited page's Markdown from the served or an older bundle",
                    DocumentRequest, parse=parse_document_request, wants_options=True),

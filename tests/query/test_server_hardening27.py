@@ -415,3 +415,28 @@ def test_mcp_refuses_big_bodies_in_the_envelope_and_object_ids_as_json_rpc_error
 
     with_server(private_store, hash_embedder, scenario,
                 config=ServerConfig(search_key=SEARCH_KEY, admin_key=ADMIN_KEY))
+
+
+def test_the_openapi_schema_refuses_what_the_server_refuses(private_store: Path, hash_embedder) -> None:
+    """Empty ``query`` / ``at`` / ``bundle`` and ``/graph`` with both ``query`` and ``question`` are not valid
+    by the schema either, so a client generated from it does not make calls that fail."""
+    async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        doc = await (await http.get(base + "/openapi.json")).json()
+        schemas = doc["components"]["schemas"]
+
+        def prop(model: str, name: str) -> dict:
+            value = schemas[model]["properties"][name]
+            return next((v for v in value.get("anyOf", [value]) if v.get("type") == "string"), value)
+
+        for model, name in (("SearchBody", "query"), ("SearchBody", "at"), ("AnswerBody", "query"),
+                            ("AnswerBody", "at"), ("UseBody", "bundle"), ("GraphBody", "query"),
+                            ("GraphBody", "question"), ("GraphBody", "at"), ("DocumentRequest", "at")):
+            assert prop(model, name).get("minLength") == 1, (model, name)
+        assert schemas["GraphBody"]["oneOf"] == [{"required": ["query"]}, {"required": ["question"]}]
+        for body in ({"query": "", "limit": 3}, {"query": "x", "at": ""}):
+            async with http.post(base + "/search", json=body) as resp:
+                assert resp.status == 400
+        async with http.post(base + "/graph", json={"query": "documents", "question": "documents"}) as resp:
+            assert resp.status == 400
+
+    with_server(private_store, hash_embedder, scenario)
