@@ -208,14 +208,15 @@ def test_the_hostile_repository_builds_in_under_60_cpu_seconds_with_every_skip_r
         for n in (200, 260, 450, 600):
             repo.write(f"fm/{kind}-{n}.md", _nested(kind, n))
             expected[f"fm/{kind}-{n}.md"] = "invalid_front_matter"
-    repo.write("fm/alias-bomb.md", "---\na: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-                                   "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\n"
-                                   "e: [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n---\nbody\n")
+    levels = ["a: &a [" + ", ".join(["x"] * 9) + "]"]
+    for prev, name in zip("abcdef", "bcdefg", strict=True):
+        levels.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    repo.write("fm/alias-bomb.md", "---\n" + "\n".join(levels) + "\n---\nbody\n")  # 9**7 values expanded
     expected["fm/alias-bomb.md"] = "front_matter_too_large"
     repo.write("enc/latin1.md", "# Caf\xe9\n".encode("latin-1"))
     repo.write("enc/utf16.md", "# Title\n".encode("utf-16"))
     repo.write("enc/nul.md", b"# a\x00b\n")
-    expected |= {"enc/latin1.md": "not_utf8", "enc/utf16.md": "not_utf8", "enc/nul.md": "binary"}
+    expected |= {"enc/latin1.md": "not_utf8", "enc/utf16.md": "binary", "enc/nul.md": "binary"}
     size = 2 * 1024 * 1024 - 4096
     for i, unit in enumerate(WORST_UNITS):
         repo.write(f"big/u{i}.md", (unit * (size // len(unit) + 1))[:size])
@@ -239,7 +240,20 @@ def test_the_hostile_repository_builds_in_under_60_cpu_seconds_with_every_skip_r
     result = build_bundle(repo.path, tmp_path / "store", embedder=hash_embedder)
     spent = cpu() - started
     skipped = {s.path: s.reason for s in result.manifest.skipped}
+    print(f"hostile build: {spent:.1f} s CPU, timings {result.manifest.stats.timings}")
     assert skipped == expected
     docs = {json.loads(line)["path"] for line in (result.bundle_path / "docs.jsonl").read_text().splitlines()}
     assert {f"big/u{i}.md" for i in range(len(WORST_UNITS))} <= docs
     assert spent < 60, (spent, result.manifest.stats.timings)
+
+
+def test_a_sync_from_a_remote_without_the_branch_says_the_branch_does_not_exist(repo: RepoBuilder,
+                                                                               tmp_path: Path) -> None:
+    from indexer.worker import FetchError, fetch_mirror
+
+    repo.write("a.md", "# A\n")
+    repo.commit("a")  # the test repository's branch is main
+    with pytest.raises(FetchError) as caught:
+        fetch_mirror(tmp_path / "mirror.git", str(repo.path), "master")
+    assert "no branch master" in str(caught.value)
+    assert fetch_mirror(tmp_path / "mirror.git", str(repo.path), "main")
