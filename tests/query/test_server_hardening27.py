@@ -400,7 +400,8 @@ def test_mcp_refuses_big_bodies_in_the_envelope_and_object_ids_as_json_rpc_error
                                                                                   hash_embedder) -> None:
     headers = {"Accept": "application/json, text/event-stream", "X-API-Key": SEARCH_KEY}
     init = {"jsonrpc": "2.0", "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "0"}}}
 
     async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
         big = {**init, "id": 1, "padding": "x" * (65 * 1024)}
