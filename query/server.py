@@ -603,7 +603,14 @@ async def handle_health(request: web.Request) -> web.Response:
     }
     fallback = holder.fallback if bundle is not None and holder.fallback is not None \
         and holder.fallback["bundle_id"] == bundle.bundle_id else None
-    body["serving"] = None if bundle is None else "fallback" if fallback is not None else "current"
+    if bundle is None:
+        body["serving"] = None
+    elif fallback is not None:
+        body["serving"] = "fallback"  # CURRENT failed at start: an older verified bundle
+    elif holder.failed_bundle is not None and holder.failed_bundle != bundle.bundle_id:
+        body["serving"] = "previous"  # CURRENT moved to a bundle that failed: the one served before stays
+    else:
+        body["serving"] = "current"
     if bundle is None:
         body["message"] = holder.unavailable_hint()
     elif fallback is not None:

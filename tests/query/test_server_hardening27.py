@@ -135,6 +135,23 @@ def test_fallback_verified_serves_the_newest_older_bundle_and_health_says_why(br
     with_server(Path(broken_current["store"]), hash_embedder, scenario, config=ServerConfig(fallback_verified=True))
 
 
+def test_a_served_bundle_stays_when_current_moves_to_a_broken_one_and_health_says_previous(
+        broken_current: dict[str, str], hash_embedder) -> None:
+    from artifacts.store import Store
+
+    store = Store(broken_current["store"])
+    store.set_current(broken_current["good"])
+
+    async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
+        store.set_current(broken_current["broken"])
+        await (await http.post(base + "/admin/reload")).read()
+        health = await (await http.get(base + "/health")).json()
+        assert health["serving"] == "previous" and health["bundle"]["bundle_id"] == broken_current["good"]
+        assert health["failed_bundle"] == broken_current["broken"]
+
+    with_server(Path(broken_current["store"]), hash_embedder, scenario, poll=60)
+
+
 def test_without_fallback_a_broken_current_is_503(broken_current: dict[str, str], hash_embedder) -> None:
     async def scenario(base, http, app) -> None:  # type: ignore[no-untyped-def]
         async with http.get(base + "/health") as resp:
