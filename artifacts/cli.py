@@ -19,6 +19,7 @@ from . import __version__
 from .compare import diff_bundles
 from .errors import ArtifactError, BundleIntegrityError
 from .store import LEXICAL_SUFFIX, Store, gc_bundles, pin, resolve_bundle_ref, unpin, use_bundle, verify_bundle
+from .store import repair_current as repair_store_current
 
 ENTRY_POINT_GROUP = "gitrag.commands"
 
@@ -65,10 +66,35 @@ def main() -> None:
 @click.option("--store", "store_dir", required=True, type=click.Path(file_okay=False), help="Bundle store directory.")
 @click.argument("bundle", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
-def verify_command(store_dir: str, bundle: str | None, as_json: bool) -> None:
-    """Re-hash every file of BUNDLE (default: CURRENT) against its manifest; exit 1 on mismatch."""
+@click.option("--repair-current", is_flag=True,
+              help="If CURRENT fails verification, point it at the newest older bundle that verifies.")
+def verify_command(store_dir: str, bundle: str | None, as_json: bool, repair_current: bool) -> None:
+    """Re-hash every file of BUNDLE (default: CURRENT) against its manifest; exit 1 on mismatch.
+
+    With --repair-current (no BUNDLE): a CURRENT that fails is replaced by the newest older bundle
+    that verifies (files and records); exit 0 when CURRENT verifies afterwards, 1 when no bundle does.
+    """
     store = _existing_store(store_dir)
     report: dict[str, Any]
+    if repair_current:
+        if bundle:
+            _fail("--repair-current checks CURRENT: give no BUNDLE")
+        try:
+            report = repair_store_current(store)
+        except ArtifactError as exc:
+            _fail(f"cannot repair CURRENT: {exc}")
+        if as_json:
+            click.echo(json.dumps(report, indent=2))
+        elif report["repaired"]:
+            click.echo(f"CURRENT was {report['was']} (fails: {'; '.join(report['problems'][:3])}); "
+                       f"now {report['current']}")
+        elif report["ok"]:
+            click.echo(f"ok: CURRENT {report['current']} verifies; nothing to repair")
+        else:
+            click.echo(f"CURRENT {report['current']} fails and no older bundle verifies", err=True)
+            for problem in report["problems"] + report["skipped"]:
+                click.echo(problem, err=True)
+        sys.exit(0 if report["ok"] else 1)
     try:
         path = resolve_bundle_ref(store, bundle).path if bundle else store.current_path()
         manifest = verify_bundle(path)

@@ -15,22 +15,45 @@ import pygit2
 def markdown_entries(repo: pygit2.Repository, tree: pygit2.Tree) -> list[tuple[str, Any]]:
     """Return ``[(path, entry)]`` for every ``*.md`` blob under ``tree`` (recursively), sorted by path.
 
-    Paths are NFC with ``/`` separators; a name that is not valid UTF-8 is decoded with
-    replacement.  Submodules (commit entries) are ignored; symlinks are included (the entry's
-    ``filemode`` tells them apart).
+    Paths are NFC with ``/`` separators.  A blob whose path is not valid UTF-8 is left out (no path
+    could name it: two such names would collide), like submodules (commit entries); see
+    :func:`unindexable_entries`.  Symlinks are included (the entry's ``filemode`` tells them apart).
     """
     found: list[tuple[str, Any]] = []
-    _walk(repo, tree, "", found)
+    _walk(repo, tree, "", found, None)
     found.sort(key=lambda item: item[0])
     return found
 
 
-def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, out: list[tuple[str, Any]]) -> None:
+def unindexable_entries(repo: pygit2.Repository, tree: pygit2.Tree) -> list[tuple[str, str, str]]:
+    """Return ``[(path, reason, detail)]`` of what :func:`markdown_entries` leaves out, sorted by path.
+
+    ``submodule``: a gitlink (any name; its commit is in another repository); ``invalid_path``: a
+    ``*.md`` blob whose path is not valid UTF-8 (``path`` shows the bad bytes as ``\\xNN``, so it
+    names that one file).
+    """
+    skipped: list[tuple[str, str, str]] = []
+    _walk(repo, tree, "", [], skipped)
+    skipped.sort()
+    return skipped
+
+
+def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, out: list[tuple[str, Any]],
+          skipped: list[tuple[str, str, str]] | None, valid: bool = True) -> None:
     for entry in tree:
         raw = entry.raw_name if hasattr(entry, "raw_name") else entry.name.encode()
-        name = unicodedata.normalize("NFC", raw.decode("utf-8", errors="replace"))
+        try:
+            name, ok = unicodedata.normalize("NFC", raw.decode("utf-8")), valid
+        except UnicodeDecodeError:
+            name, ok = raw.decode("utf-8", errors="backslashreplace"), False
         path = prefix + name
         if entry.type_str == "tree":
-            _walk(repo, repo[entry.id], path + "/", out)
+            _walk(repo, repo[entry.id], path + "/", out, skipped, ok)
+        elif entry.type_str == "commit":
+            if skipped is not None:
+                skipped.append((path, "submodule", f"submodule at commit {str(entry.id)[:12]} is not indexed"))
         elif entry.type_str == "blob" and name.lower().endswith(".md"):
-            out.append((path, entry))
+            if ok:
+                out.append((path, entry))
+            elif skipped is not None:
+                skipped.append((path, "invalid_path", "the path is not valid UTF-8"))

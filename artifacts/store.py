@@ -44,7 +44,7 @@ from .errors import (
     UnknownRevisionError,
 )
 from .hashing import combine_digests, digest_lines, hash_bundle_files
-from .layout import CHUNKS_FILE, DOCS_FILE
+from .layout import CHUNKS_FILE, DOCS_FILE, GRAPH_DIR
 from .manifest import MANIFEST_NAME, Manifest, read_manifest
 
 BUNDLES = "bundles"
@@ -258,6 +258,8 @@ def verify_bundle(bundle_dir: Path, *, records: bool = True) -> Manifest:
     ``records``: also check the records against the manifest's counts and digests and every chunk
     against its sha256 (``gitrag verify``, publish); opening a bundle to serve it checks file hashes
     only, which already catch any changed byte.
+    An extra empty ``graph/*.wal`` (a write-ahead log the graph engine may leave, with nothing to
+    replay) is not a problem; a non-empty one is (it could change what the graph reads).
     Raises :class:`BundleIntegrityError` listing every missing, extra or changed file, and
     :class:`~artifacts.errors.FormatVersionError` for an unreadable format.
     """
@@ -270,6 +272,8 @@ def verify_bundle(bundle_dir: Path, *, records: bool = True) -> Manifest:
         if have is None:
             problems.append(f"{path}: missing")
         elif want is None:
+            if _is_graph_wal(path) and have.size == 0:
+                continue  # an empty write-ahead log left beside the graph database: nothing to replay
             problems.append(f"{path}: not in manifest")
         elif (want.sha256, want.size) != (have.sha256, have.size):
             problems.append(f"{path}: sha256/size mismatch")
@@ -278,6 +282,12 @@ def verify_bundle(bundle_dir: Path, *, records: bool = True) -> Manifest:
     if problems:
         raise BundleIntegrityError(f"bundle {manifest.bundle_id} fails verification", problems)
     return manifest
+
+
+def _is_graph_wal(path: str) -> bool:
+    """``graph/<name>.wal``: the graph engine's write-ahead log, which an interrupted writable open may
+    leave; the published database never needs one (its writer checkpoints and checks that none remains)."""
+    return path.startswith(GRAPH_DIR + "/") and path.endswith(".wal") and path.count("/") == 1
 
 
 def verify_in_background(bundle_dir: Path) -> Future[Manifest]:
@@ -619,18 +629,135 @@ def use_bundle(store: Store, ref: str, repo_path: Path | str | None = None, *,
                lock_timeout: float = 60.0) -> BundleInfo:
     """Point ``CURRENT`` at the bundle of ``ref`` after verifying it: ``gitrag use`` and ``POST /admin/use``.
 
-    Resolves with :func:`resolve_bundle_ref`, re-hashes the bundle (:func:`verify_bundle`), then
-    takes the store's writer lock (waiting up to ``lock_timeout`` seconds) and replaces ``CURRENT``.
+    Resolves with :func:`resolve_bundle_ref`, re-hashes the bundle once (:func:`verify_bundle_once`:
+    a second switch to the same unchanged bundle is fast), then takes the store's writer lock
+    (waiting up to ``lock_timeout`` seconds) and replaces ``CURRENT``.
     A bundle that fails verification never becomes ``CURRENT``.  Returns the bundle.
 
     Raises what :func:`resolve_bundle_ref` raises, :class:`BundleIntegrityError` (verification),
     :class:`StoreLockedError` (lock not obtained in time) and :class:`StoreWriteError` (e.g. disk full).
     """
     info = resolve_bundle_ref(store, ref, repo_path, bundles=bundles, prefer=prefer)
-    verify_bundle(info.path)
+    verify_bundle_once(store, info.bundle_id)
     with store.writer_lock(wait=True, timeout=lock_timeout):
         store.set_current(info.bundle_id)
     return info
+
+
+def fallback_candidates(store: Store, broken: str | None) -> list[BundleInfo]:
+    """Bundles to serve instead of ``broken`` (the ``CURRENT`` that fails), best first.
+
+    The bundles older than ``broken`` (in :meth:`Store.list_bundles` order: commit time, then publish
+    time), newest first, so that a rollback is never undone by a newer bundle; ``broken`` itself and
+    bundles with an unreadable manifest are left out.  With ``broken`` unknown (its manifest cannot be
+    read) every bundle is a candidate, newest first.
+    """
+    bundles = store.list_bundles()
+    ids = [b.bundle_id for b in bundles]
+    older = bundles[ids.index(broken) + 1:] if broken in ids else bundles
+    return [b for b in older if b.bundle_id != broken]
+
+
+def newest_verified(store: Store, broken: str | None, *, records: bool = False) -> tuple[BundleInfo | None, list[str]]:
+    """Return ``(the first of fallback_candidates(store, broken) that verifies, or None; why others failed)``.
+
+    Each candidate's files are re-hashed (:func:`verify_bundle`; with ``records`` its records too);
+    the second item lists ``"<bundle id>: <problem>"`` for each candidate that failed, in order.
+    """
+    failed: list[str] = []
+    for info in fallback_candidates(store, broken):
+        try:
+            verify_bundle(info.path, records=records)
+        except BundleIntegrityError as exc:
+            failed.append(f"{info.bundle_id}: {'; '.join(exc.problems[:3]) or exc}")
+            continue
+        except (ArtifactError, OSError) as exc:
+            failed.append(f"{info.bundle_id}: {type(exc).__name__}")
+            continue
+        return info, failed
+    return None, failed
+
+
+def repair_current(store: Store, *, lock_timeout: float = 60.0) -> dict[str, Any]:
+    """``gitrag verify --repair-current``: move ``CURRENT`` to the newest older bundle that verifies when it fails.
+
+    Verifies ``CURRENT`` (files and records); if it passes nothing changes.  Otherwise takes the
+    writer lock (waiting up to ``lock_timeout`` seconds), re-reads ``CURRENT`` (a build may have
+    moved it) and points it at :func:`newest_verified` (records checked too).  A pinned store stays
+    pinned to the new bundle's id only if ``PINNED`` named the broken one (it is rewritten).
+    Returns ``{"ok", "current", "was", "problems", "repaired", "skipped"}``: ``ok`` whether ``CURRENT``
+    verifies now, ``was`` the broken id (or ``None``), ``problems`` why it failed, ``skipped`` the
+    candidates that failed too.  Raises :class:`StoreLockedError` (lock not obtained in time) and
+    :class:`StoreWriteError`.
+    """
+    def problems_of(bundle_id: str | None) -> list[str]:
+        if bundle_id is None:
+            return ["the store has no CURRENT bundle"]
+        try:
+            verify_bundle(store.bundle_path(bundle_id))
+        except BundleIntegrityError as exc:
+            return exc.problems or [str(exc)]
+        except (ArtifactError, OSError) as exc:
+            return [f"{type(exc).__name__}"]
+        return []
+
+    current = store.current_id()
+    problems = problems_of(current)
+    if not problems:
+        return {"ok": True, "current": current, "was": None, "problems": [], "repaired": False, "skipped": []}
+    with store.writer_lock(wait=True, timeout=lock_timeout):
+        if store.current_id() != current:  # moved meanwhile: judge the new one
+            current = store.current_id()
+            problems = problems_of(current)
+            if not problems:
+                return {"ok": True, "current": current, "was": None, "problems": [], "repaired": False,
+                        "skipped": []}
+        found, skipped = newest_verified(store, current, records=True)
+        if found is None:
+            return {"ok": False, "current": current, "was": current, "problems": problems, "repaired": False,
+                    "skipped": skipped}
+        pinned = store.is_pinned()
+        store.set_current(found.bundle_id)
+        if pinned:
+            _atomic_write(store.root / PINNED, found.bundle_id + "\n")
+    return {"ok": True, "current": found.bundle_id, "was": current, "problems": problems, "repaired": True,
+            "skipped": skipped}
+
+
+VERIFIED = "verified"
+"""``<store>/verified/<bundle id>``: the stamp of the bundle's last passed verification (:func:`verify_bundle_once`)."""
+
+
+def _bundle_stamp(bundle_dir: Path) -> str:
+    """A digest of the manifest's bytes and every file's path, size and modification time (no file is read)."""
+    import hashlib
+
+    digest = hashlib.sha256((bundle_dir / MANIFEST_NAME).read_bytes())
+    for path in sorted(p for p in bundle_dir.rglob("*") if p.is_file()):
+        info = path.stat()
+        digest.update(f"{path.relative_to(bundle_dir).as_posix()}\t{info.st_size}\t{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def verify_bundle_once(store: Store, bundle_id: str) -> Manifest:
+    """:func:`verify_bundle` (files and records) unless this bundle passed it before and is unchanged since.
+
+    A bundle is immutable, so a pass is remembered in ``<store>/verified/<bundle id>`` with a stamp
+    of its manifest and of every file's size and modification time (:func:`_bundle_stamp`); a file
+    written, added or removed since changes the stamp and the bundle is hashed again.  The stamp is
+    best effort: a read-only store just verifies every time.  Raises what :func:`verify_bundle` raises.
+    """
+    path = store.bundle_path(bundle_id)
+    marker = store.root / VERIFIED / bundle_id
+    stamp = _bundle_stamp(path)
+    with contextlib.suppress(OSError):
+        if marker.read_text(encoding="utf-8").strip() == stamp:
+            return read_manifest(path)
+    manifest = verify_bundle(path)
+    with contextlib.suppress(OSError, StoreWriteError):
+        marker.parent.mkdir(exist_ok=True)
+        _atomic_write(marker, stamp + "\n")
+    return manifest
 
 
 def gc_bundles(store: Store, keep: int) -> list[str]:
@@ -649,5 +776,7 @@ def gc_bundles(store: Store, keep: int) -> list[str]:
     for info in doomed:
         _make_writable(info.path)
         shutil.rmtree(info.path)
+        with contextlib.suppress(OSError):
+            (store.root / VERIFIED / info.bundle_id).unlink()
     store.clean_staging()
     return [b.bundle_id for b in doomed]

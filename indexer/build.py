@@ -45,7 +45,7 @@ from artifacts.storeconfig import defaults_from_build, read_defaults, resolve_op
 
 from .chunking import chunk_document, count_tokens
 from .errors import BuildError, SkipFile, SourceError
-from .gitsource import CommitInfo, SourceFile, iter_markdown, open_repo, resolve_commit
+from .gitsource import CommitInfo, SourceFile, iter_markdown, open_repo, resolve_commit, unindexable_files
 from .graph import choose_graph_mapping, load_author_names, write_graph
 from .incremental import BaseBundle, embedding_key, find_base_bundle, load_base_bundle
 from .markdown import parse_markdown, resolve_links
@@ -307,6 +307,9 @@ def _build_locked(store, repo, info: CommitInfo, model: Embedder, config: BuildC
                               f"{info.commit[:12]} (a folder needs a trailing '/', e.g. 'docs/')")
         docs, skipped, parsed_paths, fresh, chunk_seconds = _parse_tree(
             files, base, config.max_file_bytes, config.chunking, report)
+        skipped = sorted(skipped + [SkippedFile(path=path, reason=reason, detail=detail)
+                                    for path, reason, detail in unindexable_files(repo, info.tree)
+                                    if config.includes(path)], key=lambda s: (s.path, s.reason))
         lap("parse")
         chunks = _chunk_all(docs, fresh, base)  # chunked while parsing: progress shows one stage, "parse"
         # Each document is chunked right after it is parsed (one Markdown parse per document, see
@@ -694,21 +697,28 @@ def _parse_tree(files: list[SourceFile], base: BaseBundle | None, max_bytes: int
             report("parse", i + 1, len(files))
             continue
         parsed.add(source.path)
+        stage = "read"
         try:
             if source.symlink:
                 raise SkipFile("symlink", "symbolic links are not followed")
             if source.size > max_bytes:
                 raise SkipFile("too_large", f"{source.size} bytes > limit {max_bytes}")
+            stage = "parse"  # named in the skip entry of an unexpected error
             doc = parse_markdown(source.path, source.read(), blob_id=source.blob_id, max_bytes=max_bytes)
+            stage = "chunk"
             started = time.perf_counter()
             doc_chunks = _chunk_one(doc, chunking)
             chunk_seconds += time.perf_counter() - started
+            stage = "record"  # the records are written later; one that cannot be is skipped here
+            _record_line(doc)
+            for chunk in doc_chunks:
+                _record_line(chunk)
             docs.append(doc)
             fresh.setdefault(doc.path, doc_chunks)  # two raw names, one NFC path: the first is kept
         except SkipFile as skip:
             skipped.append(SkippedFile(path=source.path, reason=skip.reason, detail=skip.detail))
         except Exception as exc:  # noqa: BLE001 - a bad file never aborts the build
-            skipped.append(SkippedFile(path=source.path, reason="parse_error", detail=type(exc).__name__))
+            skipped.append(SkippedFile(path=source.path, reason="parse_error", detail=f"{stage}: {type(exc).__name__}"))
         report("parse", i + 1, len(files))
     # Two raw names may normalise to the same NFC path; keep the first, record the other.
     seen: set[str] = set()
@@ -921,13 +931,18 @@ def _change_summary(base: BaseBundle | None, docs: dict[str, Document], changed:
             "renamed": renamed}
 
 
+def _record_line(record: Document | Chunk) -> str:
+    """One ``docs.jsonl`` / ``chunks.jsonl`` line (keys sorted, UTF-8 kept), newline included."""
+    return json.dumps(record.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def _write_records(staging: Path, docs: list[Document], chunks: list[Chunk]) -> None:
     with open(staging / DOCS_FILE, "w", encoding="utf-8") as handle:
         for doc in docs:
-            handle.write(json.dumps(doc.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n")
+            handle.write(_record_line(doc))
     with open(staging / CHUNKS_FILE, "w", encoding="utf-8") as handle:
         for chunk in chunks:
-            handle.write(json.dumps(chunk.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n")
+            handle.write(_record_line(chunk))
 
 
 def _graph_engine() -> dict[str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pygit2
 
-from artifacts.gittree import markdown_entries
+from artifacts.gittree import markdown_entries, unindexable_entries
 
 from .errors import SourceError
 
@@ -72,10 +72,15 @@ def resolve_commit(repo: pygit2.Repository, rev: str = "HEAD") -> CommitInfo:
 def iter_markdown(repo: pygit2.Repository, tree_sha: str) -> Iterator[SourceFile]:
     """Yield every ``*.md`` blob of a tree (recursively), sorted by NFC path.
 
-    Paths use ``/`` separators; a name that is not valid UTF-8 is decoded with replacement.
-    Submodules (commit entries) are ignored; symlinks are yielded with ``symlink=True``
+    Paths use ``/`` separators; a path that is not valid UTF-8 and submodules (commit entries) are
+    left out (:func:`unindexable_files` names them); symlinks are yielded with ``symlink=True``
     (see :func:`artifacts.gittree.markdown_entries`).
     """
     for path, entry in markdown_entries(repo, repo[tree_sha]):
         yield SourceFile(path=path, blob_id=str(entry.id), size=entry.size, repo=repo,
                          symlink=entry.filemode == pygit2.GIT_FILEMODE_LINK)
+
+
+def unindexable_files(repo: pygit2.Repository, tree_sha: str) -> list[tuple[str, str, str]]:
+    """``[(path, reason, detail)]`` of the tree's submodules and non-UTF-8 ``*.md`` paths (recorded as skipped)."""
+    return unindexable_entries(repo, repo[tree_sha])

@@ -14,6 +14,7 @@ of a commit.  All are pure and deterministic: equal input gives equal output.
 from __future__ import annotations
 
 import base64
+import bisect
 import datetime as dt
 import functools
 import json
@@ -25,9 +26,11 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
+import markdown_it.helpers
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from ruamel.yaml import YAML
@@ -63,36 +66,145 @@ _HIDDEN = re.compile(
 )
 _WIKILINK_SPAN = re.compile(r"\[\[[^\[\]\n]*\]\]")
 _DATE_KEYS = ("date", "created", "updated", "modified")
+_YEAR = re.compile(r"[0-9]{4}(?![0-9])")  # a date's year: exactly four digits (99999-01-01 has none)
 _FOLDER_NOTES = ("readme.md", "index.md", "_index.md")
 _FM_MIN_LIMIT = 64 * 1024  # bytes; the expanded front matter may always be this large
 _FM_NODE_BYTES = 8  # counted per value besides its text, so that many tiny values also add up
+_FM_MAX_DEPTH = 64  # levels of nested lists/mappings a front matter may have (pydantic stops at about 255)
 _nfc = functools.partial(unicodedata.normalize, "NFC")
 
 
 # --- the one Markdown parse -------------------------------------------------------------------
 
 
+_WIKILINK_REST = re.compile(r"([^\[\]\n]*)\]\]")
+"""A wikilink's inner text and closing ``]]``: scanned only up to the first bracket or newline."""
+
+
 def _wikilink_rule(state: StateInline, silent: bool) -> bool:
     """Inline rule: ``[[target#heading|alias]]`` on one line becomes a ``wikilink`` token.
 
     Runs before CommonMark's link rule, as Obsidian reads wikilinks before Markdown links
-    (``[[Wiki]](x.md)`` is a wikilink followed by text).
+    (``[[Wiki]](x.md)`` is a wikilink followed by text).  The inner text has no ``[``, ``]`` or
+    newline, so the scan stops at the first of them: every character is scanned at most once per
+    line, whatever the number of ``[[``.
     """
     src, pos = state.src, state.pos
     if not src.startswith("[[", pos):
         return False
-    end = src.find("]]", pos + 2)
-    inner = src[pos + 2 : end] if end >= 0 else ""
-    if not inner.strip() or "[" in inner or "]" in inner or "\n" in inner:
+    found = _WIKILINK_REST.match(src, pos + 2)
+    if found is None or not found.group(1).strip():
         return False
     if not silent:
-        state.push("wikilink", "", 0).content = inner
-    state.pos = end + 2
+        state.push("wikilink", "", 0).content = found.group(1)
+    state.pos = found.end()
     return True
 
 
+def _link_label_end(state: StateInline, start: int, disableNested: bool = False) -> int:  # noqa: N803 - markdown-it's name
+    """markdown-it's ``parseLinkLabel`` with every answer of one walk remembered (linear, not quadratic).
+
+    The walk from the ``[`` at ``start`` steps through the same positions (markdown-it caches
+    ``skipToken`` per position) as a walk from any plain ``[`` it passes, so one walk records the
+    closing ``]`` of every opener it crosses (``-1``: still open at the end of the inline text).
+    With ``disableNested`` a label that contains a nested link (a ``[`` consumed as a token) is
+    refused, as upstream.  Returns the position of the closing ``]`` or ``-1``.
+    """
+    memo = state.env.setdefault("_gitrag_labels", {}).setdefault((id(state), state.src, state.posMax), ({}, []))
+    ends, nested = memo
+    if start not in ends:
+        old = state.pos
+        state.pos, stack = start + 1, [start]
+        while state.pos < state.posMax and stack:
+            marker, before = state.src[state.pos], state.pos
+            if marker == "]":
+                ends[stack.pop()] = before
+                if not stack:
+                    break
+            state.md.inline.skipToken(state)
+            if marker == "[":
+                if before == state.pos - 1:
+                    stack.append(before)
+                else:
+                    bisect.insort(nested, before)
+        for opener in stack:
+            ends[opener] = -1
+        state.pos = old
+    end = ends[start]
+    if end >= 0 and disableNested:
+        first = bisect.bisect_right(nested, start)
+        if first < len(nested) and nested[first] < end:
+            return -1
+    return end
+
+
+class _Helpers:
+    """markdown-it's helpers with the link-label scan replaced by :func:`_link_label_end`."""
+
+    parseLinkLabel = staticmethod(_link_label_end)  # noqa: N815 - markdown-it's name
+    parseLinkDestination = staticmethod(markdown_it.helpers.parseLinkDestination)  # noqa: N815
+    parseLinkTitle = staticmethod(markdown_it.helpers.parseLinkTitle)  # noqa: N815
+
+
+_DEFUSE = {ord(c): 0xE000 + i for i, c in enumerate("*_<`&\\[]!")}
+_RESTORE = {v: k for k, v in _DEFUSE.items()}
+_DEFUSE_MIN = 1024  # markup characters an inline text may always have
+_DEFUSE_SHARE = 16  # ... and beyond that at most one in this many of its characters
+_DEFUSE_KEEP = 10_000  # links kept as links in the defused texts of one document
+_LINK_SHAPED = re.compile(r"!?\[\[[^\[\]\n]+\]\]"  # wikilink or embed
+                          r"|!?\[[^\[\]\n]{0,999}\](?:\([^()\s]*(?:[ \t]+\"[^\"\n]*\")?\)|\[[^\[\]\n]{0,999}\])?")
+
+
+def _defuse_rule(state: StateCore) -> None:
+    """Core rule before ``inline``: an inline text dense with markup characters (``*_<`&\\[]!``) has
+    them replaced by private-use stand-ins, except in link-shaped spans, so its inline parse is cheap.
+
+    markdown-it spends about 10 µs per markup character (a 2 MiB line of ``*a`` took 13 s, of ``[``
+    far longer); over :data:`_DEFUSE_MIN` of them and one in :data:`_DEFUSE_SHARE` characters the
+    text is no prose.  Links, wikilinks and reference links in it (their brackets balanced on one
+    line; up to :data:`_DEFUSE_KEEP` per document) are still parsed; their texts, like heading
+    texts, get the characters back (:func:`_restore`).  Lines (the indexed text) are taken from the
+    body, never from the parser, so they keep every character.
+    """
+    kept = 0
+    for token in state.tokens:
+        if token.type != "inline" or len(token.content) < _DEFUSE_MIN:
+            continue
+        content = token.content
+        markers = sum(content.count(chr(c)) for c in _DEFUSE)
+        if markers <= _DEFUSE_MIN or markers * _DEFUSE_SHARE <= len(content):
+            continue
+        pieces, last = [], 0
+        for link in _LINK_SHAPED.finditer(content):
+            if kept >= _DEFUSE_KEEP:
+                break
+            pieces += [content[last : link.start()].translate(_DEFUSE), link.group(0)]
+            last, kept = link.end(), kept + 1
+        pieces.append(content[last:].translate(_DEFUSE))
+        token.content = "".join(pieces)
+
+
+def _restore(text: str) -> str:
+    """Undo :func:`_defuse_rule`'s stand-ins in a text taken from the parser."""
+    return text.translate(_RESTORE) if any("\ue000" <= c <= "\ue008" for c in text) else text
+
+
+
+
+def _restore_href(href: str) -> str:
+    """Undo :func:`_defuse_rule`'s stand-ins in a link destination (markdown-it percent-encodes them)."""
+    if "%EE%80%8" not in href:
+        return href
+    for stand_in, original in _RESTORE_HREF.items():
+        href = href.replace(stand_in, original)
+    return href
+
+
 _MD = MarkdownIt("commonmark").enable("table")
+_MD.helpers = _Helpers  # type: ignore[assignment]  # the public ``MarkdownIt.helpers`` hook (md.helpers upstream)
 _MD.inline.ruler.before("link", "wikilink", _wikilink_rule)
+_MD.core.ruler.before("inline", "defuse", _defuse_rule)
+_RESTORE_HREF = {quote(chr(stand_in)): _MD.normalizeLink(chr(c)) for c, stand_in in _DEFUSE.items()}
 
 
 @dataclass(frozen=True)
@@ -181,7 +293,8 @@ def outline(body: str) -> Outline:
             for i in range(start, end):
                 raw[i] = ""  # an unclosed comment: the whole block is hidden
         elif token.type == "heading_open" and token.level == 0:
-            text = " ".join(strip_hidden(_WIKILINK_SPAN.sub(_unescape_pipes, tokens[index + 1].content)).split())
+            source = _restore(tokens[index + 1].content)
+            text = " ".join(strip_hidden(_WIKILINK_SPAN.sub(_unescape_pipes, source)).split())
             heads.append((start, end, int(token.tag[1]), text))
         elif token.type == "inline":
             found.extend((start, n, link) for n, link in enumerate(_inline_links(token.children or [])))
@@ -249,18 +362,18 @@ def _inline_links(children: list[Token]) -> Iterable[Link]:
     open_link: tuple[str, list[str]] | None = None
     for child in children:
         if child.type == "wikilink":
-            if link := _wikilink(child.content):
+            if link := _wikilink(_restore(child.content)):
                 yield link
         elif child.type == "link_open":
-            open_link = (str(child.attrs.get("href", "")), [])
+            open_link = (_restore_href(str(child.attrs.get("href", ""))), [])
         elif child.type == "link_close" and open_link is not None:
             if link := _markdown_link(open_link[0], "".join(open_link[1])):
                 yield link
             open_link = None
         elif open_link is not None and child.type in ("text", "code_inline"):
-            open_link[1].append(child.content)
+            open_link[1].append(_restore(child.content))
         elif child.type == "text" and "ref" in child.content and "{{" in child.content:
-            yield from _shortcode_links(child.content)
+            yield from _shortcode_links(_restore(child.content))
         elif open_link is not None and child.type in ("softbreak", "hardbreak"):
             open_link[1].append(" ")
 
@@ -298,7 +411,7 @@ def _url_hrefs(children: list[Token]) -> Iterable[str]:
     for child in children:
         if child.type != "link_open":
             continue
-        href = unquote(str(child.attrs.get("href", "")).strip())
+        href = unquote(_restore_href(str(child.attrs.get("href", ""))).strip())
         bare = href.split("#", 1)[0].split("?", 1)[0]
         if not bare or bare.lower().endswith(".md"):
             continue
@@ -425,7 +538,7 @@ def parse_markdown(path: str, data: bytes, *, blob_id: str, max_bytes: int) -> D
     # Dates are already ISO strings (see _json_safe); a bare year (``date: 2021``) stringifies.
     dates = {k: v for k in _DATE_KEYS if (v := _scalar_text(fm.get(k))) is not None}
     date = dates.get("date") or next(iter(dates.values()), None)
-    year = int(date[:4]) if date and re.fullmatch(r"[0-9]{4}", date[:4]) else None
+    year = int(found.group(0)) if date and (found := _YEAR.match(date)) else None
     taxonomy = fm.get("taxonomy") if isinstance(fm.get("taxonomy"), dict) else {}
     return Document(
         path=path,
@@ -457,6 +570,8 @@ def _split_front_matter(text: str) -> tuple[dict[Any, Any], str]:
         block = "\n".join(lines[1:close])
         try:
             return tomllib.loads(block), "\n".join(lines[close + 1 :])
+        except RecursionError:
+            raise SkipFile("invalid_front_matter", "front matter nested too deeply") from None
         except tomllib.TOMLDecodeError as exc:
             first = _FIRST_LINE.search(block)
             if first and _TOML_KEY_LINE.match(first.group(1)):
@@ -471,6 +586,8 @@ def _split_front_matter(text: str) -> tuple[dict[Any, Any], str]:
     body = "\n".join(lines[close + 1 :])
     try:
         value = _yaml().load(block)
+    except RecursionError:
+        raise SkipFile("invalid_front_matter", "front matter nested too deeply") from None
     except Exception as exc:  # noqa: BLE001 - ruamel raises YAMLError, ValueError, TypeError...
         first = _FIRST_LINE.search(block)  # first non-blank, non-comment line
         if first and _KEY_LINE.match(first.group(1)):
@@ -496,28 +613,38 @@ def _toml_problem(exc: tomllib.TOMLDecodeError) -> str:
     return f"invalid TOML (line {int(found.group(1)) + 1})" if found else "invalid TOML"
 
 
-def _expanded_size(value: Any, memo: dict[int, int], active: set[int]) -> int:
+def _expanded_size(value: Any, memo: dict[int, tuple[int, int]], active: set[int], depth: int = 0) -> int:
     """Approximate size in bytes of ``value`` written out with every alias expanded.
 
     Walks the loaded value as the graph it is (an alias is a shared object), once per distinct
     object, so the cost is bounded by the size of the YAML text, not of the expansion.
-    :raises SkipFile: ``invalid_front_matter`` for a recursive alias.
+    :raises SkipFile: ``invalid_front_matter`` for a recursive alias, or for lists and mappings
+        nested deeper than :data:`_FM_MAX_DEPTH` levels (the record could not be written).
     """
+    return _measure(value, memo, active, depth)[0]
+
+
+def _measure(value: Any, memo: dict[int, tuple[int, int]], active: set[int], depth: int) -> tuple[int, int]:
+    """``(expanded size, nesting height)`` of ``value`` at ``depth``; see :func:`_expanded_size`."""
     if isinstance(value, str | bytes):
-        return len(value) + _FM_NODE_BYTES
+        return len(value) + _FM_NODE_BYTES, 0
     if not isinstance(value, dict | list | tuple | set | frozenset):
-        return _FM_NODE_BYTES + 24
+        return _FM_NODE_BYTES + 24, 0
     key = id(value)
-    if key in memo:
-        return memo[key]
     if key in active:
         raise SkipFile("invalid_front_matter", "front matter contains a recursive alias")
-    active.add(key)
-    items = [x for kv in value.items() for x in kv] if isinstance(value, dict) else list(value)
-    total = _FM_NODE_BYTES + sum(_expanded_size(item, memo, active) for item in items)
-    active.discard(key)
-    memo[key] = total
-    return total
+    if key not in memo:
+        if depth >= _FM_MAX_DEPTH:
+            raise SkipFile("invalid_front_matter", f"front matter nested deeper than {_FM_MAX_DEPTH} levels")
+        active.add(key)
+        items = [x for kv in value.items() for x in kv] if isinstance(value, dict) else list(value)
+        measured = [_measure(item, memo, active, depth + 1) for item in items]
+        active.discard(key)
+        memo[key] = (_FM_NODE_BYTES + sum(m[0] for m in measured), 1 + max((m[1] for m in measured), default=0))
+    size, height = memo[key]
+    if depth + height > _FM_MAX_DEPTH:  # a shared (aliased) value placed deeper than where it was first met
+        raise SkipFile("invalid_front_matter", f"front matter nested deeper than {_FM_MAX_DEPTH} levels")
+    return size, height
 
 
 def _json_safe(value: Any) -> Any:

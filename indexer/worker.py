@@ -49,18 +49,23 @@ def fetch_mirror(mirror: Path, remote: str, branch: str, timeout: float = 300.0)
     """Fetch ``branch`` of ``remote`` into the bare ``mirror`` (created if missing), fast-forward only.
 
     Returns the new tip sha.  Raises :class:`DivergedError` when the fetched tip does not contain
-    the mirror's current tip (the mirror is left unchanged) and :class:`FetchError` when fetching fails.
+    the mirror's current tip (the mirror is left unchanged) and :class:`FetchError` when fetching fails
+    (its message says so when the remote has no such branch).
     """
     mirror = Path(mirror)
     if not (mirror / "HEAD").exists():
         pygit2.init_repository(str(mirror), bare=True)
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}  # C: git's messages are matched below
     staging_ref = f"refs/gitrag/fetched/{branch}"
     try:
         subprocess.run(["git", "-C", str(mirror), "fetch", "--quiet", "--no-tags", remote,
                         f"+refs/heads/{branch}:{staging_ref}"], check=True, capture_output=True,
                        timeout=timeout, env=env)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+    except subprocess.CalledProcessError as exc:
+        if b"couldn't find remote ref" in (exc.stderr or b""):
+            raise FetchError(f"the remote has no branch {branch} (set webhook.branch in the server config)") from exc
+        raise FetchError(f"fetching branch {branch} failed") from exc
+    except subprocess.TimeoutExpired as exc:
         raise FetchError(f"fetching branch {branch} failed") from exc
     repo = pygit2.Repository(str(mirror))
     fetched = repo.references[staging_ref].target

@@ -91,6 +91,7 @@ class ChunkRecords(Sequence[Chunk]):
         self._parsed: list[Chunk | None] = [None] * len(lines)
         self._line_of: Sequence[int] = self._guess_lines(ids)
         self._lock = threading.Lock()
+        self._mapped = False  # every label's line is known to be right (prepare / _remap)
         if (self._line_of[-1] + 1 if ids else 0) != len(lines):
             self._remap()  # not one line per run of equal ids: map every id now (raises if one is missing)
 
@@ -105,10 +106,54 @@ class ChunkRecords(Sequence[Chunk]):
             line_of.append(line)
         return line_of
 
+    def _line_ids(self) -> list[str]:
+        """The chunk id of every line, in line order.  The writer sorts keys, so a line starts with
+        ``{"chunk_id": "...``: only that string is decoded (a line of another shape is parsed whole)."""
+        decode = json.JSONDecoder().raw_decode
+        out = []
+        for n in range(len(self._lines)):
+            line = self._lines.line(n)
+            if line.startswith(_ID_PREFIX):
+                out.append(decode(line[len(_ID_PREFIX) - 1:].decode("utf-8"))[0])
+            else:
+                out.append(json.loads(line)["chunk_id"])
+        return out
+
     def _remap(self) -> None:
+        """Map every label to its chunk's line, once (a second caller that waited on the lock finds it done)."""
+        if self._mapped:
+            return
         with self._lock:
-            by_id = {json.loads(self._lines.line(n))["chunk_id"]: n for n in range(len(self._lines))}
+            if self._mapped:
+                return
+            by_id = {cid: n for n, cid in enumerate(self._line_ids())}
             self._line_of = [by_id[cid] for cid in self.ids]
+            self._mapped = True
+
+    def prepare(self) -> None:
+        """Check once that label ``i`` is read from the line of chunk ``ids[i]`` and map the labels if not.
+
+        An incremental build keeps its parent's label order but writes ``chunks.jsonl`` in its own, so
+        without this the first lookup after a swap would map the whole file while requests wait.  A
+        server calls it before the bundle is served (:func:`query.hybrid.warm_up`); it reads each
+        line's id only (about 0.1 s for 50k chunks).  Raises :class:`RetrievalUnavailableError` when an
+        id of ``ids`` has no line.
+        """
+        if self._mapped:
+            return
+        try:
+            line_ids = self._line_ids()
+            matches = all(line_ids[line] == cid for cid, line in zip(self.ids, self._line_of, strict=True))
+        except (ValueError, KeyError, IndexError) as exc:
+            raise RetrievalUnavailableError("chunks.jsonl does not match vectors/ids.json") from exc
+        if matches:
+            with self._lock:
+                self._mapped = True
+            return
+        try:
+            self._remap()
+        except (ValueError, KeyError, IndexError) as exc:
+            raise RetrievalUnavailableError("chunks.jsonl does not match vectors/ids.json") from exc
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -122,6 +167,10 @@ class ChunkRecords(Sequence[Chunk]):
             except (ValueError, IndexError) as exc:
                 raise RetrievalUnavailableError("chunk record unreadable") from exc
             if chunk.chunk_id != self.ids[label]:
+                if self._mapped:
+                    if self._line_of[label] != line:  # mapped by another thread since this one looked
+                        return self._get(label)
+                    raise RetrievalUnavailableError("chunks.jsonl does not match vectors/ids.json")
                 try:
                     self._remap()
                 except (ValueError, KeyError, IndexError) as exc:
@@ -163,6 +212,8 @@ class ChunkRecords(Sequence[Chunk]):
 
 
 _PUBLISHED = re.compile(rb'"published": true')
+_ID_PREFIX = b'{"chunk_id": "'
+
 
 
 @dataclass(frozen=True)

@@ -140,9 +140,13 @@ def _emphasise(snippet: str, color: bool) -> str:
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), envvar="GITRAG_WORKERS",
               help="Server processes sharing the port (SO_REUSEPORT, Linux); each opens the bundle "
                    "(memory x N) and searches on its own core.")
+@click.option("--fallback-verified", is_flag=True, default=None,
+              help="If CURRENT fails verification, serve the newest older bundle that verifies (TOML: "
+                   "fallback_verified); /health says which and why.")
 def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str | None, cache_max_gb: float,
                   endpoint_url: str | None, remote_poll_interval: float, host: str, port: int, base_url: str | None,
-                  config_file: str | None, poll_interval: float | None, log_level: str | None, workers: int) -> None:
+                  config_file: str | None, poll_interval: float | None, log_level: str | None, workers: int,
+                  fallback_verified: bool | None) -> None:
     """Serve the HTTP API (see /openapi.json) over the store's CURRENT bundle, swapping when it changes.
 
     Logs one JSON line per request (route, status, duration_ms, bundle_id), one per bundle swap
@@ -163,6 +167,8 @@ def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str 
                                                 remote_poll_interval)
         what = f"{remote_url} (replica, cache {store_dir})" if remote_url else store_dir
         config = load_config(config_file)
+        if fallback_verified:
+            config.fallback_verified = True
         config.check(host)
         slot = WorkerSlot.from_env()
         if slot is None and workers > 1:
@@ -172,6 +178,8 @@ def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str 
                                 ("--poll-interval", poll_interval), ("--log-level", log_level)):
                 if value is not None:
                     argv += [flag, str(value)]
+            if fallback_verified:
+                argv.append("--fallback-verified")
             sys.exit(run_workers(argv, workers, host, port))
         from .hybrid import SearchOptions
         from .server import run_server

@@ -104,12 +104,32 @@ class ServerConfig(BaseModel):
     cache_bundles: int = Field(4, ge=1, description="historical bundles kept open (count)")
     cache_megabytes: int = Field(1024, ge=1, description="historical bundles kept open (approximate size)")
     spawn_worker: bool = Field(True, description="start `gitrag worker` when a sync job is queued")
+    header_timeout: float = Field(30.0, gt=0, description="seconds a new connection may take to send its first "
+                                  "request's headers (later requests: keepalive_timeout) before it is closed")
+    body_timeout: float = Field(30.0, gt=0, description="seconds a request may take to send its whole body")
+    keepalive_timeout: float = Field(30.0, gt=0, description="seconds an idle keep-alive connection stays open")
+    max_connections: int = Field(1024, ge=1, description="open connections at once, in total (per process)")
+    max_connections_per_address: int = Field(64, ge=1, description="open connections at once per client address "
+                                             "(trusted proxies are exempt)")
+    trusted_proxies: list[str] = Field(default_factory=list, description="addresses or CIDR networks of reverse "
+                                       "proxies whose X-Forwarded-For names the client")
+    fallback_verified: bool = Field(False, description="when CURRENT fails verification at start (or no bundle "
+                                    "is served), serve the newest older bundle that verifies; /health says so")
+    unpublished_public: bool = Field(False, description="treat pages with published: false as public: any "
+                                     "search key may send published_only: false (default: admin key only)")
     webhook: WebhookConfig = Field(default_factory=WebhookConfig)
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
 
     @property
     def keys_configured(self) -> bool:
         return any((self.search_key, self.admin_key, self.sync_key))
+
+    def proxy_networks(self) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+        """``trusted_proxies`` as networks; raises :class:`ConfigError` for an entry that is no address or network."""
+        try:
+            return [ipaddress.ip_network(entry.strip(), strict=False) for entry in self.trusted_proxies]
+        except ValueError:
+            raise ConfigError("trusted_proxies: each entry must be an IP address or CIDR network") from None
 
     def check(self, host: str | None = None) -> None:
         """Raise :class:`ConfigError` for short or repeated keys, or no key on a non-loopback host."""
@@ -122,6 +142,7 @@ class ServerConfig(BaseModel):
         values = list(present.values())
         if len(set(values)) != len(values):
             raise ConfigError("the search key, admin key, sync key and webhook secret must all differ")
+        self.proxy_networks()
         if host is not None and not self.keys_configured and not is_loopback(host):
             raise ConfigError("without API keys gitrag serves only on a loopback address")
 

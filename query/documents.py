@@ -35,7 +35,7 @@ class DocumentRequest(BaseModel):
 
     path: str = Field(min_length=1, max_length=MAX_PATH_CHARS)
     published_only: bool = True
-    at: str | None = None
+    at: str | None = Field(None, min_length=1, max_length=200)
 
 
 def parse_document_request(payload: Any) -> DocumentRequest:

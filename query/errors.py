@@ -6,6 +6,7 @@ Tree::
     ├── InvalidQueryError        empty, oversized or malformed query            400 invalid_query
     ├── InvalidRequestError      request body not JSON / wrong field types       400 invalid_request
     ├── PayloadTooLargeError     request body over the size limit                413 payload_too_large
+    ├── RequestTimeoutError      request body not received within body_timeout   408 request_timeout
     ├── InvalidRequestError
     │   └── InvalidAtError       ``at`` is not a revision (see artifacts.store)  400 invalid_at
     ├── NotFoundError            unknown route or bundle                         404 bundle_not_found
@@ -61,6 +62,13 @@ class InvalidRequestError(QueryError):
 class PayloadTooLargeError(QueryError):
     reason = "payload_too_large"
     status = 413
+
+
+class RequestTimeoutError(QueryError):
+    """The request body did not arrive within the server's ``body_timeout``."""
+
+    reason = "request_timeout"
+    status = 408
 
 
 class NotFoundError(QueryError):

@@ -725,14 +725,16 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
             return chunk_path(ids[label]) not in unpublished
     else:
         accept = None  # type: ignore[assignment]  # every vector may match: no per-node callback
-    k = min(n, depth * 2)
+    count = n if accept is None else _filtered_count(bundle, paths, n)
+    k = min(count, depth * 2)  # never more than the index can return
+    if k == 0:
+        return []
     with bundle.vector_lock:  # ef is index state shared by every thread
         bundle.hnsw.set_ef(max(k, 200))
         try:
             labels, distances = bundle.hnsw.knn_query(qvec.reshape(1, -1), k=k, filter=accept)
-        except RuntimeError:  # fewer than k items pass the filter
-            count = n if accept is None else _filtered_count(bundle, paths, n)
-            labels, distances = _knn_all(bundle, qvec, accept, count)
+        except RuntimeError:  # the graph search reached fewer than k (a narrow filter, a sparse small graph)
+            labels, distances = _exact_knn(bundle, qvec, accept, k, n)
     hits: list[tuple[str, float]] = []
     seen: set[str] = set()
     for label, dist in zip(labels[0].tolist(), distances[0].tolist(), strict=True):
@@ -759,12 +761,21 @@ def _filtered_count(bundle: OpenedBundle, paths: set[str] | None, n: int) -> int
     return n - sum(counts.get(p, 0) for p in unpublished_paths(bundle))
 
 
-def _knn_all(bundle: OpenedBundle, qvec: Any, accept: Any, count: int):  # type: ignore[no-untyped-def]
-    """Retry a filtered k-NN with the largest k hnswlib can fill (``count`` vectors pass ``accept``)."""
-    if count == 0:
-        return [[]], [[]]
-    bundle.hnsw.set_ef(max(count, 200))
-    return bundle.hnsw.knn_query(qvec.reshape(1, -1), k=count, filter=accept)
+def _exact_knn(bundle: OpenedBundle, qvec: Any, accept: Any, k: int, n: int):  # type: ignore[no-untyped-def]
+    """The ``k`` nearest of the labels ``0..n-1`` that pass ``accept`` (all when ``None``) by an exact scan.
+
+    The fallback of :func:`vector_ranking` when hnswlib's graph search returns fewer than ``k``: the
+    stored vectors (``Index.get_items``) are scored against ``qvec`` (inner product); returns
+    ``knn_query``-shaped ``(labels, distances)``, distance ``1 - dot``.  Cost: one pass over the
+    passing vectors (``n x dim`` floats at most).
+    """
+    labels = [label for label in range(n) if accept is None or accept(label)]
+    if not labels:
+        return np.zeros((1, 0), dtype=np.int64), np.zeros((1, 0), dtype=np.float32)
+    vectors = np.asarray(bundle.hnsw.get_items(labels), dtype=np.float32)
+    scores = vectors @ np.asarray(qvec, dtype=np.float32).reshape(-1)
+    order = np.argsort(-scores, kind="stable")[:k]
+    return np.asarray(labels, dtype=np.int64)[order].reshape(1, -1), (1.0 - scores[order]).reshape(1, -1)
 
 
 # -- lexical anchor --------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from artifacts import __version__
 
 from .answer import AnswerRequest
 from .contract import Envelope
+from .graph import GraphRequest
 from .hybrid import SearchRequest
 
 AT_DESCRIPTION = ("Answer from the bundle of this revision instead of the served one - what `gitrag use` accepts: "
@@ -28,7 +29,18 @@ AT_DESCRIPTION = ("Answer from the bundle of this revision instead of the served
 class SearchBody(SearchRequest):
     """Body of ``POST /search``."""
 
-    at: str | None = Field(None, max_length=200, description=AT_DESCRIPTION)
+    query: str = Field(min_length=1, max_length=1000)
+    at: str | None = Field(None, min_length=1, max_length=200, description=AT_DESCRIPTION)
+
+
+class GraphBody(GraphRequest):
+    """Body of ``POST /graph``: exactly one of ``query`` and ``question``."""
+
+    model_config = {"json_schema_extra": {"oneOf": [{"required": ["query"]}, {"required": ["question"]}]}}
+
+    query: str | None = Field(None, min_length=1, max_length=1000)
+    question: str | None = Field(None, min_length=1, max_length=1000)
+    at: str | None = Field(None, min_length=1, max_length=200, description=AT_DESCRIPTION)
 
 
 class SearchResult(BaseModel):
@@ -68,7 +80,8 @@ class AnswerBody(AnswerRequest):
     """Body of ``POST /answer``.  ``Accept: text/event-stream`` streams SSE events ``retrieval``,
     ``status`` (generating / checking / repairing), ``answer`` (the checked body below) and ``done``."""
 
-    at: str | None = Field(None, max_length=200, description=AT_DESCRIPTION)
+    query: str = Field(min_length=1, max_length=1000)
+    at: str | None = Field(None, min_length=1, max_length=200, description=AT_DESCRIPTION)
 
 
 class ClaimEvidence(BaseModel):
@@ -185,7 +198,8 @@ class UseBody(BaseModel):
 
     model_config = {"extra": "forbid"}
 
-    bundle: str = Field(max_length=200, description="a bundle id, or a commit id, branch or tag (as for `at`)")
+    bundle: str = Field(min_length=1, max_length=200,
+                        description="a bundle id, or a commit id, branch or tag (as for `at`)")
 
 
 class ReloadResponse(BaseModel):

@@ -8,8 +8,12 @@ key may do everything; the sync key only ``/sync``; the search key only retrieva
 key configured the server runs only on loopback and every role is open.  Rate limits apply per
 key (and per client address on the webhooks); a server without keys has none.
 
-Failed key attempts are limited per client address (``auth_failures_per_minute``): once its
-bucket is empty, that address gets ``429`` on keyed routes until it refills, right key or not.
+Failed key attempts are limited per client address and key prefix (``auth_failures_per_minute``,
+the first :data:`FAILED_KEY_PREFIX` characters of the presented key, or none): once a bucket is
+empty, that address gets ``429`` for keys with that prefix until it refills, right key or not, so
+one bad client behind a shared NAT does not lock out the good keys there.  The client address is
+the peer's, or, from a peer in ``trusted_proxies``, the last ``X-Forwarded-For`` entry that is no
+trusted proxy (:func:`client_address`).
 
 Without keys (loopback only) two browser attacks remain, and both are refused here: DNS
 rebinding (a page on ``evil.example`` whose name now resolves to 127.0.0.1) is answered ``421
@@ -79,6 +83,62 @@ def error_response(reason: str, status: int, headers: dict[str, str] | None = No
     return web.json_response(body, status=status, headers=headers)
 
 
+def check_unpublished(payload: Any, *, allowed: bool) -> None:
+    """Refuse a request body that asks for unpublished pages from a caller who may not read them.
+
+    ``published_only: false`` (``/search``, ``/graph``, ``/document``, ``/answer`` and their MCP
+    tools) needs the admin key unless the server TOML says ``unpublished_public = true``
+    (``allowed`` is that, or an admin caller).  Other bodies pass (their validation is the route's).
+
+    :raises ForbiddenError: ``403 unpublished_forbidden``.
+    """
+    if not allowed and isinstance(payload, dict) and payload.get("published_only") is False:
+        raise ForbiddenError("published_only: false needs the admin key", reason="unpublished_forbidden")
+
+
+FAILED_KEY_PREFIX = 4
+"""Characters of a presented key that, with the client address, name its failed-attempt bucket."""
+
+
+def client_address(request: web.Request) -> str:
+    """The client's address: the peer's, unless the peer is a trusted proxy (``trusted_proxies``).
+
+    From a trusted proxy, ``X-Forwarded-For`` is read from the right: the first entry that is not a
+    trusted proxy itself is the client (entries further left were written by the client and are not
+    believed).  A malformed entry, or none, leaves the proxy's own address.
+    """
+    peer = request.remote or ""
+    networks = request.app[PROXY_NETWORKS] if PROXY_NETWORKS in request.app else []
+    if not networks or not in_networks(peer, networks):
+        return peer
+    for entry in reversed(",".join(request.headers.getall("X-Forwarded-For", [])).split(",")):
+        entry = entry.strip()
+        if not entry:
+            continue
+        try:
+            address = str(ipaddress.ip_address(entry))
+        except ValueError:
+            return peer
+        if not in_networks(address, networks):
+            return address
+    return peer
+
+
+def in_networks(address: str, networks: list[Any]) -> bool:
+    """True when ``address`` (an IP literal) lies in one of ``networks`` (:mod:`ipaddress` networks)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in networks)
+
+
+def failure_identity(request: web.Request, presented: str | None) -> str:
+    """The failed-key bucket of a request: client address and the presented key's first characters."""
+    prefix = presented[:FAILED_KEY_PREFIX] if presented else ""
+    return f"addr:{client_address(request)}|key:{prefix}"
+
+
 def presented_key(request: web.Request) -> str | None:
     """Return the key in ``X-API-Key`` or ``Authorization: Bearer``, or ``None``."""
     key = request.headers.get("X-API-Key")
@@ -115,7 +175,7 @@ def has_valid_key(config: ServerConfig, request: web.Request) -> bool:
     if presented is None:
         return False
     failures = request.app[AUTH_FAILURES]
-    address = f"addr:{request.remote}"
+    address = failure_identity(request, presented)
     if failures.peek(address) > 0:
         return False
     if match_key(config, presented) is not None:
@@ -163,7 +223,7 @@ def authorize(config: ServerConfig, request: web.Request, role: str) -> str:
     wrong role).  ``public`` routes and a server without keys return the client address.
     """
     if role in ("public", "webhook") or not config.keys_configured:
-        return f"addr:{request.remote}"
+        return f"addr:{client_address(request)}"
     presented = presented_key(request)
     if presented is None:
         raise UnauthorizedError("no API key")
@@ -220,6 +280,7 @@ class RateLimiter:
 CONFIG = web.AppKey("config", ServerConfig)
 LIMITER = web.AppKey("limiter", RateLimiter)
 AUTH_FAILURES = web.AppKey("auth_failures", RateLimiter)
+PROXY_NETWORKS = web.AppKey("proxy_networks", list)
 STATE_CHANGING_ROLES = ("admin", "sync")
 ROLES = web.AppKey("roles", dict)
 
@@ -313,7 +374,7 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
     if not config.keys_configured and role in STATE_CHANGING_ROLES and is_cross_site(config, request):
         raise ForbiddenError("cross-site", reason="cross_site_forbidden")
     keyed = config.keys_configured and role not in ("public", "webhook")
-    address = f"addr:{request.remote}"
+    address = failure_identity(request, presented_key(request))
     if keyed:
         wait = request.app[AUTH_FAILURES].peek(address)
         if wait > 0:

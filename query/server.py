@@ -42,12 +42,13 @@ from artifacts import __version__
 from artifacts.embedding import Embedder
 from artifacts.errors import ArtifactError, BundleIntegrityError, BundleNotFoundError
 from artifacts.jobs import JobQueue, spawn_worker
-from artifacts.store import Store, resolve_bundle_ref, use_bundle
+from artifacts.store import Store, fallback_candidates, resolve_bundle_ref, use_bundle
 
 from . import openapi
 from .answer import AnswerCache, answer, parse_answer_request
 from .bundle import OpenedBundle, open_bundle
 from .config import ConfigError, ServerConfig, is_loopback
+from .contract import error_body
 from .documents import DocumentRequest, get_document, parse_document_request
 from .errors import (
     ClientDisconnectedError,
@@ -57,26 +58,30 @@ from .errors import (
     PayloadTooLargeError,
     PlainNotFoundError,
     QueryError,
+    RequestTimeoutError,
     RetrievalUnavailableError,
     ServiceNotConfiguredError,
     UnauthorizedError,
 )
 from .evidence import Generator
-from .graph import GraphRequest, answer_graph
+from .graph import answer_graph
 from .hybrid import SearchOptions, parse_search_request, search, warm_up
 from .prom import METRICS, ServerMetrics, handle_metrics, metrics_middleware
 from .security import (
     AUTH_FAILURES,
     CONFIG,
     LIMITER,
+    PROXY_NETWORKS,
     ROLES,
     SECURITY_HEADERS,
     RateLimiter,
     auth_middleware,
+    check_unpublished,
     envelope_middleware,
     error_response,
     has_valid_key,
     headers_middleware,
+    in_networks,
     match_key,
     presented_key,
 )
@@ -108,6 +113,8 @@ def describe_failure(exc: BaseException) -> str:
 NO_BUNDLE_HINT = ("The store has no bundle yet: build one with `gitrag build --repo REPO --store STORE`; "
                   "the server serves it as soon as CURRENT points at it.")
 BROKEN_CURRENT_HINT = "The CURRENT bundle failed to open; run `gitrag verify --store STORE` and `gitrag use`."
+FALLBACK_HINT = ("The CURRENT bundle fails verification; the newest older bundle that verifies is served "
+                 "(fallback_verified). Run `gitrag verify --store STORE --repair-current`.")
 BUILDING_HINT = ("The store has no bundle yet and a build is running now; the server serves its bundle as "
                  "soon as it is published (see `gitrag jobs` or the build's progress).")
 
@@ -134,6 +141,10 @@ class BundleHolder:
         self.index = BundleIndex(store)
         self._reload_lock = threading.Lock()
         self.replica: Any = None  # query.replica.Replica on `gitrag serve --from`: store is its cache
+        self.fallback_verified = False
+        """Serve the newest older bundle that verifies when ``CURRENT`` fails to open and none is served."""
+        self.fallback: dict[str, str] | None = None
+        """While a fallback is served: ``bundle_id`` served, ``current`` (the failing ``CURRENT``), ``reason``."""
 
     def unavailable_hint(self) -> str:
         """Say why no bundle is served: the CURRENT bundle failed to open, a build is running, or none exists.
@@ -156,6 +167,7 @@ class BundleHolder:
             fresh.embedder_future = wrapped
         if fresh.embedder is not None:
             fresh.embedder.embed_query("warm-up")  # load weights before serving
+        fresh.chunks.prepare()  # an incremental bundle's label -> line map, before any request needs it
         warm_up(fresh)  # the BM25 matrix weighed before the first request, not during it
         return fresh
 
@@ -223,11 +235,14 @@ class BundleHolder:
                 self.last_error = f"bundle {wanted} failed to open: {describe_failure(exc)}"
                 log.warning("keeping the served bundle: %s", self.last_error,
                             extra={"event": "swap_failed", "bundle_id": wanted})
+                if self.bundle is None and self.fallback_verified:
+                    return self._serve_fallback(wanted)
                 return False
             with self.leases.lock:
                 old, self.bundle = self.bundle, fresh
                 self.last_error = None
                 self.failed_bundle = None
+                self.fallback = None
                 self.swaps += 1
                 if old is not None:
                     self.leases.retire(old)
@@ -236,6 +251,25 @@ class BundleHolder:
                      extra={"event": "swap", "bundle_id": fresh.bundle_id, "commit": m.commit,
                             "previous_bundle_id": old.bundle_id if old is not None else None})
             return True
+
+    def _serve_fallback(self, broken: str) -> bool:
+        """Serve the newest bundle older than ``broken`` that opens and verifies (called with the reload lock)."""
+        for info in fallback_candidates(self.store, broken):
+            try:
+                fresh = self._open(info.bundle_id)
+            except (ArtifactError, QueryError, OSError) as exc:
+                log.warning("fallback bundle %s failed to open: %s", info.bundle_id, describe_failure(exc),
+                            extra={"event": "open_failed", "bundle_id": info.bundle_id})
+                continue
+            with self.leases.lock:
+                self.bundle = fresh
+                self.fallback = {"bundle_id": fresh.bundle_id, "current": broken,
+                                 "reason": self.last_error or "failed to open"}
+                self.swaps += 1
+            log.warning("serving the older verified bundle %s instead of CURRENT %s", fresh.bundle_id, broken,
+                        extra={"event": "fallback", "bundle_id": fresh.bundle_id, "current": broken})
+            return True
+        return False
 
     def resolve(self, at: str) -> str:
         """Return the bundle id for ``at`` with the store's one resolver (as ``gitrag use`` does).
@@ -264,6 +298,7 @@ class BundleHolder:
 
 
 HOLDER = web.AppKey("holder", BundleHolder)
+CONNECTION_LIMITS = web.AppKey("connection_limits", object)
 OPTIONS = web.AppKey("options", SearchOptions)
 ANSWER_CACHE = web.AppKey("answer_cache", AnswerCache)
 GENERATORS = web.AppKey("generators", Callable)
@@ -307,7 +342,7 @@ def _run_document(bundle: OpenedBundle, request: Any, options: SearchOptions) ->
 RETRIEVAL_ROUTES: list[RetrievalRoute] = [
     RetrievalRoute("/search", _run_search, "Hybrid search (BM25 + vectors, RRF) over the served or an older bundle",
                    openapi.SearchBody, openapi.SearchResponse, parse=parse_search_request, wants_options=True),
-    RetrievalRoute("/graph", _run_graph, "Graph retrieval: facts, paths, documents and exact counts", GraphRequest,
+    RetrievalRoute("/graph", _run_graph, "Graph retrieval: facts, paths, documents and exact counts", openapi.GraphBody,
                    wants_options=True),
     RetrievalRoute("/document", _run_document, "One cited page's Markdown from the served or an older bundle",
                    DocumentRequest, parse=parse_document_request, wants_options=True),
@@ -318,13 +353,18 @@ async def _read_body(request: web.Request, limit: int) -> bytes:
     """Read the body (at most ``limit`` bytes).
 
     Raises :class:`PayloadTooLargeError`, :class:`ClientDisconnectedError` when the client goes away
-    mid-body, and :class:`MediaTypeError` (``unsupported_content_encoding``) for a body aiohttp
-    cannot decode.
+    mid-body, :class:`RequestTimeoutError` when the body has not arrived within ``body_timeout``
+    seconds (the connection is then closed), and :class:`MediaTypeError` (``unsupported_content_encoding``)
+    for a body aiohttp cannot decode.
     """
     if request.content_length is not None and request.content_length > limit:
         raise PayloadTooLargeError("body too large")
     try:
-        raw = await request.read()
+        async with asyncio.timeout(request.app[CONFIG].body_timeout):
+            raw = await request.read()
+    except TimeoutError as exc:
+        log.info("closing a connection whose body did not arrive in time", extra={"event": "body_timeout"})
+        raise RequestTimeoutError("body not received in time") from exc
     except (ConnectionResetError, ClientConnectionResetError) as exc:
         raise ClientDisconnectedError("client went away") from exc
     except (ContentEncodingError, RequestPayloadError) as exc:
@@ -369,14 +409,17 @@ def split_at(payload: Any) -> tuple[dict[str, Any], str | None]:
 
 
 async def run_retrieval(holder: BundleHolder, options: SearchOptions, route: RetrievalRoute,
-                        payload: Any) -> dict[str, Any]:
+                        payload: Any, *, unpublished: bool = False) -> dict[str, Any]:
     """Answer one retrieval request body (``at`` included) as ``POST route.path`` does.
 
     The HTTP handlers and the MCP tools (:mod:`query.mcp_server`) both call this.  Returns the
     response body (contract envelope + the route's fields).  Raises :class:`QueryError` subclasses
-    (bad body, bad or unknown ``at``, no bundle) for the transport to convert.
+    (bad body, bad or unknown ``at``, no bundle, ``published_only: false`` without ``unpublished``:
+    the caller may read unpublished pages, see :func:`~query.security.check_unpublished`) for the
+    transport to convert.
     """
     payload, at = split_at(payload)
+    check_unpublished(payload, allowed=unpublished)
     parsed = route.parse(payload) if route.parse is not None else payload
 
     def run() -> dict[str, Any]:
@@ -392,7 +435,8 @@ async def run_retrieval(holder: BundleHolder, options: SearchOptions, route: Ret
 def _retrieval_handler(route: RetrievalRoute) -> Callable[[web.Request], Any]:
     async def handler(request: web.Request) -> web.Response:
         payload = await _read_json(request)
-        body = await run_retrieval(request.app[HOLDER], request.app[OPTIONS], route, payload)
+        body = await run_retrieval(request.app[HOLDER], request.app[OPTIONS], route, payload,
+                                   unpublished=_may_read_unpublished(request))
         if isinstance(body.get("index_version"), dict):
             request[BUNDLE_ID] = body["index_version"].get("bundle_id")  # for the access log
         return web.json_response(body)
@@ -410,6 +454,11 @@ def _is_admin(request: web.Request) -> bool:
         return True  # loopback-only server: every role is open
     key = presented_key(request)
     return key is not None and match_key(config, key) == "admin_key"
+
+
+def _may_read_unpublished(request: web.Request) -> bool:
+    """Whether this request may ask for pages with ``published: false`` (admin key, or ``unpublished_public``)."""
+    return request.app[CONFIG].unpublished_public or _is_admin(request)
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
@@ -444,13 +493,16 @@ class AnswerContext:
     coverage_threshold: float = 0.20
 
 
-def prepare_answer(payload: Any, context: AnswerContext, *, admin: bool) -> tuple[Any, str | None, Generator | None]:
+def prepare_answer(payload: Any, context: AnswerContext, *, admin: bool,
+                   unpublished: bool = False) -> tuple[Any, str | None, Generator | None]:
     """Validate a ``POST /answer`` body: return ``(request, at, generator or None in retrieve mode)``.
 
     Raises :class:`InvalidRequestError` / :class:`InvalidQueryError` (bad body), ``invalid_at``
-    (malformed ``at``), :class:`ForbiddenError` (``debug`` without ``admin``).
+    (malformed ``at``), :class:`ForbiddenError` (``debug`` without ``admin``; ``published_only:
+    false`` without ``unpublished``).
     """
     payload, at = split_at(payload)
+    check_unpublished(payload, allowed=unpublished)
     parsed = parse_answer_request(payload)
     if parsed.debug and not admin:
         raise ForbiddenError("debug needs the admin key")
@@ -489,7 +541,8 @@ async def handle_answer(request: web.Request) -> web.StreamResponse:
     (403 ``forbidden`` otherwise).  Generator failures: 503 ``generator_unavailable``.
     """
     payload = await _read_json(request)
-    parsed, at, generator = prepare_answer(payload, answer_context(request.app), admin=_is_admin(request))
+    parsed, at, generator = prepare_answer(payload, answer_context(request.app), admin=_is_admin(request),
+                                           unpublished=_may_read_unpublished(request))
     threshold = request.app[CONFIG].answer.coverage_threshold
     holder: BundleHolder = request.app[HOLDER]
     bundle_id = await asyncio.to_thread(holder.resolve, at) if at is not None else None
@@ -548,10 +601,23 @@ async def handle_health(request: web.Request) -> web.Response:
         "message": None,
         "auth": "api_keys" if config.keys_configured else "none (no API keys configured; loopback only)",
     }
+    fallback = holder.fallback if bundle is not None and holder.fallback is not None \
+        and holder.fallback["bundle_id"] == bundle.bundle_id else None
+    if bundle is None:
+        body["serving"] = None
+    elif fallback is not None:
+        body["serving"] = "fallback"  # CURRENT failed at start: an older verified bundle
+    elif holder.failed_bundle is not None and holder.failed_bundle != bundle.bundle_id:
+        body["serving"] = "previous"  # CURRENT moved to a bundle that failed: the one served before stays
+    else:
+        body["serving"] = "current"
     if bundle is None:
         body["message"] = holder.unavailable_hint()
+    elif fallback is not None:
+        body["message"] = FALLBACK_HINT
     if not config.keys_configured or has_valid_key(config, request):
         body |= {
+            "fallback": fallback,
             "last_reload_error": holder.last_error,
             "failed_bundle": holder.failed_bundle,
             "swaps": holder.swaps,
@@ -821,8 +887,29 @@ async def _start_mcp(app: web.Application) -> Any:
     return context
 
 
+def _invalid_json_rpc_ids(payload: Any) -> bool:
+    """True when a JSON-RPC message (or one of a batch) has an ``id`` that is neither a string, an integer
+    nor null (JSON-RPC 2.0 section 4; the SDK would otherwise answer 202 with no body)."""
+    messages = payload if isinstance(payload, list) else [payload]
+    return any(isinstance(m, dict) and "id" in m and not (m["id"] is None or isinstance(m["id"], str)
+                                                       or (isinstance(m["id"], int) and not isinstance(m["id"], bool)))
+               for m in messages)
+
+
 async def handle_mcp(request: web.Request) -> web.StreamResponse:
-    """``POST /mcp``: the MCP streamable HTTP transport (:func:`query.mcp_server.handle_mcp`)."""
+    """``POST /mcp``: the MCP streamable HTTP transport (:func:`query.mcp_server.handle_mcp`).
+
+    Before the SDK sees it, the body is read here under the server's limits (``max_body_bytes``: 413 in
+    the contract's envelope; ``body_timeout``), and a message whose ``id`` is an object, array, float
+    or boolean is answered with JSON-RPC error ``-32600`` (HTTP 400).
+    """
+    if request.method == "POST":
+        raw = await _read_body(request, request.app[CONFIG].max_body_bytes)  # cached: the SDK reads it again
+        with contextlib.suppress(InvalidRequestError):
+            if _invalid_json_rpc_ids(decode_json(raw)):
+                return web.json_response({"jsonrpc": "2.0", "id": None,
+                                          "error": {"code": -32600, "message": "Invalid Request: bad id"}},
+                                         status=400)
     await asyncio.shield(request.app[MCP_START])
     from .mcp_server import handle_mcp as handle
 
@@ -913,10 +1000,12 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     share = worker.count if worker is not None else 1
     app[LIMITER] = RateLimiter(*split_limit(config.rate_limit_per_minute, config.rate_limit_burst, share))
     app[AUTH_FAILURES] = RateLimiter(*split_limit(config.auth_failures_per_minute, config.auth_failures_burst, share))
+    app[PROXY_NETWORKS] = config.proxy_networks()
     if worker is not None:
         app[WORKER] = worker
     app[HOLDER] = BundleHolder(store, embedder=embedder, cache_bundles=config.cache_bundles,
                                cache_bytes=config.cache_megabytes * 1024 * 1024)
+    app[HOLDER].fallback_verified = config.fallback_verified
     app[OPTIONS] = options or SearchOptions()
     app[MCP_SESSION] = {}
     app[ANSWER_CACHE] = AnswerCache(config.answer.cache_entries, config.answer.cache_megabytes * 1024 * 1024)
@@ -992,6 +1081,8 @@ async def log_middleware(request: web.Request, handler: Any) -> web.StreamRespon
     """Log one line per request: method, route (the pattern, never the raw path), status, ms, bundle id."""
     started = time.perf_counter()
     status = 500
+    if isinstance(request.protocol, _EnvelopeRequestHandler):
+        request.protocol.headers_arrived()
     try:
         response = await handler(request)
         status = response.status
@@ -1034,17 +1125,120 @@ class _EnvelopeRequestHandler(RequestHandler):
         return response
 
 
+LINGERING_SECONDS = 2.0
+"""Seconds aiohttp goes on reading (and dropping) the rest of a body the server refused or gave up on,
+before it closes the connection (aiohttp's default is 10)."""
+
+
+class ConnectionLimits:
+    """Open connections counted per client address and in total, shared by one server's connections.
+
+    ``admit`` says whether one more connection from ``address`` is allowed (``max_total`` in all,
+    ``max_per_address`` per address unless ``exempt(address)``, e.g. a trusted proxy) and counts it;
+    ``release`` forgets it.  Used on the event loop only.
+    """
+
+    def __init__(self, max_total: int, max_per_address: int, exempt: Callable[[str], bool] = lambda a: False,
+                 header_timeout: float = 30.0) -> None:
+        self.max_total, self.max_per_address, self.exempt = max_total, max_per_address, exempt
+        self.header_timeout = header_timeout
+        self.total = 0
+        self.per_address: dict[str, int] = {}
+        self.refused = 0
+        self.timed_out = 0
+
+    def admit(self, address: str) -> bool:
+        if self.total >= self.max_total or (
+                self.per_address.get(address, 0) >= self.max_per_address and not self.exempt(address)):
+            self.refused += 1
+            return False
+        self.total += 1
+        self.per_address[address] = self.per_address.get(address, 0) + 1
+        return True
+
+    def release(self, address: str) -> None:
+        self.total -= 1
+        left = self.per_address.get(address, 1) - 1
+        if left > 0:
+            self.per_address[address] = left
+        else:
+            self.per_address.pop(address, None)
+
+
+_REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            b"Retry-After: 1\r\nContent-Length: %d\r\n\r\n%s")
+
+
+class _LimitedRequestHandler(_EnvelopeRequestHandler):
+    """A connection under :class:`ConnectionLimits`: refused (503, closed) over a cap, closed when its
+    first request's headers have not arrived within ``header_timeout`` seconds."""
+
+    def __init__(self, manager: web.Server, limits: ConnectionLimits, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self.limits = limits
+        self.address: str | None = None
+        self.header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer = transport.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        if not self.limits.admit(address):
+            body = json.dumps(error_body("too_many_connections")).encode()
+            transport.write(_REFUSED % (len(body), body))  # type: ignore[attr-defined]
+            transport.close()
+            return
+        self.address = address
+        self.header_timer = asyncio.get_running_loop().call_later(self.limits.header_timeout, self._header_timeout,
+                                                                   transport)
+        super().connection_made(transport)
+
+    def headers_arrived(self) -> None:
+        """The first request's headers are in (called by :func:`log_middleware`): the header deadline is off."""
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+            self.header_timer = None
+
+    def _header_timeout(self, transport: asyncio.BaseTransport) -> None:
+        self.header_timer = None
+        self.limits.timed_out += 1
+        log.info("closing a connection that sent no complete request in time", extra={"event": "header_timeout"})
+        transport.close()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if self.address is None:
+            return  # refused in connection_made: aiohttp never saw it
+        self.headers_arrived()
+        self.limits.release(self.address)
+        self.address = None
+        super().connection_lost(exc)
+
+
 class _EnvelopeServer(web.Server):
+    limits: ConnectionLimits | None = None
+
     def __call__(self) -> RequestHandler:
+        if self.limits is not None:
+            return _LimitedRequestHandler(self, self.limits, loop=self._loop, **self._kwargs)
         return _EnvelopeRequestHandler(self, loop=self._loop, **self._kwargs)
 
 
 class EnvelopeRunner(web.AppRunner):
-    """An :class:`aiohttp.web.AppRunner` whose connections answer parser errors with the envelope."""
+    """An :class:`aiohttp.web.AppRunner` whose connections answer parser errors with the envelope and,
+    given ``limits``, obey :class:`ConnectionLimits`.
+
+    Uses aiohttp internals (``_make_server``, ``Server._loop`` / ``_kwargs``): the dependency is pinned
+    to the tested minor release (pyproject.toml) and ``tests/query/test_server_hardening27.py`` fails
+    on another one.
+    """
+
+    def __init__(self, app: web.Application, *, limits: ConnectionLimits | None = None, **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self.limits = limits
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         server.__class__ = _EnvelopeServer  # same state, one overridden factory method
+        server.limits = self.limits  # type: ignore[attr-defined]
         return server
 
 
@@ -1056,7 +1250,14 @@ async def start_server(app: web.Application, host: str = "127.0.0.1", port: int 
     Call ``await runner.cleanup()`` to stop.  aiohttp's own access log is off: :func:`log_middleware`
     writes one structured line per request instead.
     """
-    runner = EnvelopeRunner(app, access_log=None, handle_signals=handle_signals)
+    config = app[CONFIG]
+    networks = config.proxy_networks()
+    limits = ConnectionLimits(config.max_connections, config.max_connections_per_address,
+                              exempt=lambda address: in_networks(address, networks),
+                              header_timeout=config.header_timeout)
+    app[CONNECTION_LIMITS] = limits
+    runner = EnvelopeRunner(app, access_log=None, handle_signals=handle_signals, limits=limits,
+                            keepalive_timeout=config.keepalive_timeout, lingering_time=LINGERING_SECONDS)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_port=reuse_port or None)
     await site.start()

@@ -218,10 +218,17 @@ def test_failed_key_attempts_are_rate_limited(store: Path, hash_embedder) -> Non
         for n in range(3):
             async with http.post(base + "/search", json={"query": "holp"}, headers={"X-API-Key": "x" * 40}) as resp:
                 assert resp.status == 401, n
-        async with http.post(base + "/search", json={"query": "holp"}, headers={"X-API-Key": "y" * 40}) as resp:
+        async with http.post(base + "/search", json={"query": "holp"}, headers={"X-API-Key": "x" * 39 + "y"}) as resp:
             body = await resp.json()
         assert resp.status == 429 and body["reason"] == "rate_limited" and int(resp.headers["Retry-After"]) >= 1
-        # Guessing stops even for a right key from this address until the bucket refills.
+        # The bucket is per (address, key prefix): a good key with another prefix keeps working ...
+        async with http.post(base + "/search", json={"query": "holp"}, headers={"X-API-Key": SEARCH_KEY}) as resp:
+            assert resp.status == 200
+        # ... but guessing stops even for a right key once guesses with its prefix used up the bucket.
+        for n in range(3):
+            async with http.post(base + "/search", json={"query": "holp"},
+                                 headers={"X-API-Key": SEARCH_KEY[:4] + "x" * 36}) as resp:
+                assert resp.status == 401, n
         async with http.post(base + "/search", json={"query": "holp"}, headers={"X-API-Key": SEARCH_KEY}) as resp:
             assert resp.status == 429
         async with http.get(base + "/health") as resp:  # public routes stay open
@@ -241,7 +248,8 @@ def test_health_on_a_keyed_server_shows_details_only_with_a_key(store: Path, has
             public = await resp.json()
             text = await resp.text()
         assert resp.status == 200
-        assert public == {"status": "ok", "ready": True, "reason": None, "message": None, "auth": "api_keys"}
+        assert public == {"status": "ok", "ready": True, "reason": None, "message": None, "auth": "api_keys",
+                          "serving": "current"}
         assert "hash-64" not in text and "commit" not in text
         for key in (SEARCH_KEY, SYNC_KEY, ADMIN_KEY):
             async with http.get(base + "/health", headers={"Authorization": f"Bearer {key}"}) as resp:
@@ -251,11 +259,12 @@ def test_health_on_a_keyed_server_shows_details_only_with_a_key(store: Path, has
         async with http.get(base + "/health", headers={"X-API-Key": "z" * 40}) as resp:
             assert "bundle" not in await resp.json()
         # /health is no key-guessing oracle: wrong keys count as failed attempts there too.
-        for _ in range(3):
-            await (await http.get(base + "/health", headers={"X-API-Key": "q" * 40})).read()
+        # (per address and key prefix: guesses with the admin key's first characters block the admin key)
+        for _ in range(4):
+            await (await http.get(base + "/health", headers={"X-API-Key": ADMIN_KEY[:4] + "q" * 36})).read()
         async with http.get(base + "/health", headers={"X-API-Key": ADMIN_KEY}) as resp:
             assert resp.status == 200 and "bundle" not in await resp.json()  # blocked: the right key shows nothing
-        async with http.post(base + "/search", json={"query": "holp"}, headers={"X-API-Key": SEARCH_KEY}) as resp:
+        async with http.post(base + "/search", json={"query": "holp"}, headers={"X-API-Key": ADMIN_KEY}) as resp:
             assert resp.status == 429
 
     with_server(store, hash_embedder, scenario, config=config.model_copy(
