@@ -228,14 +228,19 @@ def _decide(rows, probs, threshold):  # type: ignore[no-untyped-def]
             "questions": len(ans), "unanswerable": len(una)}
 
 
-def _thresholds_only(args, dev, test, vectors) -> int:  # type: ignore[no-untyped-def]
-    out = json.loads(args.coefficients.read_text(encoding="utf-8"))
-    _choose_thresholds(out, args, dev, test, vectors)
+def _emit(out, args) -> int:  # type: ignore[no-untyped-def]
+    """Print the model JSON and write it to ``--write`` when given."""
     text = json.dumps(out, indent=1, ensure_ascii=False)
     print(text)
     if args.write:
         args.write.write_text(text + "\n", encoding="utf-8")
     return 0
+
+
+def _thresholds_only(args, dev, test, vectors) -> int:  # type: ignore[no-untyped-def]
+    out = json.loads(args.coefficients.read_text(encoding="utf-8"))
+    _choose_thresholds(out, args, dev, test, vectors)
+    return _emit(out, args)
 
 
 def _choose_thresholds(out, args, dev, test, vectors) -> None:  # type: ignore[no-untyped-def]
@@ -346,11 +351,7 @@ def main() -> int:
         out["figures"][name] = {"dev_oof": _decide(dev_rows, oof, threshold),
                                 "test": _decide(test_rows, model.predict_proba(tx)[:, 1], threshold)}
     _choose_thresholds(out, args, dev, test, vectors)
-    text = json.dumps(out, indent=1, ensure_ascii=False)
-    print(text)
-    if args.write:
-        args.write.write_text(text + "\n", encoding="utf-8")
-    return 0
+    return _emit(out, args)
 
 
 if __name__ == "__main__":
