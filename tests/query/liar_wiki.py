@@ -185,7 +185,7 @@ def cases() -> list[Case]:
         # one sentence merging facts of two students' pages
         o = _other(i, 5)
         other_year = o.bp_year if o.bp_year != s.bp_year else s.dp_year
-        out.append(Case("merged_pages", f"Aké bakalárske práce majú {s.name} a {o.name}?", [
+        out.append(Case("merged_pages", f"Opíšte bakalárske práce, ktoré napísali {s.name} a {o.name}.", [
             f"{s.name} a {o.name} obhájili bakalársku prácu {o.bp_title} v roku {o.bp_year}.",
             f"{s.name} napísal bakalársku prácu {o.bp_title} a {o.name} prácu {s.bp_title}.",
             f"Bakalárska práca {s.genitive} {s.bp_title} je z roku {other_year}.",
