@@ -76,7 +76,8 @@ async def _run(wiki: dict[str, Any], embedder: Any, provider: str, batch: list[C
                 texts = [c["text"] for c in body.get("claims") or []]
                 attempts = (body.get("debug") or {}).get("attempts") or []
                 first = attempts[0]["verdicts"][0] if attempts and attempts[0]["verdicts"] else {}
-                rows.append({"case": case, "status": body["status"], "texts": texts, "answer": body.get("answer"),
+                rows.append({"case": case, "status": body["status"], "engine": body.get("engine"),
+                             "texts": texts, "answer": body.get("answer"),
                              "quoted": bool(found) and all(found), "calls": len(found),
                              "reasons": tuple(first.get("reasons") or ()), "first_text": first.get("text")})
     finally:
@@ -91,6 +92,10 @@ def test_liar_suite(wiki: dict[str, Any], hash_embedder: Any, provider: str, lie
     batch = [c for c in CASES if c.lie == lie]
     assert len(batch) >= 10
     rows = asyncio.run(_run(wiki, hash_embedder, provider, batch))
+    # a question the graph answers itself (two persons' titles, per person, from verified graph facts) never
+    # reaches the model: it tests nothing of the checker and is left out; enough cases must remain
+    rows = [r for r in rows if r["engine"] != "graph"]
+    assert len(rows) >= 10
     # every case reached the model with the evidence its quotes stand in (else it would test retrieval)
     assert all(r["quoted"] for r in rows), [r["case"].question for r in rows if not r["quoted"]]
     outcome: Counter[str] = Counter()
