@@ -46,6 +46,7 @@ from typing import Any
 
 from artifacts.text.profile import crosses_language
 
+from .answerability import best_units, gate_claims
 from .asked import (
     CountFocus,
     action_family,
@@ -948,16 +949,13 @@ def _judge(question: str, reply: GeneratorReply, items: list[EvidenceItem], grap
                        for q in quotes_of(v.claim)), key=len) if v.ok else []
         out.append(_off_question(v, details) if details else v)
     if scorer is not None:
-        from .answerability import gate_claims
-
         out = gate_claims(scorer, out, items, _off_question)
     return out
 
 
 def _rescue(question: str, items: list[EvidenceItem], graph: dict[str, Any] | None, scorer: Any,
             attempts: list[dict[str, Any]]) -> list[Claim]:
-    from .answerability import best_units
-    from .generators import shown_text
+    from .generators import shown_text  # generators imports this module
 
     ranked = best_units(scorer, items)
     if not ranked:
