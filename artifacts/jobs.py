@@ -134,6 +134,33 @@ class Enqueued:
     duplicate: bool = False
 
 
+def _ensure_wal(db: sqlite3.Connection, *, patience: float = 30.0) -> None:
+    """Put the database in WAL mode (persistent in the file), tolerating concurrent first connections.
+
+    Switching the journal mode needs an exclusive lock and SQLite does not call its busy handler for
+    it, so 30 requests opening a new queue at once made some fail with ``database is locked``. The
+    mode is read first (a no-op once the file is in WAL mode) and the switch is retried for up to
+    ``patience`` seconds.
+
+    Raises:
+        sqlite3.OperationalError: the switch still failed after ``patience`` seconds.
+    """
+    deadline = time.monotonic() + patience
+    delay = 0.005
+    while True:
+        try:
+            if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+                return
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorcode", sqlite3.SQLITE_BUSY) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+
 class JobQueue:
     """The SQLite job queue of a store directory (created on first use)."""
 
@@ -149,7 +176,7 @@ class JobQueue:
         db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         try:
             db.row_factory = sqlite3.Row
-            db.execute("PRAGMA journal_mode=WAL")
+            _ensure_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")
             yield db
         finally:

@@ -46,7 +46,9 @@ case "$*" in *importlib.metadata*) echo 0.1.0 ;; esac
     (tools / "chromium").write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
     for path in (python, tools / "chromium"):
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}", "PIP_CONFIG_FILE": os.devnull}
+    # `make test` exports GITRAG_INSTALL_NEXT for its own install run; the script under test must not see it
+    env = {key: value for key, value in os.environ.items() if key != "GITRAG_INSTALL_NEXT"}
+    env.update({"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}", "PIP_CONFIG_FILE": os.devnull})
     return project, env
 
 
