@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _classify(q: dict, body: dict) -> str:  # type: ignore[type-arg]
-    from query.answer_eval import contains_whole, folded
+    from query.eval.answers import contains_whole, folded
 
     ok = body.get("status") == "ok"
     if not q.get("answerable", True):
@@ -77,9 +77,9 @@ def _totals(rows: list[dict]) -> dict:  # type: ignore[type-arg]
 
 
 async def _run(bundle, questions, use_score: bool) -> list[dict]:  # type: ignore[no-untyped-def, type-arg]
-    from query.answer import answer, parse_answer_request
-    from query.generators import make_generator
-    from query.hybrid import SearchOptions
+    from query.answer.generators import make_generator
+    from query.answer.pipeline import answer, parse_answer_request
+    from query.search.hybrid import SearchOptions
 
     generator = make_generator("extractive", {})
     rows = []

@@ -1,7 +1,7 @@
-"""Calibrate the relevance gates of ``/answer`` (``query.rag.MIN_SUPPORT`` and ``MIN_SUPPORT_RESTRICTED``).
+"""Calibrate the relevance gates of ``/answer`` (``query.answer.rag.MIN_SUPPORT`` and ``MIN_SUPPORT_RESTRICTED``).
 
 For every question the best *support* (idf-weighted share of the question's content words found in
-a candidate chunk, see :mod:`query.rag`) is computed the way the router computes it, and for each
+a candidate chunk, see :mod:`query.answer.rag`) is computed the way the router computes it, and for each
 threshold the share of answerable questions that pass and of no-answer questions that are refused
 is printed (JSON).  Two gates:
 
@@ -36,10 +36,10 @@ THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 17)]
 
 def main() -> int:
     sys.path.insert(0, str(HERE.parent))
-    from query.answer import parse_answer_request, route_question
+    from query.answer.pipeline import parse_answer_request, route_question
+    from query.answer.rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, text_context
     from query.bundle import open_bundle
-    from query.hybrid import SearchOptions
-    from query.rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, text_context
+    from query.search.hybrid import SearchOptions
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bundle", required=True, type=Path)

@@ -2,8 +2,8 @@
 
 Data (only sets we may tune on; never an evaluation set): XQuAD German (``shared/bench/xquad-de``), whose
 questions each have a relevant paragraph and answer spans.  For each question the real evidence of
-``/answer`` is retrieved (``query.rag.text_context`` over the bundle, 8 items, no support gate) and
-split into units (``query.sentences.text_units``).  Two groups per question:
+``/answer`` is retrieved (``query.answer.rag.text_context`` over the bundle, 8 items, no support gate) and
+split into units (``query.answer.sentences.text_units``).  Two groups per question:
 
 * ``answerable``: every unit of the evidence; a unit is positive when it belongs to the relevant
   paragraph and contains one of the answer spans;
@@ -11,7 +11,7 @@ split into units (``query.sentences.text_units``).  Two groups per question:
   the same article: the right topic without the value): every unit is negative.
 
 Fit: scikit-learn ``LogisticRegression`` on the ``dev`` split, per variant (``full``, ``lexical``,
-``dense``: see :mod:`query.answerability`).  Threshold: the smallest one at which, over the dev questions
+``dense``: see :mod:`query.answer.answerability`).  Threshold: the smallest one at which, over the dev questions
 (out-of-fold predictions, 5 folds grouped by article), delivering the best unit when it reaches the
 threshold is right in at least ``--precision`` of the deliveries of both groups together (a delivery in
 the unanswerable group is always wrong).  The ``test`` split is reported as held-out figures.
@@ -36,10 +36,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def _collect(pairs, scorer_cache):  # type: ignore[no-untyped-def]
-    from query.answerability import item_context, unit_features
+    from query.answer.answerability import item_context, unit_features
+    from query.answer.rag import question_weights, text_context
+    from query.answer.sentences import addresses_model, link_only, text_units
     from query.question import analyse_question
-    from query.rag import question_weights, text_context
-    from query.sentences import addresses_model, link_only, text_units
 
     rows = []  # (qid, group, article, label, features)
     for n, (bundle, q) in enumerate(pairs):
@@ -126,12 +126,12 @@ def _pipeline(pairs, model, vectors):  # type: ignore[no-untyped-def]
     paragraph).  The retrieval and the rules run once; each variant scores the same units."""
     import asyncio
 
-    from query.answerability import VARIANT_FEATURES, UnitScorer, find_unit
-    from query.checker import run_generation
-    from query.generators import ExtractiveGenerator
+    from query.answer.answerability import VARIANT_FEATURES, UnitScorer, find_unit
+    from query.answer.checker import run_generation
+    from query.answer.generators import ExtractiveGenerator
+    from query.answer.rag import text_context
+    from query.answer.sentences import addresses_model, link_only, text_units
     from query.question import analyse_question
-    from query.rag import text_context
-    from query.sentences import addresses_model, link_only, text_units
 
     records: dict[str, list] = {name: [] for name in VARIANT_FEATURES}  # type: ignore[type-arg]
     for n, (bundle, q) in enumerate(pairs):
@@ -248,7 +248,7 @@ def _choose_thresholds(out, args, dev, test, vectors) -> None:  # type: ignore[n
     over the dev questions, for the target share of wrong deliveries among all questions of both groups."""
     import numpy as np
 
-    from query.answerability import VARIANT_FEATURES, model_from
+    from query.answer.answerability import VARIANT_FEATURES, model_from
 
     fitted = model_from(out)
     dev_pipe = _pipeline(dev, fitted, vectors)
@@ -266,7 +266,7 @@ def _choose_thresholds(out, args, dev, test, vectors) -> None:  # type: ignore[n
                 best_t, best_fig = t, fig
         threshold = best_t if best_t is not None else 0.99
         out["variants"][name]["threshold"] = threshold
-        # a variant that cannot reach the target on the dev pipeline is not applied (query.answerability)
+        # a variant that cannot reach the target on the dev pipeline is not applied (query.answer.answerability)
         out["variants"][name]["reached"] = best_t is not None
         out["figures"][f"pipeline_{name}"] = {"threshold": threshold, "dev": _simulate(dev_pipe[name], threshold),
                                              "test": _simulate(test_pipe[name], threshold)}
@@ -278,7 +278,7 @@ def main() -> int:
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
 
-    from query.answerability import VARIANT_FEATURES
+    from query.answer.answerability import VARIANT_FEATURES
     from query.bundle import open_bundle
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -57,7 +57,7 @@ class AnswerConfig(BaseModel):
 
     ``generator``: ``extractive`` (default, no model), ``openai`` or ``anthropic``; the provider
     keys (``base_url``, ``model``, ``api_key``, ``connect_timeout``, ``read_timeout`` in seconds,
-    ``max_tokens``, ``temperature``) are passed to :func:`query.generators.make_generator`, with
+    ``max_tokens``, ``temperature``) are passed to :func:`query.answer.generators.make_generator`, with
     ``GITRAG_LLM_*`` / ``ANTHROPIC_API_KEY`` filling what is left out.  ``coverage_threshold``: share
     (0..1) of the question's content words the delivered claims' evidence must cover;
     ``cache_entries`` / ``cache_megabytes``: answer cache bounds.
@@ -78,7 +78,7 @@ class AnswerConfig(BaseModel):
     cache_megabytes: int = Field(16, ge=0)
 
     def provider_settings(self) -> dict[str, Any]:
-        """Return the settings :func:`query.generators.make_generator` reads (unset ones left out)."""
+        """Return the settings :func:`query.answer.generators.make_generator` reads (unset ones left out)."""
         data = self.model_dump(exclude={"generator", "coverage_threshold", "cache_entries", "cache_megabytes"},
                                exclude_none=True)
         if self.api_key is not None:

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .errors import InvalidQueryError, InvalidRequestError
+from query.errors import InvalidQueryError, InvalidRequestError
 
 ERROR_MESSAGES = {
     "invalid_query": "The query is empty, too long or not a string.",

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .bundle import OpenedBundle
-from .contract import Envelope, Source, source_url, validate_request
-from .errors import NotFoundError
+from query.bundle import OpenedBundle
+from query.contract import Envelope, Source, source_url, validate_request
+from query.errors import NotFoundError
 
 MAX_PATH_CHARS = 1000
 """Longest ``path`` accepted (characters)."""

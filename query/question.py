@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from artifacts.text.profile import detect_language, question_type
-
-from .sentences import analyze, content_words
+from query.answer.sentences import analyze, content_words
 
 VALUE_TYPES = frozenset({"count", "quantity", "time", "person", "place", "procedure", "definition"})
-"""Answer types whose answer is a recognisable kind of value (:func:`query.answerability.holds_value`)."""
+"""Answer types whose answer is a recognisable kind of value (:func:`query.answer.answerability.holds_value`)."""
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,8 @@ from collections import OrderedDict
 from artifacts.errors import InvalidRevisionError
 from artifacts.manifest import Manifest
 from artifacts.store import BundleInfo, Store, check_revision
-
-from .bundle import OpenedBundle
-from .errors import InvalidAtError
+from query.bundle import OpenedBundle
+from query.errors import InvalidAtError
 
 
 def check_at(at: object) -> str:

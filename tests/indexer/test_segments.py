@@ -17,7 +17,7 @@ from artifacts.records import Chunk, Document
 from artifacts.store import verify_bundle
 from indexer.build import build_bundle, embedding_parts, embedding_text
 from query.bundle import open_bundle
-from query.hybrid import bm25_matrix, bm25_ranking, vector_ranking
+from query.search.hybrid import bm25_matrix, bm25_ranking, vector_ranking
 from tests.conftest import MINILM, RepoBuilder
 
 

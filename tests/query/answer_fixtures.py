@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from query.evidence import EvidenceItem
+from query.answer.evidence import EvidenceItem
 
 KOVACOVA = """# Jana Kováčová
 
@@ -138,9 +138,9 @@ def real_blog(tmp_path: Path, embedder: Any) -> Iterator[Any]:
 
 def ask_extractive(bundle: Any, question: str, debug: bool = False) -> dict[str, Any]:
     """``/answer``'s body for ``question`` with the extractive generator and default search options."""
-    from query.answer import answer, parse_answer_request
-    from query.generators import ExtractiveGenerator
-    from query.hybrid import SearchOptions
+    from query.answer.generators import ExtractiveGenerator
+    from query.answer.pipeline import answer, parse_answer_request
+    from query.search.hybrid import SearchOptions
 
     request = parse_answer_request({"query": question})
     return asyncio.run(answer(bundle, request, SearchOptions(), ExtractiveGenerator(), include_debug=debug))

@@ -36,7 +36,7 @@ class Recorded:
 
 @dataclass(frozen=True)
 class Prompt:
-    """What a generator sent, read back from its user message (query.generators.build_messages):
+    """What a generator sent, read back from its user message (query.answer.generators.build_messages):
     the ``question``, the fenced ``evidence`` (``{E-id: text}``) and whether it is the ``repair`` round."""
 
     question: str

@@ -7,7 +7,7 @@ from pathlib import Path
 from artifacts.analysis import fold
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.hybrid import parse_search_request, search
+from query.search.hybrid import parse_search_request, search
 from tests.conftest import RepoBuilder
 
 

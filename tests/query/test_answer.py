@@ -1,4 +1,4 @@
-"""The answer router, input gate, retrieve mode and cache (query.answer) on a real tiny thesis wiki."""
+"""The answer router, input gate, retrieve mode and cache (query.answer.pipeline) on a real tiny thesis wiki."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from query.answer import AnswerCache, answer, normalise_question, parse_answer_request
+from query.answer.pipeline import AnswerCache, answer, normalise_question, parse_answer_request
 from query.bundle import open_bundle
 from query.errors import InvalidQueryError, InvalidRequestError
-from query.hybrid import SearchOptions
+from query.search.hybrid import SearchOptions
 from tests.query.answer_wiki import build_wiki
 
 
@@ -127,7 +127,7 @@ def test_cache_key_and_bounds(wiki: dict[str, Any]) -> None:
 def test_ask_cli(wiki: dict[str, Any]) -> None:
     from click.testing import CliRunner
 
-    from query.answer_cli import ask_command
+    from query.cli.ask import ask_command
 
     store = str(wiki["store"])
     result = CliRunner().invoke(ask_command, ["Aké práce má Ján Holp?", "--store", store, "--json"])

@@ -12,10 +12,10 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from query.checker import claim_relevance, relevance_gate
-from query.evidence import Claim, EvidenceItem
-from query.sentences import defines, definition_question, question_focus, text_units
-from query.server import create_app
+from query.answer.checker import claim_relevance, relevance_gate
+from query.answer.evidence import Claim, EvidenceItem
+from query.answer.sentences import defines, definition_question, question_focus, text_units
+from query.server.app import create_app
 from tests.conftest import RepoBuilder
 from tests.query.answer_fixtures import ask_extractive, built_blog, real_blog
 
@@ -111,7 +111,7 @@ def test_defining_sentences(sentence: str, strength: int) -> None:
     ("**\\\nJan Kotara** (COO, Česko.Digital)", "Jan Kotara (COO, Česko.Digital)"),
 ])
 def test_claim_text_is_the_display_form_of_its_unit(unit: str, shown: str) -> None:
-    from query.generators import shown_text
+    from query.answer.generators import shown_text
 
     assert shown_text(unit) == shown
 

@@ -1,7 +1,7 @@
 """A front-matter description is evidence an answer can quote, with its provenance (issue 13).
 
 The indexer keeps ``description: …`` as a chunk of its own whose ``heading_path`` is ``["description"]``
-(:data:`query.evidence.FRONT_MATTER_SECTIONS`).  The answer path quotes it verbatim and says where the
+(:data:`query.answer.evidence.FRONT_MATTER_SECTIONS`).  The answer path quotes it verbatim and says where the
 quote stands: the document, section ``description`` (claims' ``evidence[].heading_path``, ``gitrag ask``
 prints ``[S1] path (description)``).  Evidence-level tests run on any indexer; the end-to-end test over a
 real Git repo and hash-64 bundle needs an indexer that keeps descriptions (it skips, saying so, without).
@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from query.answer import _deliver, answer, parse_answer_request
-from query.answer_cli import _front_matter_quotes
-from query.checker import check_reply, claim_relevance, quote_section, relevance_gate
-from query.evidence import EvidenceItem
-from query.generators import ExtractiveGenerator
-from query.hybrid import SearchOptions
-from query.rag import Context
+from query.answer.checker import check_reply, claim_relevance, quote_section, relevance_gate
+from query.answer.evidence import EvidenceItem
+from query.answer.generators import ExtractiveGenerator
+from query.answer.pipeline import _deliver, answer, parse_answer_request
+from query.answer.rag import Context
+from query.cli.ask import _front_matter_quotes
+from query.search.hybrid import SearchOptions
 from tests.conftest import RepoBuilder
 from tests.query.answer_fixtures import built_blog
 
@@ -89,7 +89,7 @@ def test_an_answer_quotes_the_description_of_a_real_bundle(blog: dict[str, Any])
     assert evidence["document_path"] == "posts/rozhovor.md" and evidence["heading_path"] == ["description"]
     assert evidence["quote"] in DESCRIPTION
 
-    from query.answer_cli import ask_command
+    from query.cli.ask import ask_command
 
     result = CliRunner().invoke(ask_command, ["Kdy byla prodána firma Zlatokop?", "--store",
                                               str(blog["store"])])
@@ -103,9 +103,9 @@ def test_an_answer_quotes_the_description_of_a_real_bundle(blog: dict[str, Any])
 def test_the_title_is_the_section_of_a_description_quote() -> None:
     """A description summarises its page: the page title names what it is about, as for a quote under no
     heading; under a real heading the title does not count (a newsletter's title names all its topics)."""
-    from query.checker import RelevanceGate
-    from query.evidence import Claim
-    from query.sentences import question_focus
+    from query.answer.checker import RelevanceGate
+    from query.answer.evidence import Claim
+    from query.answer.sentences import question_focus
 
     question = "Kolik lidí se sešlo na prvním hackdayi?"
     gate = RelevanceGate(question_focus(question), ("lidi", "seslo", "prvnim", "hackday"),

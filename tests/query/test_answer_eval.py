@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from query.answer_eval import folded, recheck_claim, score_body, totals
 from query.bundle import open_bundle
-from query.eval_cli import eval_command
+from query.cli.eval import eval_command
+from query.eval.answers import folded, recheck_claim, score_body, totals
 from tests.query.answer_wiki import build_wiki
 
 QUESTIONS = [
@@ -63,7 +63,7 @@ def test_eval_answers_cli_and_reproduce(wiki: dict[str, Any], tmp_path: Path) ->
 
 
 def test_scoring_and_independent_recheck(wiki: dict[str, Any], hash_embedder: Any) -> None:
-    from query.answer_eval import AnswerQuestion
+    from query.eval.answers import AnswerQuestion
 
     bundle = open_bundle(wiki["result"].bundle_path, verify=False, embedder=hash_embedder)
     try:
@@ -90,7 +90,7 @@ def test_scoring_and_independent_recheck(wiki: dict[str, Any], hash_embedder: An
 
 def test_scoring_reads_like_a_reader() -> None:
     """Whole-number matching, a cited relevant page required, partial answers counted apart."""
-    from query.answer_eval import AnswerQuestion, score_body, totals
+    from query.eval.answers import AnswerQuestion, score_body, totals
 
     def body(text: str, cited: list[str]) -> dict:
         return {"status": "ok", "answer": text, "claims": [],

@@ -16,13 +16,13 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from query.checker import RelevanceGate, claim_relevance
+from query.answer.checker import RelevanceGate, claim_relevance
+from query.answer.evidence import Claim, EvidenceItem
+from query.answer.sentences import question_focus, sentence_spans, verb_words
 from query.config import ServerConfig
-from query.evidence import Claim, EvidenceItem
-from query.graph import answer_graph
-from query.graph_names import looks_like_person_name, tokenize
-from query.sentences import question_focus, sentence_spans, verb_words
-from query.server import create_app
+from query.graph.engine import answer_graph
+from query.graph.names import looks_like_person_name, tokenize
+from query.server.app import create_app
 from tests.conftest import RepoBuilder
 from tests.query.answer_fixtures import ask_extractive, built_blog, real_blog
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from indexer.build import build_bundle
-from query.answer_eval import evaluate_answers, load_answer_questions, totals
+from query.answer.generators import make_generator
 from query.bundle import open_bundle
-from query.generators import make_generator
-from query.hybrid import SearchOptions
+from query.eval.answers import evaluate_answers, load_answer_questions, totals
+from query.search.hybrid import SearchOptions
 from tests.conftest import require_shared
 
 pytestmark = pytest.mark.slow

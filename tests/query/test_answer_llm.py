@@ -21,7 +21,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from query.config import AnswerConfig, ServerConfig
-from query.server import create_app
+from query.server.app import create_app
 from tests.query.answer_wiki import build_wiki
 
 PRINTER_Q = "Zapína sa tlačiareň v laboratóriu zeleným tlačidlom?"

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from indexer.build import build_bundle
+from query.answer.sentences import text_units
 from query.bundle import open_bundle
-from query.sentences import text_units
 from tests.conftest import RepoBuilder
 from tests.query.answer_fixtures import ask_extractive
 

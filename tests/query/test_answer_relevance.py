@@ -1,4 +1,4 @@
-"""The claim-level relevance gate of the text route (query.checker.claim_relevance via /answer) on a real
+"""The claim-level relevance gate of the text route (query.answer.checker.claim_relevance via /answer) on a real
 tiny wiki: a delivered claim must answer what the question asks, or the answer is an honest refusal."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from indexer.build import build_bundle
+from query.answer.checker import claim_relevance, coverage, relevance_gate
+from query.answer.evidence import Claim, EvidenceItem
+from query.answer.sentences import carries_value, question_focus, text_language, words_match
 from query.bundle import open_bundle
-from query.checker import claim_relevance, coverage, relevance_gate
-from query.evidence import Claim, EvidenceItem
-from query.sentences import carries_value, question_focus, text_language, words_match
 from tests.conftest import RepoBuilder
 from tests.query import relevance_wiki
 from tests.query.answer_fixtures import ask_extractive

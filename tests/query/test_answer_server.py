@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestServer
 
 from indexer.build import build_bundle
 from query.config import ServerConfig
-from query.server import create_app
+from query.server.app import create_app
 from tests.query.answer_wiki import build_wiki
 
 ENVELOPE = {"status", "reason", "sources", "index_version", "complete", "truncated", "truncation_reasons"}

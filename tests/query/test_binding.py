@@ -1,4 +1,4 @@
-"""query.binding: a claim's text bound to its own quote (numbers, words for numbers, years, names,
+"""query.answer.binding: a claim's text bound to its own quote (numbers, words for numbers, years, names,
 polarity), the quote delivered when the text says more, one quote per merged item, and the
 profile-driven detector of evidence text that addresses the reader."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from query.binding import addresses_reader, quotes_instruction
-from query.checker import check_reply
-from query.evidence import Claim, EvidenceItem
-from query.generators import parse_reply
+from query.answer.binding import addresses_reader, quotes_instruction
+from query.answer.checker import check_reply
+from query.answer.evidence import Claim, EvidenceItem
+from query.answer.generators import parse_reply
 from tests.query import answer_fixtures as fx
 from tests.query.answer_wiki import HOLP, STRAKOVA
 

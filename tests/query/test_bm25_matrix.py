@@ -16,7 +16,7 @@ from artifacts.layout import BM25_DIR, TEXT_DIR
 from artifacts.manifest import FEATURE_VERSION
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.hybrid import (
+from query.search.hybrid import (
     _PARAMS,
     SearchFilter,
     SearchOptions,

@@ -18,7 +18,7 @@ from artifacts.records import Chunk, Document
 from artifacts.store import Store
 from indexer.build import build_bundle
 from query.bundle import ChunkRecords, DocumentRecords, open_bundle
-from query.hybrid import SearchOptions, parse_search_request, search
+from query.search.hybrid import SearchOptions, parse_search_request, search
 from tests.conftest import RepoBuilder
 
 TRICKY = """---

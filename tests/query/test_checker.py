@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from query.checker import check_reply, coverage, normalize_quote, run_generation
-from query.evidence import CLAIM_FAILURES, Claim, EvidenceItem
-from query.generators import ExtractiveGenerator
+from query.answer.checker import check_reply, coverage, normalize_quote, run_generation
+from query.answer.evidence import CLAIM_FAILURES, Claim, EvidenceItem
+from query.answer.generators import ExtractiveGenerator
 from tests.query import answer_fixtures as fx
 
 
@@ -106,7 +106,7 @@ def test_quote_normalisation_case_whitespace_nfc_and_markup() -> None:
 def test_details_numbers_dates_and_names() -> None:
     quotes = {"E1": "Práca bola obhájená v júni 2021.", "E2": "Pripravených 1200 nahrávok z rozhlasu."}
 
-    def ok(text: str, ev: str = "E1") -> bool:  # in the cited chunk (its own quote is query.binding's matter)
+    def ok(text: str, ev: str = "E1") -> bool:  # in the cited chunk (its own quote is query.answer.binding's matter)
         return "unsupported_detail" not in verdict({"text": text, "evidence": [ev], "quote": quotes[ev]}).reasons
 
     assert ok("Chybovosť modelu klesla na 12.4 %.")                    # decimal point = decimal comma
@@ -195,7 +195,7 @@ def test_no_evidence_or_no_content_words_is_insufficient() -> None:
 
 
 def test_overlong_replies_are_bounded() -> None:
-    from query.checker import MAX_CLAIMS
+    from query.answer.checker import MAX_CLAIMS
 
     many = [claim(fx.GOOD)] * (MAX_CLAIMS + 10)
     assert len(check_reply(fx.QUESTION, many, fx.evidence())) == MAX_CLAIMS
@@ -205,7 +205,7 @@ def test_overlong_replies_are_bounded() -> None:
 
 
 def test_question_names_skip_question_words_and_acronyms() -> None:
-    from query.checker import question_names
+    from query.answer.checker import question_names
 
     # "Aký WER" opening the question is no name; a name the evidence must contain stays one
     assert question_names("Aký WER dosiahla Natália Lukáčová na testovacej množine?") == [("Natália", "Lukáčová")]

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from artifacts.cli import main
-from query.eval import QuestionFileError, compare_results, load_questions, select_questions
-from query.hybrid import SearchOptions
+from query.eval.retrieval import QuestionFileError, compare_results, load_questions, select_questions
+from query.search.hybrid import SearchOptions
 from tests.conftest import RepoBuilder
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from query.metrics import METRICS, first_relevant_rank, mean_scores, ndcg_at, recall_at, score_question
+from query.search.metrics import METRICS, first_relevant_rank, mean_scores, ndcg_at, recall_at, score_question
 
 
 def test_one_relevant_document_at_rank_two() -> None:

@@ -9,7 +9,7 @@ import pytest
 from artifacts.config import ChunkConfig
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.hybrid import SearchOptions, fuse_rankings
+from query.search.hybrid import SearchOptions, fuse_rankings
 from tests.conftest import RepoBuilder
 
 

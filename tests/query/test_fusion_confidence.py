@@ -11,9 +11,9 @@ import pytest
 from artifacts.config import EmbedderSpec
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.eval import document_ranking
-from query.hybrid import SearchOptions, rank_chunks, vector_confidence
-from query.metrics import ndcg_at
+from query.eval.retrieval import document_ranking
+from query.search.hybrid import SearchOptions, rank_chunks, vector_confidence
+from query.search.metrics import ndcg_at
 from tests.conftest import RepoBuilder
 
 TOPICS = ["planktón v horských jazerách", "smerovanie paketov v sieťach", "kryptografia eliptických kriviek",

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from query.checker import run_generation
-from query.errors import InvalidRequestError
-from query.evidence import EvidenceItem, GeneratorUnavailableError
-from query.generators import (
+from query.answer.checker import run_generation
+from query.answer.evidence import EvidenceItem, GeneratorUnavailableError
+from query.answer.generators import (
     AnthropicGenerator,
     ExtractiveGenerator,
     OpenAIGenerator,
     make_generator,
     parse_reply,
 )
+from query.errors import InvalidRequestError
 from tests.query import answer_fixtures as fx
 from tests.query.fake_llm import FakeLLM, start_fake_llm
 
@@ -254,7 +254,7 @@ def test_prompt_fences_evidence_as_data_and_key_goes_in_its_header(provider: str
 
 
 def test_a_page_cannot_forge_the_fence() -> None:
-    from query.generators import build_messages
+    from query.answer.generators import build_messages
 
     ev = fx.evidence()
     _, user = build_messages(fx.QUESTION, ev)
@@ -296,7 +296,7 @@ def test_parse_reply_shapes() -> None:
                         '"insufficient": false}\n```')
     assert reply.claims[0].evidence == ("E1",)
     assert parse_reply('{"claims": []}').insufficient is False
-    from query.generators import MalformedReplyError
+    from query.answer.generators import MalformedReplyError
 
     for bad in ("", "[]", '{"claims": "x"}', '{"claims": [], "insufficient": "no"}', '{"claims": [{"text": "a", '
                 '"evidence": [1], "quote": "q"}]}'):
@@ -344,7 +344,7 @@ def test_extractive_english_list_items_come_separately_and_verbatim() -> None:
 
 
 def test_sentence_units_keep_abbreviations_and_drop_list_markers() -> None:
-    from query.sentences import text_units
+    from query.answer.sentences import text_units
 
     units = text_units(ENGLISH.text)
     assert [(u.kind, u.text) for u in units] == [
@@ -360,7 +360,7 @@ def test_extractive_is_deterministic_and_repair_drops_failed() -> None:
     gen = ExtractiveGenerator()
     first = gen.select(fx.QUESTION, fx.evidence())
     assert first == gen.select(fx.QUESTION, list(fx.evidence()))
-    from query.checker import check_reply
+    from query.answer.checker import check_reply
 
     verdicts = check_reply(fx.QUESTION, first, fx.evidence())
     assert all(v.ok for v in verdicts)
@@ -381,9 +381,9 @@ def test_extractive_assignment_points_on_the_thesis_wiki(tmp_path: Any, hash_emb
     import subprocess
 
     from indexer.build import build_bundle
+    from query.answer.checker import normalize_quote
     from query.bundle import open_bundle
-    from query.checker import normalize_quote
-    from query.hybrid import parse_search_request, search
+    from query.search.hybrid import parse_search_request, search
     from tests.conftest import require_shared
 
     repo = tmp_path / "thesis-wiki"

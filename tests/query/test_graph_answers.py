@@ -3,7 +3,7 @@ by their titles (paths only in the sources), long lists summed up honestly, ever
 
 A small blog is written here as a real Git repository (an authors file with slugs, posts with
 ``author``, ``tags`` and titles), built without flags with the hash embedder, and asked through
-:func:`query.answer.answer`.  Expected titles and counts come from the files written here.
+:func:`query.answer.pipeline.answer`.  Expected titles and counts come from the files written here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from query.answer import LIST_SHOWN
+from query.answer.pipeline import LIST_SHOWN
 
 AUTHORS = """- id: jadv
   name: Jana Dvořáková
@@ -57,9 +57,9 @@ def blog(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
 
 
 def _ask(bundle: Any, question: str) -> dict[str, Any]:
-    from query.answer import answer, parse_answer_request
-    from query.generators import ExtractiveGenerator
-    from query.hybrid import SearchOptions
+    from query.answer.generators import ExtractiveGenerator
+    from query.answer.pipeline import answer, parse_answer_request
+    from query.search.hybrid import SearchOptions
 
     return asyncio.run(answer(bundle, parse_answer_request({"query": question}), SearchOptions(),
                               ExtractiveGenerator()))
@@ -67,7 +67,7 @@ def _ask(bundle: Any, question: str) -> dict[str, Any]:
 
 def _unsupported(bundle: Any, body: dict[str, Any]) -> list[Any]:
     """Claims the answer evaluation's independent re-check rejects (empty: every claim holds)."""
-    from query.answer_eval import AnswerQuestion, score_body
+    from query.eval.answers import AnswerQuestion, score_body
 
     row = score_body(AnswerQuestion("q", body["query"], "jsonl", True, (), ()), body, bundle, 0.0)
     return row["unsupported_claims"]  # type: ignore[no-any-return]
@@ -119,8 +119,8 @@ def test_short_list_is_shown_whole(blog: Any) -> None:
 
 
 def test_render_facts_uses_titles_and_the_language(blog: Any) -> None:
-    from query.graph_words import phrasing
-    from query.rag import render_facts
+    from query.answer.rag import render_facts
+    from query.graph.words import phrasing
 
     path = "content/posts/2022-02-01-tomas-1.md"
     facts = [{"subject": path, "predicate": "tagged", "object": "it"},
@@ -133,9 +133,9 @@ def test_render_facts_uses_titles_and_the_language(blog: Any) -> None:
 
 def test_long_graph_lists_are_checked_whole(tmp_path: Path) -> None:
     """More fact lines than a generator reply may hold (checker.MAX_CLAIMS) are all checked, none cut."""
-    from query.answer import check_graph
-    from query.checker import MAX_CLAIMS
-    from query.evidence import EvidenceItem
+    from query.answer.checker import MAX_CLAIMS
+    from query.answer.evidence import EvidenceItem
+    from query.answer.pipeline import check_graph
 
     n = MAX_CLAIMS + 7
     items = [EvidenceItem(f"E{i}", "graph", f"„Příspěvek {i}“ (autor: Jana Dvořáková).", f"p{i}.md", f"S{i}", "c0")
@@ -159,7 +159,7 @@ def test_long_graph_lists_are_checked_whole(tmp_path: Path) -> None:
     "Kdo napsal příručku řízení státních?",  # the beginning of one title only
 ])
 def test_natural_phrasings_of_a_posts_author(blog: Any, question: str) -> None:
-    from query.graph import answer_graph
+    from query.graph.engine import answer_graph
 
     body = answer_graph(blog, {"query": question})
     assert (body["status"], body["intent"]) == ("ok", "author_of_document"), question
@@ -177,7 +177,7 @@ def test_natural_phrasings_of_a_posts_author(blog: Any, question: str) -> None:
     ("Wie viele Beiträge hat Tomáš Kučera verfasst?", 2, "de"),
 ])
 def test_natural_phrasings_of_an_authors_posts(blog: Any, question: str, count: int, language: str) -> None:
-    from query.graph import answer_graph
+    from query.graph.engine import answer_graph
 
     body = answer_graph(blog, {"query": question})
     assert (body["status"], body["intent"]) == ("ok", "documents_of_author"), question
@@ -197,7 +197,7 @@ def test_german_answer_words(blog: Any) -> None:
     ("Which tags does the post Jak psát srozumitelně pro úřady have?", ["psani"]),
 ])
 def test_tags_of_a_post(blog: Any, question: str, tags: list[str]) -> None:
-    from query.graph import answer_graph
+    from query.graph.engine import answer_graph
 
     body = answer_graph(blog, {"query": question})
     assert (body["status"], body["intent"]) == ("ok", "tags_of_document"), question
@@ -229,7 +229,7 @@ def test_author_questions_the_graph_cannot_place_are_refused(blog: Any, question
 
 def test_a_list_of_persons_is_shown_whole(blog: Any) -> None:
     """Persons are the answer itself (students of a year, authors with a tag): never summed up."""
-    from query.answer import GraphPhrasing
+    from query.answer.pipeline import GraphPhrasing
 
     claims = [{"text": "Počet: 12.", "source_ids": ["S1"]}] + [
         {"text": f"Osoba {i}: tagy x.", "source_ids": [f"S{i}"]} for i in range(1, 13)]

@@ -103,10 +103,10 @@ QUESTIONS = st.one_of(
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(question=QUESTIONS, limit=st.integers(1, 50), budget=st.integers(500, 4000))
 def test_complete_lists_are_whole(wiki: Any, question: tuple[str, Any, Any, str], limit: int, budget: int) -> None:
-    from query.answer import answer, parse_answer_request
-    from query.generators import make_generator
-    from query.graph import answer_graph
-    from query.hybrid import SearchOptions
+    from query.answer.generators import make_generator
+    from query.answer.pipeline import answer, parse_answer_request
+    from query.graph.engine import answer_graph
+    from query.search.hybrid import SearchOptions
 
     text, names = _question(*question)
     body = answer_graph(wiki, {"query": text, "limit": limit})
@@ -134,9 +134,9 @@ def test_complete_lists_are_whole(wiki: Any, question: tuple[str, Any, Any, str]
 
 
 def test_a_larger_budget_gets_the_whole_list(wiki: Any) -> None:
-    from query.answer import answer, parse_answer_request
-    from query.generators import make_generator
-    from query.hybrid import SearchOptions
+    from query.answer.generators import make_generator
+    from query.answer.pipeline import answer, parse_answer_request
+    from query.search.hybrid import SearchOptions
 
     text, names = _question("supervised", SUPERVISORS[0], None, "and")
     small, large = (asyncio.run(answer(wiki, parse_answer_request({"query": text, "max_context_tokens": n}),

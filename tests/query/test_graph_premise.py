@@ -39,9 +39,9 @@ def wiki(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
 
 
 def _answer(bundle: Any, question: str) -> dict[str, Any]:
-    from query.answer import answer, parse_answer_request
-    from query.generators import make_generator
-    from query.hybrid import SearchOptions
+    from query.answer.generators import make_generator
+    from query.answer.pipeline import answer, parse_answer_request
+    from query.search.hybrid import SearchOptions
 
     return asyncio.run(answer(bundle, parse_answer_request({"query": question}), SearchOptions(),
                               make_generator("extractive", {})))
@@ -57,7 +57,7 @@ def _answer(bundle: Any, question: str) -> dict[str, Any]:
 ])
 def test_a_stated_fact_is_corrected_or_confirmed(wiki: Any, question: str, stated: dict[str, Any], holds: bool,
                                                  fact: str) -> None:
-    from query.graph import answer_graph
+    from query.graph.engine import answer_graph
 
     body = answer_graph(wiki, {"query": question})
     assert body["status"] == "ok", (body["reason"], body.get("message"))

@@ -23,7 +23,7 @@ QUESTION = "Aké tagy má Ján Holp?"
 
 
 def _tag_facts(bundle: Any) -> dict[str, tuple[list[str], list[Any]]]:
-    from query.graph import answer_graph
+    from query.graph.engine import answer_graph
 
     body = answer_graph(bundle, {"query": QUESTION})
     assert body["status"] == "ok", body["reason"]
@@ -43,7 +43,7 @@ def _old_bundle(tmp_path: Path) -> Path:
 def test_schema_2_and_schema_3_cite_the_same_chunks(tmp_path: Path, hash_embedder: Any) -> None:
     from indexer.build import build_bundle
     from query.bundle import open_bundle
-    from query.graph_export import export_graph
+    from query.graph.export import export_graph
 
     old = open_bundle(_old_bundle(tmp_path), verify=False, embedder=hash_embedder)
     try:
@@ -75,17 +75,17 @@ def test_a_value_only_in_front_matter_cites_the_front_matter(tmp_path: Path, has
     import asyncio
 
     from indexer.build import build_bundle
-    from query.answer import answer, parse_answer_request
+    from query.answer.generators import make_generator
+    from query.answer.pipeline import answer, parse_answer_request
     from query.bundle import open_bundle
-    from query.generators import make_generator
-    from query.hybrid import SearchOptions
+    from query.search.hybrid import SearchOptions
 
     repo = RepoBuilder(tmp_path / "repo")
     repo.write("eva.md", text)
     result = build_bundle(repo.path, tmp_path / "store", repo.commit("one"), embedder=hash_embedder)
     bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
     try:
-        from query.graph import answer_graph
+        from query.graph.engine import answer_graph
 
         body = answer_graph(bundle, {"query": "Aké tagy má Ján Holp?"})
         stated = {f["object"]: bool(f["chunk_ids"]) for f in body["facts"] if f["predicate"] == "tagged"}

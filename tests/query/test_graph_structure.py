@@ -5,8 +5,8 @@ Only the graph answers them ("Ktorí študenti majú tag X?", "Kto má kategóri
 (``unsupported_question``), never answered by a text sentence that names none of the asked persons.
 
 A small thesis wiki and a small blog are written here as real Git repositories, built with the
-hash embedder, and asked through :func:`query.answer.answer` (and ``/graph``'s
-:func:`query.graph.answer_graph`).  Expected names and counts come from the files written here.
+hash embedder, and asked through :func:`query.answer.pipeline.answer` (and ``/graph``'s
+:func:`query.graph.engine.answer_graph`).  Expected names and counts come from the files written here.
 """
 
 from __future__ import annotations
@@ -76,16 +76,16 @@ def _build_and_open(repo: RepoBuilder, root: Any, message: str, embedder: Any) -
 
 
 def _ask(bundle: Any, question: str, **fields: Any) -> dict[str, Any]:
-    from query.answer import answer, parse_answer_request
-    from query.generators import ExtractiveGenerator
-    from query.hybrid import SearchOptions
+    from query.answer.generators import ExtractiveGenerator
+    from query.answer.pipeline import answer, parse_answer_request
+    from query.search.hybrid import SearchOptions
 
     return asyncio.run(answer(bundle, parse_answer_request({"query": question, **fields}), SearchOptions(),
                               ExtractiveGenerator()))
 
 
 def _graph(bundle: Any, question: str, **fields: Any) -> dict[str, Any]:
-    from query.graph import answer_graph
+    from query.graph.engine import answer_graph
 
     return answer_graph(bundle, {"question": question, **fields})
 

@@ -90,7 +90,7 @@ def wiki(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
 
 
 def test_two_value_questions_are_exact_or_refused(wiki: Any) -> None:
-    from query.graph import answer_graph
+    from query.graph.engine import answer_graph
 
     bundle, students, _ = wiki
     questions = json.loads(DATA.read_text(encoding="utf-8"))["questions"]
@@ -128,9 +128,9 @@ def test_two_value_answers_state_the_exact_count(wiki: Any) -> None:
     """Through /answer: the count claim of a set answer is the size of the set the front matter gives."""
     import asyncio
 
-    from query.answer import answer, parse_answer_request
-    from query.generators import make_generator
-    from query.hybrid import SearchOptions
+    from query.answer.generators import make_generator
+    from query.answer.pipeline import answer, parse_answer_request
+    from query.search.hybrid import SearchOptions
 
     bundle, students, _ = wiki
     questions = [q for q in json.loads(DATA.read_text(encoding="utf-8"))["questions"] if "select" in q]
@@ -155,10 +155,10 @@ def test_every_graph_fact_citation_of_the_gold_states_the_fact(wiki: Any) -> Non
     holds (and the front matter holds them)."""
     import asyncio
 
-    from query.answer import answer, parse_answer_request, route_question
-    from query.generators import make_generator
-    from query.graph import fact_values
-    from query.hybrid import SearchOptions
+    from query.answer.generators import make_generator
+    from query.answer.pipeline import answer, parse_answer_request, route_question
+    from query.graph.engine import fact_values
+    from query.search.hybrid import SearchOptions
 
     bundle, _, repo = wiki
     gold = json.loads(require_shared("corpora/thesis-wiki.gold.json").read_text(encoding="utf-8"))

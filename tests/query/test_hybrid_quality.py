@@ -6,7 +6,7 @@ import pytest
 
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.hybrid import SearchOptions, bm25_ranking, parse_search_request, search
+from query.search.hybrid import SearchOptions, bm25_ranking, parse_search_request, search
 from tests.conftest import RepoBuilder
 
 COMMON = "Bežný text o sieťach, smerovaní a protokoloch, ktorý sa opakuje na každej stránke."

@@ -20,9 +20,9 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from query.binding import shown_quote
+from query.answer.binding import shown_quote
 from query.config import AnswerConfig, ServerConfig
-from query.server import create_app
+from query.server.app import create_app
 from tests.query.fake_llm import Prompt, start_fake_llm
 from tests.query.liar_wiki import LIES, Case, build_liar_wiki, cases
 

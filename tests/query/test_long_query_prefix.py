@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from whoosh import query as wq
 
-import query.hybrid as hybrid
+import query.search.hybrid as hybrid
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.hybrid import QueryTerm, QueryWord, bm25_matrix, bm25_ranking, build_text_queries, ranking_searcher
+from query.search.hybrid import QueryTerm, QueryWord, bm25_matrix, bm25_ranking, build_text_queries, ranking_searcher
 from tests.conftest import RepoBuilder
 
 TARGET = "cs/synchronizace.md"

@@ -12,7 +12,7 @@ from artifacts.manifest import read_manifest
 from artifacts.store import Store
 from indexer.build import build_bundle
 from query.config import ServerConfig
-from query.server import HOLDER
+from query.server.app import HOLDER
 from tests.conftest import RepoBuilder
 from tests.query.test_server import ADMIN_KEY, SEARCH_KEY, with_server
 from tests.query.test_server_timetravel import _corrupt
@@ -148,8 +148,8 @@ def test_metrics_need_the_admin_key_when_keys_are_set(history: dict[str, str], h
 
 
 def test_two_apps_have_separate_registries(history: dict[str, str], hash_embedder) -> None:  # type: ignore[no-untyped-def]
-    from query.prom import METRICS
-    from query.server import create_app
+    from query.server.app import create_app
+    from query.server.prom import METRICS
 
     one = create_app(history["store"], embedder=hash_embedder)
     two = create_app(history["store"], embedder=hash_embedder)
@@ -161,8 +161,8 @@ def test_two_apps_have_separate_registries(history: dict[str, str], hash_embedde
 def test_another_cache_is_reported_by_name(history: dict[str, str], hash_embedder) -> None:  # type: ignore[no-untyped-def]
     from types import SimpleNamespace
 
-    from query.prom import METRICS
-    from query.server import create_app
+    from query.server.app import create_app
+    from query.server.prom import METRICS
 
     app = create_app(history["store"], embedder=hash_embedder)
     answers = SimpleNamespace(hits=3, misses=4)

@@ -1,4 +1,4 @@
-"""Evidence packing (query.rag) on real bundles: token budget, per-document limit, lead sections, gate."""
+"""Evidence packing (query.answer.rag) on real bundles: token budget, per-document limit, lead sections, gate."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from artifacts.config import ChunkConfig
 from indexer.build import build_bundle
 from indexer.chunking import count_tokens as indexer_count_tokens
+from query.answer.rag import count_tokens, pack_chunks, question_weights, render_facts, support, text_context
 from query.bundle import open_bundle
-from query.rag import count_tokens, pack_chunks, question_weights, render_facts, support, text_context
 from tests.conftest import RepoBuilder
 
 

@@ -24,9 +24,9 @@ import pytest
 from artifacts.remote import RemoteStore, publish_store
 from artifacts.store import Store
 from indexer.build import build_bundle
-from query import replica as replica_module
-from query.replica import Replica
-from query.server import create_app, start_server
+from query.server import replica as replica_module
+from query.server.app import create_app, start_server
+from query.server.replica import Replica
 from tests.conftest import TEST_AWS_KEY_ID, TEST_AWS_SECRET, RepoBuilder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -302,7 +302,7 @@ def test_a_serve_from_process_never_logs_credentials(repo: RepoBuilder, tmp_path
     port = _free_port()
     log_path = tmp_path / "replica.log"
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("GITRAG_")}, "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-c", "from query.cli import serve_command; serve_command()",
+    argv = [sys.executable, "-c", "from query.cli.main import serve_command; serve_command()",
             "--from", url, "--cache", str(tmp_path / "cache"), "--endpoint-url", endpoint, "--port", str(port),
             "--remote-poll-interval", "0.2", "--log-level", "debug"]
     with open(log_path, "w", encoding="utf-8") as log_file:
@@ -337,7 +337,7 @@ def test_a_serve_from_process_never_logs_credentials(repo: RepoBuilder, tmp_path
 def test_serve_takes_a_store_or_a_remote_with_a_cache(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from query.cli import serve_command
+    from query.cli.main import serve_command
 
     runner = CliRunner()
     for argv, message in (([], "give --store DIR, or --from"),

@@ -16,8 +16,8 @@ from artifacts.store import Store
 from query.config import ServerConfig, WebhookConfig, is_loopback
 from query.contract import ERROR_MESSAGES
 from query.errors import InvalidQueryError, InvalidRequestError
-from query.hybrid import parse_search_request
-from query.security import SECURITY_HEADERS, is_loopback_host_header
+from query.search.hybrid import parse_search_request
+from query.server.security import SECURITY_HEADERS, is_loopback_host_header
 from tests.query.test_server import ADMIN_KEY, ENVELOPE, SEARCH_KEY, SYNC_KEY, WEBHOOK_SECRET, with_server
 from tests.query.test_server import store as store  # noqa: F401 - fixture
 
@@ -449,8 +449,8 @@ def test_gzip_bomb_is_413_and_valid_gzip_works(store: Path, hash_embedder) -> No
 def test_rate_limiter_forgets_refilled_buckets(monkeypatch: pytest.MonkeyPatch) -> None:
     import itertools
 
-    from query import security
-    from query.security import RateLimiter
+    from query.server import security
+    from query.server.security import RateLimiter
 
     clock = itertools.count(0.0, 1.0)  # each call to monotonic() is one second later
     monkeypatch.setattr(security.time, "monotonic", lambda: next(clock))

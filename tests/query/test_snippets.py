@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from artifacts.cli import main
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.hybrid import SearchOptions, parse_search_request, search, snippet_terms
-from query.snippets import display_text, make_snippet
+from query.search.hybrid import SearchOptions, parse_search_request, search, snippet_terms
+from query.search.snippets import display_text, make_snippet
 from tests.conftest import RepoBuilder
 
 FILLER = " ".join(f"Úvodná veta číslo {i} hovorí o počasí a o ničom inom." for i in range(12))
@@ -197,7 +197,7 @@ def test_http_search_never_shows_one_passage_of_a_document_twice(repo: RepoBuild
     import asyncio
 
     from artifacts.store import Store
-    from query.snippets import near_duplicate
+    from query.search.snippets import near_duplicate
     from tests.query.test_server import with_server
 
     sentences = [f"Věta číslo {i} popisuje běžný den v organizaci a nic dalšího." for i in range(70)]
@@ -262,7 +262,7 @@ def test_best_passage_is_the_one_whooshs_highlighter_picks() -> None:
     """The one-pass passage finder gives Whoosh's fragment, score order and ties included, on varied texts."""
     import random
 
-    from query.snippets import best_passage
+    from query.search.snippets import best_passage
 
     rng = random.Random(15)
     vocab = ["sieť", "siete", "sieťach", "Práca", "prace", "o", "a", "zebraplanktón", "Straße", "don't", "x.y",

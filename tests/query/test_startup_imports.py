@@ -39,7 +39,7 @@ def test_cli_search_of_a_hash_bundle_imports_no_model_graph_or_server_stack(repo
 def test_server_app_is_built_without_the_mcp_package(repo: RepoBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The mcp package (about a second of imports) loads after the server listens; POST /mcp waits for it
     (tests/query/test_mcp.py talks to /mcp right after start-up)."""
-    loaded = _modules_after(f"from query.server import create_app\ncreate_app({str(tmp_path / 'store')!r})")
+    loaded = _modules_after(f"from query.server.app import create_app\ncreate_app({str(tmp_path / 'store')!r})")
     assert loaded["mcp"] is False and loaded["torch"] is False and loaded["ladybug"] is False
 
 

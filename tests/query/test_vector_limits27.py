@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.hybrid import SearchOptions, parse_search_request, search, vector_ranking
+from query.search.hybrid import SearchOptions, parse_search_request, search, vector_ranking
 from tests.conftest import RepoBuilder
 
 _RNG = random.Random(27)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from query.config import ServerConfig
-from query.security import SECURITY_HEADERS
-from query.webpage import PAGE_CSP, WEB_FILES, read_web_file, wants_html
+from query.server.security import SECURITY_HEADERS
+from query.server.webpage import PAGE_CSP, WEB_FILES, read_web_file, wants_html
 from tests.query.test_server import ADMIN_KEY, SEARCH_KEY, store, with_server  # noqa: F401 - fixture
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"

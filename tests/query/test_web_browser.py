@@ -20,7 +20,7 @@ import pytest
 
 from artifacts.graphmap import PRESETS
 from indexer.build import build_bundle
-from query.webpage import PAGE_CSP
+from query.server.webpage import PAGE_CSP
 from tests.conftest import RepoBuilder
 from tests.query.test_graph import HOLP, KOVAC_1, VERESOVA
 from tests.query.test_server import SEARCH_KEY

@@ -1,0 +1,1 @@
+"""Checked answers: route, context, generators, attribution check, answerability score, repair loop."""

@@ -1,0 +1,396 @@
+"""Answerability: one calibrated score of whether a unit of evidence states what the question asks.
+
+A *unit* is the verbatim quote of a claim (a sentence, a list item, a table row, a list introduction)
+read with the headings above it and its page title.  Its score is a logistic model over general signals,
+never over phrasings:
+
+``sim``        cosine of the question's and the unit's vectors (the bundle's embedder, e5 prefixes);
+``sim_gap``    ``sim`` minus the best ``sim`` among the units scored for the same question (<= 0);
+``cov``        idf-weighted share of the question's content words the unit itself contains;
+``ctx_cov``    the same share over the unit, its headings and the page title;
+``item_cov``   the same share over the whole evidence item (the chunk the unit is cut from);
+``novel``      share of the unit's content words that are not question words (an answer adds something);
+``wants``      1 when the question's answer type is a kind of value (count, time, person, place, ...);
+``holds``      1 when it is and the unit holds a value of that type (:func:`holds_value`);
+``rank``       ``1 / (1 + r)`` for the unit's evidence item at retrieval rank ``r`` (0-based);
+``length``     ``log(1 + words of the unit) / 4``;
+``asks``       1 when the unit is itself a question (ends with ``?``).
+
+Three fitted variants (``query/answerability.json``): ``full`` (all signals; the calibrated embedder),
+``lexical`` (no vector signals: another embedder or none) and ``dense`` (no word-overlap signals: the
+question and the evidence are in different languages, so word overlap says nothing).  Each has one
+threshold chosen on the dev pipeline for a target share of wrong answers; :meth:`UnitScorer.passes`
+compares with it.  The model file's ``apply`` lists the variants the answer path uses: ``full`` and
+``dense`` (the embedder the model was calibrated with); ``lexical`` is fitted and reported but not applied
+(without vectors the rules alone decide: on the test wikis the lexical variant refused definitions the
+rules answer, and it was never measured on foreign documentation).
+The fit, the data it was fitted on and its figures: ``bench/answerability_fit.py`` and ``docs/answers.md``.
+
+Language knowledge (number words, months, copulas) comes from the profiles; no word lives here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from artifacts.text.profile import available, detect_language, load_profile
+from query.answer.evidence import EvidenceItem
+from query.answer.sentences import analyze, word_set
+from query.question import QuestionAnalysis
+
+FEATURES = ("sim", "sim_gap", "cov", "ctx_cov", "item_cov", "novel", "wants", "holds", "rank", "length", "asks")
+"""Feature names, in the order of the model's coefficients."""
+VARIANT_FEATURES = {
+    "full": FEATURES,
+    "lexical": ("cov", "ctx_cov", "item_cov", "novel", "wants", "holds", "rank", "length", "asks"),
+    "dense": ("sim", "sim_gap", "wants", "holds", "rank", "length", "asks"),
+}
+
+_DIGITS = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])|\d+(?=\s?%|[a-zA-Z]{1,3}\b)")
+_DATE = re.compile(r"(?<!\d)(?:(?:1[5-9]|20)\d{2}|\d{1,2}\.\s?\d{1,2}\.(?:\s?\d{2,4})?|\d{4}-\d{2}(?:-\d{2})?|"
+                   r"\d{1,2}[:.]\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?)(?!\d)")
+_URLISH = re.compile(r"https?://|\b[\w-]+(?:\.[\w-]+)+(?::\d+)?(?:/\S*)?|(?:^|\s)[./~]?[\w.-]*/[\w./-]+|:\d{2,5}\b")
+_CODEISH = re.compile(r"`[^`]+`|^\s*[$#>]\s")
+
+
+@lru_cache(maxsize=1)
+def _value_words() -> dict[str, frozenset[str]]:
+    numbers: set[str] = set()
+    dates: set[str] = set()
+    copulas: set[str] = set()
+    for code in available():
+        prof = load_profile(code)
+        numbers |= set(prof.number_words)
+        dates |= {w.rstrip("*") for w in prof.months | prof.weekdays}
+        copulas |= prof.words("copula")
+    return {"numbers": frozenset(numbers), "dates": frozenset(dates), "copulas": frozenset(copulas)}
+
+
+def _capitalised_run(text: str, least: int) -> bool:
+    words = re.findall(r"[^\W\d_][\w'’.-]*", text)
+    run = 0
+    for i, word in enumerate(words):
+        if i > 0 and word[0].isupper() and not word.isupper():
+            run += 1
+            if run >= least:
+                return True
+        else:
+            run = 0
+    return False
+
+
+def holds_value(answer_type: str | None, text: str, *, kind: str = "sentence", leads: bool = False) -> bool:
+    """True when ``text`` (one unit) holds a value of ``answer_type``.
+
+    ``count``/``quantity``: a number in digits or a profile number word; ``time``: a year, date, clock
+    time or a profile month/weekday; ``person``: two capitalised words in a row (not the first word);
+    ``place``: an address, host, path or port, or a capitalised word past the first; ``procedure``: a
+    list item, a list introduction (``leads``), a table row or inline code; ``definition``: a profile
+    copula or an apposition (``:``, a dash).  Other types (and ``None``) hold nothing particular: False.
+    """
+    words = _value_words()
+    tokens = analyze(text)
+    if answer_type in ("count", "quantity"):
+        return bool(_DIGITS.search(text)) or any(t in words["numbers"] for t in tokens)
+    if answer_type == "time":
+        return bool(_DATE.search(text)) or any(t.startswith(d) for t in tokens for d in words["dates"] if len(d) >= 3)
+    if answer_type == "person":
+        return _capitalised_run(text, 2)
+    if answer_type == "place":
+        return bool(_URLISH.search(text)) or _capitalised_run(text, 1)
+    if answer_type == "procedure":
+        return kind in ("item", "row") or leads or bool(_CODEISH.search(text))
+    if answer_type == "definition":
+        return any(t in words["copulas"] for t in tokens) or bool(re.search(r"\s[:\u2013\u2014-]\s|:\s", text))
+    return False
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One fitted logistic model: ``features`` (names), ``coef`` and ``intercept``, and ``threshold`` (0..1)."""
+
+    name: str
+    features: tuple[str, ...]
+    coef: tuple[float, ...]
+    intercept: float
+    threshold: float
+    reached: bool = True
+    """False when no threshold met the calibration target on the dev pipeline: the variant is not applied."""
+
+    def probability(self, values: Mapping[str, float]) -> float:
+        """Return the model's probability (0..1) for a feature mapping (missing features count 0)."""
+        z = self.intercept + sum(c * float(values.get(f, 0.0)) for f, c in zip(self.features, self.coef, strict=True))
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+@dataclass(frozen=True)
+class AnswerabilityModel:
+    """The fitted variants and what they were fitted for (``embedder``: the model id of the ``sim`` feature)."""
+
+    variants: Mapping[str, Variant]
+    embedder: str | None
+    meta: Mapping[str, Any]
+    apply: frozenset[str] = frozenset({"full", "lexical", "dense"})
+    """The variants the answer path applies (the JSON's ``apply``); the others are fitted and reported only."""
+
+    @property
+    def fingerprint(self) -> str:
+        """A short stable id of the coefficients and thresholds (part of the answer cache key)."""
+        import hashlib
+
+        blob = json.dumps({k: [v.coef, v.intercept, v.threshold, v.reached] for k, v in sorted(self.variants.items())})
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def model_from(data: Mapping[str, Any]) -> AnswerabilityModel:
+    """Build an :class:`AnswerabilityModel` from its JSON form (see ``query/answerability.json``).
+
+    Raises:
+        ValueError: a variant's coefficients do not match its feature names.
+    """
+    variants = {}
+    for name, body in data["variants"].items():
+        feats = tuple(body["features"])
+        coef = tuple(float(c) for c in body["coef"])
+        if len(feats) != len(coef) or not set(feats) <= set(FEATURES):
+            raise ValueError(f"answerability variant {name}: features and coefficients do not match")
+        variants[name] = Variant(name, feats, coef, float(body["intercept"]), float(body["threshold"]),
+                                 bool(body.get("reached", True)))
+    apply = frozenset(data.get("apply") or variants)
+    return AnswerabilityModel(variants, data.get("embedder"), dict(data.get("meta") or {}), apply)
+
+
+@lru_cache(maxsize=1)
+def default_model() -> AnswerabilityModel | None:
+    """Return the installed model (``query/answerability.json``), or None when it is not there."""
+    path = resources.files("query.answer") / "answerability.json"
+    if not path.is_file():
+        return None
+    return model_from(json.loads(path.read_text(encoding="utf-8")))
+
+
+def coverage_share(words: Sequence[str], weights: Mapping[str, float], text: str) -> float:
+    """Return the idf-weighted share (0..1) of ``words`` that ``text`` contains (inflection-tolerant)."""
+    if not words:
+        return 0.0
+    have = word_set(text)
+    total = sum(weights.get(w, 1.0) for w in words)
+    got = sum(weights.get(w, 1.0) for w in words if have.has(w))
+    return got / total if total > 0 else 0.0
+
+
+def _novel(words: Sequence[str], unit: str) -> float:
+    from query.answer.sentences import content_words
+
+    own = content_words(unit)
+    if not own:
+        return 0.0
+    asked = word_set(" ".join(words))
+    return sum(1 for w in own if not asked.has(w)) / len(own)
+
+
+def unit_features(analysis: QuestionAnalysis, weights: Mapping[str, float], unit: str, context: str, rank: int,
+                  *, sim: float = 0.0, sim_best: float = 0.0, kind: str = "sentence", leads: bool = False,
+                  item_text: str = "") -> dict[str, float]:
+    """Return the feature mapping of one unit (see the module docstring; every value is a float).
+
+    ``context``: the unit's headings and page title; ``item_text``: the whole evidence item's text.
+    """
+    words = analysis.content_words
+    cov = coverage_share(words, weights, unit)
+    ctx = max(cov, coverage_share(words, weights, unit + "\n" + context))
+    whole = max(ctx, coverage_share(words, weights, item_text + "\n" + context)) if item_text else ctx
+    wants = 1.0 if analysis.wants_value else 0.0
+    holds = 1.0 if wants and holds_value(analysis.answer_type, unit, kind=kind, leads=leads) else 0.0
+    return {
+        "sim": sim, "sim_gap": sim - sim_best, "cov": cov, "ctx_cov": ctx, "item_cov": whole,
+        "novel": _novel(words, unit), "wants": wants, "holds": holds,
+        "rank": 1.0 / (1.0 + rank), "length": math.log1p(len(unit.split())) / 4.0,
+        "asks": 1.0 if unit.rstrip().endswith("?") else 0.0,
+    }
+
+
+def item_context(item: EvidenceItem) -> str:
+    """The headings and title a unit of ``item`` is read with (one string)."""
+    return "\n".join([item.title or "", *item.heading_path])
+
+
+class UnitScorer:
+    """Scores the units of one request's evidence with the installed model.
+
+    ``embedder``: the bundle's query embedder (``embed_query``/``embed_passages``) or None; the ``full``
+    variant is used only when its model id is the one the model was calibrated with, and ``dense``
+    when the question's language differs from the evidence's.  Vectors are computed lazily, once per
+    distinct unit text (one batch per :meth:`score_many`).
+    """
+
+    def __init__(self, analysis: QuestionAnalysis, items: Sequence[EvidenceItem], embedder: Any = None,
+                 weights: Mapping[str, float] | None = None, model: AnswerabilityModel | None = None) -> None:
+        self.analysis = analysis
+        self.items = list(items)
+        self.rank = {it.evidence_id: i for i, it in enumerate(self.items)}
+        self.model = model if model is not None else default_model()
+        self.weights = dict(weights or {})
+        model_id = getattr(getattr(embedder, "spec", None), "model_id", None)
+        usable = embedder is not None and self.model is not None and model_id == self.model.embedder
+        self.embedder = embedder if usable else None
+        self._qvec: np.ndarray | None = None
+        self._vecs: dict[str, np.ndarray] = {}
+        self._best = -1.0
+        self.scores: list[tuple[str, float]] = []
+        languages = {detect_language(it.text) for it in self.items if it.kind == "chunk"} - {None}
+        crossing = analysis.language is not None and bool(languages) and analysis.language not in languages
+        self.crossing = crossing
+        # no variant reads a question in another language without vectors: the score then decides nothing
+        self.variant_name: str | None
+        if self.embedder is not None:
+            self.variant_name = "dense" if crossing else "full"
+        else:
+            self.variant_name = None if crossing else "lexical"
+
+    @property
+    def variant(self) -> Variant | None:
+        """The variant in use, or None when no model is installed or the variant did not reach its
+        calibration target (then the score decides nothing: gate and rescue are off)."""
+        if self.model is None or self.variant_name is None or self.variant_name not in self.model.apply:
+            return None
+        variant = self.model.variants.get(self.variant_name)
+        return variant if variant is not None and variant.reached else None
+
+    def _sims(self, texts: Sequence[str]) -> list[float]:
+        if self.embedder is None:
+            return [0.0] * len(texts)
+        if self._qvec is None:
+            self._qvec = np.asarray(self.embedder.embed_query(self.analysis.text), dtype=np.float32)
+        todo = [t for t in dict.fromkeys(texts) if t not in self._vecs]
+        if todo:
+            vecs = np.asarray(self.embedder.embed_passages(list(todo)), dtype=np.float32)
+            for text, vec in zip(todo, vecs, strict=True):
+                self._vecs[text] = vec
+        sims = [float(self._vecs[t] @ self._qvec) for t in texts]
+        self._best = max([self._best, *sims])
+        return sims
+
+    def score_many(self, units: Sequence[tuple[str, EvidenceItem]], *, kinds: Sequence[str] | None = None,
+                   leads: Sequence[bool] | None = None) -> list[tuple[float, dict[str, float]]]:
+        """Return ``(probability, features)`` for each ``(unit text, evidence item)``.
+
+        ``sim_gap`` is measured against the best similarity among every unit this scorer has scored so far
+        (the batch included).  Probability 1.0 for every unit when no model is installed.
+        """
+        texts = [u for u, _ in units]
+        sims = self._sims(texts)
+        variant = self.variant
+        out = []
+        for i, (text, item) in enumerate(units):
+            rank = self.rank.get(item.evidence_id, 0)
+            feats = unit_features(self.analysis, self.weights, text, item_context(item), rank, sim=sims[i],
+                                  sim_best=self._best, kind=kinds[i] if kinds else "sentence",
+                                  leads=bool(leads[i]) if leads else False, item_text=item.text)
+            out.append((variant.probability(feats) if variant is not None else 1.0, feats))
+        return out
+
+    def passes(self, probability: float) -> bool:
+        """True when ``probability`` reaches the variant's threshold (always True with no model)."""
+        variant = self.variant
+        return variant is None or probability >= variant.threshold
+
+
+def find_unit(quote: str, item: EvidenceItem) -> Any:
+    """Return the :class:`~query.answer.sentences.Unit` of ``item`` whose text is ``quote`` (spaces folded), or None."""
+    from query.answer.sentences import text_units
+
+    want = " ".join(quote.split())
+    for unit in text_units(item.text):
+        if " ".join(unit.text.split()) == want:
+            return unit
+    return None
+
+
+def gate_claims(scorer: UnitScorer, verdicts: Sequence[Any], items: Sequence[EvidenceItem], fail: Any) -> list[Any]:
+    """Fail (with ``fail(verdict, details)``) every passing claim whose quote scores below the threshold.
+
+    Claims citing graph items are not scored (graph facts answer by construction).  A list item passes with
+    its list when the list's introduction passed (the introduction states what the items are).  The scores
+    are kept in ``scorer.scores`` (``[(quote, probability)]``) for the debug report.
+    """
+    if scorer.variant is None:
+        return list(verdicts)
+    by_id = {it.evidence_id: it for it in items}
+    todo = []
+    for i, v in enumerate(verdicts):
+        item = by_id.get(v.claim.evidence[0]) if v.ok and v.claim.evidence else None
+        if item is None or item.kind != "chunk":
+            continue
+        todo.append((i, item, find_unit(v.claim.quote, item)))
+    if not todo:
+        return list(verdicts)
+    scored = scorer.score_many([(u.text if u is not None else verdicts[i].claim.quote, item) for i, item, u in todo],
+                               kinds=[u.kind if u is not None else "sentence" for _i, _it, u in todo],
+                               leads=[u is not None and u.leads is not None for _i, _it, u in todo])
+    passed_lists = {(item.evidence_id, u.leads) for (_i, item, u), (p, _f) in zip(todo, scored, strict=True)
+                    if u is not None and u.leads is not None and scorer.passes(p)}
+    out = list(verdicts)
+    variant = scorer.variant
+    for (i, item, unit), (p, _f) in zip(todo, scored, strict=True):
+        scorer.scores.append((verdicts[i].claim.quote, round(p, 4)))
+        if scorer.passes(p):
+            continue
+        if unit is not None and unit.list_id is not None and (item.evidence_id, unit.list_id) in passed_lists:
+            continue
+        threshold = variant.threshold if variant is not None else 0.0
+        out[i] = fail(verdicts[i], [f"answerability {p:.2f} below {threshold:.2f} ({scorer.variant_name})"])
+    return out
+
+
+def best_units(scorer: UnitScorer, items: Sequence[EvidenceItem], *,
+               shortlist: int = 12) -> list[tuple[float, Any, Any]]:
+    """Return ``(probability, item, unit)`` of the evidence's units that reach the threshold, best first.
+
+    Every unit of the chunk items (not instructions to a model, not bare links) is scored with the lexical
+    signals first; the ``shortlist`` best of those are scored with the variant in use (one embedding batch).
+    """
+    from query.answer.sentences import addresses_model, link_only, text_units
+
+    if scorer.variant is None:
+        return []
+    pool = []
+    for item in items:
+        if item.kind != "chunk":
+            continue
+        for unit in text_units(item.text):
+            if unit.kind in ("row", "code") or addresses_model(unit.text) or link_only(unit.text):
+                continue
+            pool.append((item, unit))
+    if not pool:
+        return []
+    lexical = scorer.model.variants.get("lexical") if scorer.model is not None else None
+    if lexical is not None and len(pool) > shortlist and scorer.variant_name != "dense":
+        rank = scorer.rank
+        pre = [(lexical.probability(unit_features(scorer.analysis, scorer.weights, u.text, item_context(it),
+                                                  rank.get(it.evidence_id, 0), kind=u.kind,
+                                                  leads=u.leads is not None, item_text=it.text)), i)
+               for i, (it, u) in enumerate(pool)]
+        pre.sort(key=lambda x: -x[0])
+        pool = [pool[i] for _p, i in pre[:shortlist]]
+    elif len(pool) > shortlist:
+        pool = pool[: shortlist * 2]
+    scored = scorer.score_many([(u.text, it) for it, u in pool], kinds=[u.kind for _it, u in pool],
+                               leads=[u.leads is not None for _it, u in pool])
+    out = [(p, it, u) for (p, _f), (it, u) in zip(scored, pool, strict=True) if scorer.passes(p)]
+    out.sort(key=lambda x: -x[0])
+    return out
+
+
+__all__ = ["FEATURES", "VARIANT_FEATURES", "AnswerabilityModel", "UnitScorer", "Variant", "coverage_share",
+           "best_units", "default_model", "find_unit", "gate_claims", "holds_value", "item_context", "model_from",
+           "unit_features"]

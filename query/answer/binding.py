@@ -1,0 +1,539 @@
+"""A claim's text bound to its own quote, and evidence text that addresses the reader (issue 24).
+
+The checker (:mod:`query.answer.checker`) proves that a claim's ``quote`` stands verbatim in the cited
+evidence; this module proves that the claim's *text* says no more than that quote.  Everything is
+deterministic and every natural-language word comes from the language profiles
+(:mod:`artifacts.text.profile`): ``negation``, ``number_words``, ``not_numbers``, ``reporting``,
+``instruction_verbs``, ``instruction_lead`` and ``addressee``.
+
+**The frame of a quote** in an evidence item: the quote itself and, for a list item, the sentence that
+introduces its list (*own* words); the headings above the quote, the item's heading path and title
+(*context*); a ``graph`` item is one fact: its whole text and structured facts are the frame.  Other
+sentences of the cited chunk are not part of it: a "2" of "GPT-2" three lines below does not support "F1 2".
+
+**Binding** (:func:`bind_claim`), for a claim whose quote already passed the verbatim check:
+
+* ``unbound_detail``: every number of the claim text (digits, or number words of the language
+  profile: "štyri", "four"), every date and year, and every name or title word (capitalised or mixed
+  tokens, :func:`query.answer.checker._detail_tokens`, in any Slovak case form) must occur in the frame.  A
+  number glued to letters (``GPT-2``, ``3leté``) is part of a name, not a number.  With a ``/graph``
+  body, a claim citing a graph item may also state the graph's counts (checked by ``graph_mismatch``).
+* ``polarity``: the claim text and the quote's own words must agree in polarity: each side counts its
+  negations (profile ``negation``; a prefix entry such as ``ne*`` counts only when the rest of the word
+  is a known word of that profile's language and not one of its ``not_negation`` words, so ``nemusí``
+  and ``nemá`` are negations and ``neurónové``, ``neskôr``, ``někdo`` are not)
+  that the other side does not share (word-matched); one side with such a negation and the other without
+  fails ("X nemusí vypracovať" for "Vypracujte"), both with one passes ("nebola úspešná" = "bola
+  neúspešná"; Slovak and Czech negate twice in one statement, "Nikto nebol", so counts are not compared).
+* Otherwise, when a content word of the claim text (not a stop word, number, or profile ``reporting``
+  word such as "žiada", "requires") is in no form in the frame, the claim text cannot be checked
+  word by word: the claim is delivered with its quote as the text (:attr:`Binding.text`), so
+  what the reader gets is verified data ("Autorom je Daniel Hládek" for "Vedúci práce: Ing. Daniel
+  Hládek" is delivered as "Vedúci práce: Ing. Daniel Hládek, PhD.").
+
+**A claim merging several items** carries one quote per item (``Claim.quotes``).  Its text must split
+at clause boundaries (``,``, ``;``, profile ``conjunction_and`` words) into as many parts as it has
+quotes, each part a claim of its own (at least one content word besides names) that passes the whole
+checker against exactly one of the quotes (:func:`bind_parts`).  A text that splits no such way
+fails with ``unbound_detail``: "Ján Holp a Petra Straková obhájili v roku 2018" with one quote per
+student does not say which fact is whose.
+
+**Instructions in pages** (:func:`addresses_reader`): a sentence addresses whoever reads it (a model
+or a person) when one of its clauses opens with an imperative of answering, saying or ignoring
+(profile ``instruction_verbs``), possibly after words of ``instruction_lead`` ("please", "you must",
+"Dear assistant,"), or when it holds such an imperative and a word of ``addressee`` (assistant, model,
+prompt, previous instructions) anywhere.  A quote that overlaps such a sentence is never evidence
+(``instruction_text``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from itertools import combinations, permutations
+
+from artifacts.analysis import fold
+from artifacts.text.profile import Profile, available, load_profile
+from query.answer.evidence import Claim, ClaimVerdict, EvidenceItem
+
+_WORD = re.compile(r"\w+(?:['’-]\w+)*")  # a hyphenated compound is one word ("ignore-case", "Prompt-Antworten")
+_CODE = re.compile(r"`[^`]*`")
+_CLAUSE_PUNCT = re.compile(r"[,;:()\[\]!?.\n–—]|\s-\s")
+_NUMBER = re.compile(r"(?<![\w])\d+(?:[.,:/]\d+)*")
+_DATE_SPACED = re.compile(r"(?<!\d)(\d{1,2})\.\s+(\d{1,2})\.\s*(\d{4})(?!\d)")
+_DATE = re.compile(r"\d{1,2}[./]\d{1,2}[./](\d{4})")
+_MIN_REST = 2          # a negation prefix counts only before a known word of at least this many letters
+_MAX_PARTS = 4         # a merged claim with more quotes than this is not split (fails)
+_MAX_SPLITS = 400      # bound on the part assignments tried for one merged claim
+BIND_FAILURES = ("unbound_detail", "polarity")
+"""The failure reasons of this module (also in :data:`query.answer.evidence.CLAIM_FAILURES`)."""
+
+
+# --------------------------------------------------------------------------- profile data
+
+@dataclass(frozen=True)
+class _Lexicon:
+    """The profile word classes binding needs, folded, per language code."""
+
+    negation: dict[str, frozenset[str]]           # exact negation words
+    neg_prefixes: dict[str, tuple[str, ...]]      # prefix entries ("ne")
+    numbers: dict[str, dict[str, int]]            # number words -> value, without not_numbers
+    reporting: dict[str, frozenset[str]]
+    reporting_prefixes: dict[str, tuple[str, ...]]
+    verbs: dict[str, frozenset[str]]
+    saying: dict[str, frozenset[str]]
+    complementizer: dict[str, frozenset[str]]
+    lead: dict[str, tuple[tuple[str, ...], ...]]  # phrases (token tuples)
+    addressee: dict[str, tuple[tuple[str, ...], ...]]
+    other_classes: dict[str, frozenset[str]]      # words of any other class or function word (not negations)
+    simplemma: dict[str, str | None]
+
+
+def _split(entries: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
+    exact = frozenset(e for e in entries if not e.endswith("*"))
+    prefixes = tuple(sorted(e[:-1] for e in entries if e.endswith("*") and " " not in e))
+    return exact, prefixes
+
+
+def _phrases(entries: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    return tuple(sorted({tuple(e.split()) for e in entries}, key=len, reverse=True))
+
+
+@lru_cache(maxsize=1)
+def _lexicon() -> _Lexicon:
+    negation, neg_prefixes, numbers, reporting, reporting_prefixes = {}, {}, {}, {}, {}
+    verbs, saying, comp, lead, addressee, other, lemmas = {}, {}, {}, {}, {}, {}, {}
+    for code in available():
+        prof: Profile = load_profile(code)
+        negation[code], neg_prefixes[code] = _split(prof.words("negation"))
+        skip = prof.words("not_numbers")
+        numbers[code] = {w: v for w, v in prof.number_words.items() if w not in skip and " " not in w}
+        reporting[code], reporting_prefixes[code] = _split(prof.words("reporting"))
+        verbs[code] = prof.words("instruction_verbs")
+        saying[code] = prof.words("saying_verbs")
+        comp[code] = prof.words("complementizer")
+        lead[code] = _phrases(prof.words("instruction_lead") | prof.words("negation"))
+        addressee[code] = _phrases(prof.words("addressee"))
+        words = set(prof.function_words)
+        for name, cls in prof.classes.items():
+            if name != "negation":
+                words |= {w for w in cls if not w.endswith("*")}
+        other[code] = frozenset((words - negation[code]) | prof.words("not_negation"))
+        lemmas[code] = prof.simplemma
+    return _Lexicon(negation, neg_prefixes, numbers, reporting, reporting_prefixes, verbs, saying, comp, lead,
+                    addressee, other, lemmas)
+
+
+def _tokens(text: str) -> list[str]:
+    """Folded word tokens of ``text`` (apostrophes kept inside a word: ``don't``)."""
+    return [fold(m.group(0)).replace("’", "'") for m in _WORD.finditer(unicodedata.normalize("NFC", text))]
+
+
+@lru_cache(maxsize=16384)
+def _known(word: str, lang: str) -> bool:
+    import simplemma
+
+    try:
+        return bool(simplemma.is_known(word, lang=lang))
+    except (ValueError, KeyError):
+        return False
+
+
+# --------------------------------------------------------------------------- the frame
+
+@dataclass(frozen=True)
+class _Frame:
+    own: str        # the quote and the introduction of its list
+    context: str    # headings above it, heading path, title, graph facts
+
+
+def _frame(quote: str, item: EvidenceItem) -> _Frame:
+    from query.answer.checker import _flatten, _strip_markup, normalize_quote
+    from query.answer.sentences import text_units
+
+    if item.kind == "graph":  # one graph fact rendered as one sentence: its values belong together
+        facts = "\n".join(_flatten(fact) for fact in item.facts)
+        return _Frame(f"{quote}\n{item.text}", "\n".join(c for c in (item.title or "", facts) if c))
+    wanted = normalize_quote(_strip_markup(quote))
+    units = text_units(item.text)
+    own = [quote]
+    context = [item.title or "", *item.heading_path]
+    for unit in units:
+        text = normalize_quote(_strip_markup(unit.text))
+        if text and (text in wanted or wanted in text):
+            context.extend(unit.headings)
+            if unit.list_id is not None:
+                own.extend(u.text for u in units if u.leads == unit.list_id)
+    return _Frame("\n".join(own), "\n".join(dict.fromkeys(c for c in context if c)))
+
+
+# --------------------------------------------------------------------------- numbers
+
+def _bare_numbers(text: str) -> list[str]:
+    """Numbers of ``text`` that stand alone (not glued to letters: ``GPT-2``, ``3leté``, ``F1`` are names),
+    decimal comma = point, spaced dates joined (``22. 10. 2019`` = ``22.10.2019``)."""
+    text = _DATE_SPACED.sub(r"\1.\2.\3", unicodedata.normalize("NFC", text))
+    out = []
+    for match in _NUMBER.finditer(text):
+        start, end = match.span()
+        glued_before = start >= 2 and text[start - 1] == "-" and text[start - 2].isalpha()
+        glued_after = end < len(text) and text[end].isalpha()
+        if not (glued_before or glued_after):
+            out.append(match.group(0).rstrip(".,:/").replace(",", "."))
+    return out
+
+
+def _word_numbers(text: str) -> list[str]:
+    """Values of the number words of ``text`` (any profile); a word that is also a word of another class of
+    any profile (``ten``: a Czech demonstrative, ``ein``: a German article) is no number."""
+    lex = _lexicon()
+    out = []
+    for token in _tokens(text):
+        for code in available():
+            value = lex.numbers[code].get(token)
+            if value is not None and not any(token in lex.other_classes[c] for c in available()):
+                out.append(str(value))
+                break
+    return out
+
+
+def _number_support(text: str) -> set[str]:
+    numbers = set(_bare_numbers(text)) | set(_word_numbers(text))
+    for token in list(numbers):
+        date = _DATE.fullmatch(token)
+        if date:
+            numbers.add(date.group(1))
+    return {_plain(n) for n in numbers}
+
+
+def _plain(number: str) -> str:
+    """``12.0`` -> ``12`` (a whole number written with decimals)."""
+    return number.split(".")[0] if re.fullmatch(r"\d+\.0+", number) else number
+
+
+# --------------------------------------------------------------------------- polarity
+
+def _negations(text: str) -> list[str]:
+    """The negation tokens of ``text`` (profile ``negation`` of any profile; a prefix entry only before a
+    known word of that profile's language)."""
+    lex = _lexicon()
+    out = []
+    lowered = [m.group(0).lower() for m in _WORD.finditer(unicodedata.normalize("NFC", text))]
+    for token, lower in zip(_tokens(text), lowered, strict=True):
+        for code in available():
+            if token in lex.negation[code] or (token.endswith("n't") and "n't" in lex.negation[code]):
+                out.append(token)
+                break
+            if token in lex.other_classes[code]:
+                continue
+            # the prefix compared as written ("ne" is not the "ně" of "někdo"), the rest looked up with its diacritics
+            prefix = next((p for p in lex.neg_prefixes[code] if lower.startswith(p)), None)
+            if prefix is not None:
+                rest = lower[len(prefix):]  # simplemma knows words with their diacritics
+                lang = lex.simplemma[code]
+                if len(rest) >= _MIN_REST and lang and _known(rest, lang):
+                    out.append(token)
+                    break
+    return out
+
+
+def _unshared(negations: list[str], other_text: str) -> int:
+    from query.answer.sentences import word_set
+
+    others = word_set(other_text)
+    return sum(1 for token in negations if not others.has(token))
+
+
+# --------------------------------------------------------------------------- content words
+
+@lru_cache(maxsize=16384)
+def _lemmas(word: str) -> frozenset[str]:
+    import simplemma
+
+    out = {word}
+    for code in available():
+        lang = _lexicon().simplemma[code]
+        if lang in ("sk", "cs"):  # the dictionaries query.answer.sentences already loads (verb forms)
+            out.add(fold(simplemma.lemmatize(word, lang=lang)))
+    return frozenset(out)
+
+
+def _same_word(word: str, frame_words: Iterable[str]) -> bool:
+    lemmas = _lemmas(word)
+    for other in frame_words:
+        if lemmas & _lemmas(other):
+            return True
+        shared = len(_common_prefix(word, other))
+        if shared >= 5 and shared >= 0.6 * min(len(word), len(other)):
+            return True
+    return False
+
+
+def _common_prefix(a: str, b: str) -> str:
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return a[:i]
+
+
+def _reporting(word: str) -> bool:
+    lex = _lexicon()
+    return any(word in lex.reporting[c] or any(word.startswith(p) for p in lex.reporting_prefixes[c])
+               for c in available())
+
+
+def _unbound_words(text: str, frame_text: str, extra: frozenset[str]) -> list[str]:
+    from query.answer.checker import _name_support
+    from query.answer.sentences import content_words, word_set
+
+    frame = word_set(frame_text)
+    names = _name_support(frame_text)  # a name in another case form ("Petra Malého" of "Peter Malý")
+    extra = extra | {fold(m.group(0)) for m in _WORD.finditer(text)
+                     if m.group(0)[:1].isupper() and names.has(m.group(0))}
+    numbers = {t for c in available() for t in _lexicon().numbers[c]}
+    out = []
+    for word in content_words(text):
+        if any(ch.isdigit() for ch in word) or word in numbers or word in extra or _reporting(word):
+            continue
+        if frame.has(word) or _same_word(word, frame.words):
+            continue
+        out.append(word)
+    return out
+
+
+# --------------------------------------------------------------------------- binding
+
+@dataclass(frozen=True)
+class Binding:
+    """The binding verdict of one claim: ``failures`` (``(reason, detail)``, reasons from
+    :data:`BIND_FAILURES`) and ``claim``: the claim to deliver (its own text, or with the quote as text
+    when its text cannot be checked word by word; ``unchecked`` says which)."""
+
+    failures: tuple[tuple[str, str], ...]
+    claim: Claim
+    unchecked: bool = False
+
+
+def shown_quote(quote: str) -> str:
+    """The quote as a reader sees it (:func:`query.search.snippets.display_text`, whitespace collapsed)."""
+    from query.search.snippets import display_text
+
+    return " ".join(display_text(quote).split())
+
+
+@lru_cache(maxsize=1)
+def _graph_phrase_words() -> frozenset[str]:
+    """Words of the graph answers' count phrases (artifacts/graphwords.yaml): "Počet", "Count"."""
+    from query.graph.words import phrasings
+
+    return frozenset(t for p in phrasings() for t in _tokens(p.count.replace("{count}", "")))
+
+
+def bind_claim(claim: Claim, items: Sequence[EvidenceItem], counts: Iterable[int] = ()) -> Binding:
+    """Bind ``claim.text`` to ``claim.quote`` as it stands in ``items`` (the cited items that hold the
+    quote verbatim; none: nothing to bind against, the claim is returned as is).
+
+    ``counts``: the counts of the ``/graph`` answer when the claim cites a graph item (numbers it may state).
+    Returns a :class:`Binding`; never raises on bad claims.
+    """
+    if not items:
+        return Binding((), claim)
+    from query.answer.checker import _detail_tokens, _name_support
+
+    frames = [_frame(claim.quote, item) for item in items]
+    own = "\n".join(f.own for f in frames)
+    whole = "\n".join(f"{f.own}\n{f.context}" for f in frames)
+    failures: list[tuple[str, str]] = []
+
+    support = _number_support(whole) | {str(c) for c in counts}
+    claimed = _bare_numbers(claim.text) + _word_numbers(claim.text)
+    for number in claimed:
+        if _plain(number) not in support:
+            kind = "year" if re.fullmatch(r"(?:1[5-9]|20)\d{2}", number) else "date" if _DATE.fullmatch(number) \
+                else "number"
+            failures.append(("unbound_detail", f"a {kind} of the claim text is not in its own quote "
+                                               "(its sentence, list introduction or headings)"))
+            break
+    names = _name_support(whole)
+    if any(not names.has(word) for word in _detail_tokens(claim.text)):
+        failures.append(("unbound_detail", "a name or title of the claim text is not in its own quote "
+                                           "(its sentence, list introduction, headings or title)"))
+    mine, theirs = _negations(claim.text), _negations(own)
+    # polarity compares a claim with the text it restates; a graph fact line is rendered by the application
+    # from the graph (its counts are checked against the aggregation), so a claim citing only graph items
+    # ("Počet: 1." over "X: dr, 2018, názov neuvedený.") restates no sentence
+    restates = any(item.kind != "graph" for item in items)
+    if restates and (_unshared(mine, own) > 0) != (_unshared(theirs, claim.text) > 0):
+        failures.append(("polarity", "the claim text negates what its quote states, or states what it negates"))
+    if failures:
+        return Binding(tuple(failures), claim)
+    extra = _graph_phrase_words() if counts else frozenset()
+    if _unbound_words(claim.text, whole, extra):
+        return Binding((), replace(claim, text=shown_quote(claim.quote)), unchecked=True)
+    return Binding((), claim)
+
+
+# --------------------------------------------------------------------------- merged claims
+
+def quotes_of(claim: Claim) -> tuple[str, ...]:
+    """All quotes of ``claim``: ``claim.quotes`` when it has several, else ``(claim.quote,)``."""
+    return claim.quotes if len(claim.quotes) > 1 else (claim.quote,)
+
+
+def _boundaries(text: str) -> list[tuple[int, int]]:
+    """``(end of the part before, start of the part after)`` of each clause boundary of ``text``."""
+    out = []
+    conj = {w for c in available() for w in load_profile(c).words("conjunction_and") if " " not in w}
+    for match in _CLAUSE_PUNCT.finditer(text):
+        out.append((match.start(), match.end()))
+    for match in _WORD.finditer(text):
+        if fold(match.group(0)) in conj:
+            out.append((match.start(), match.end()))
+    spans = sorted(set(out))
+    return [(a, b) for a, b in spans if text[:a].strip() and text[b:].strip()]
+
+
+def _has_own_content(text: str) -> bool:
+    from query.answer.checker import _detail_tokens
+    from query.answer.sentences import content_words
+
+    names = {fold(w) for w in _detail_tokens(text)}
+    return any(w not in names and not w.isdigit() for w in content_words(text))
+
+
+def bind_parts(claim: Claim, check: Callable[[Claim], ClaimVerdict]) -> ClaimVerdict:
+    """Check a claim that carries several quotes (one per merged item): its text must split at clause
+    boundaries into one part per quote, each part with content words of its own besides names, such that
+    every part passes ``check`` (the whole single-quote checker) with its own quote.
+
+    Returns the verdict of the first split that passes (the delivered claim keeps its text, or, when a
+    part could only be delivered as its quote, the quotes as text), else a failing verdict
+    (``unbound_detail``) carrying the reasons of the best split tried.
+    """
+    quotes = quotes_of(claim)
+    text = claim.text
+    if len(quotes) > _MAX_PARTS:
+        return ClaimVerdict(claim, False, ("unbound_detail",),
+                            (f"a claim may merge at most {_MAX_PARTS} items, one quote each",))
+    tried = 0
+    best: list[ClaimVerdict] = []
+    for cut in combinations(_boundaries(text), len(quotes) - 1):
+        if any(b[0] < a[1] for a, b in zip(cut, cut[1:], strict=False)):
+            continue
+        edges = [0, *[x for a, b in cut for x in (a, b)], len(text)]
+        parts = [text[edges[i]:edges[i + 1]].strip(" ,;:") for i in range(0, len(edges), 2)]
+        if not all(_has_own_content(p) for p in parts):
+            continue
+        for order in permutations(quotes):
+            tried += 1
+            if tried > _MAX_SPLITS:
+                break
+            verdicts = [check(Claim(part, claim.evidence, quote)) for part, quote in zip(parts, order, strict=True)]
+            if all(v.ok for v in verdicts):
+                unchecked = any(v.claim.text != part for v, part in zip(verdicts, parts, strict=True))
+                shown = " ".join(shown_quote(q) for q in quotes) if unchecked else text
+                return ClaimVerdict(replace(claim, text=shown), True)
+            if not best or sum(v.ok for v in verdicts) > sum(v.ok for v in best):
+                best = verdicts
+    reasons = tuple(dict.fromkeys(("unbound_detail", *(r for v in best for r in v.reasons))))
+    details = ("the claim merges several items, but its text does not split into parts each bound to its "
+               "own quote", *dict.fromkeys(d for v in best for d in v.details))
+    return ClaimVerdict(claim, False, reasons, details)
+
+
+# --------------------------------------------------------------------------- instructions
+
+def _matches_phrase(tokens: list[str], i: int, phrases: tuple[tuple[str, ...], ...]) -> int:
+    """Length of the longest phrase of ``phrases`` starting at ``tokens[i]`` (0: none)."""
+    for phrase in phrases:
+        if tuple(tokens[i:i + len(phrase)]) == phrase:
+            return len(phrase)
+    return 0
+
+
+def _clauses(text: str) -> list[list[str]]:
+    """Folded tokens of each clause of ``text`` (inline code, link destinations and markup left out)."""
+    from query.search.snippets import display_text
+
+    prose = display_text(_CODE.sub(" ", text))
+    return [_tokens(part) for part in _CLAUSE_PUNCT.split(unicodedata.normalize("NFC", prose)) if part.strip()]
+
+
+def addresses_reader(text: str) -> bool:
+    """True when ``text`` (one sentence or list item) addresses whoever reads it, a model or a person.
+
+    A clause that opens (after any words of profile ``instruction_lead``: "please", "you must", "Dear
+    assistant") with an imperative of answering or ignoring (``instruction_verbs``: "Ignore …",
+    "odpovedz …") or with an imperative of saying followed within four words by a ``complementizer``
+    ("answer that …", "povedz mu, že …"); or a clause holding such an imperative within three words of an
+    ``addressee`` ("… then ignore the system prompt").  Such text is data that tries to be an
+    instruction: never evidence.
+    """
+    lex = _lexicon()
+    clauses = _clauses(text)
+    flat = [t for clause in clauses for t in clause]
+    offset = 0
+    for clause in clauses:
+        for code in available():
+            verbs, saying, comp = lex.verbs[code], lex.saying[code], lex.complementizer[code]
+            i = 0
+            while i < len(clause):
+                step = _matches_phrase(clause, i, lex.lead[code])
+                if not step:
+                    break
+                i += step
+            if i < len(clause):
+                first = clause[i]
+                if first in verbs or (first in saying and comp & set(flat[offset + i + 1:offset + i + 5])):
+                    return True
+            for j, token in enumerate(clause):
+                if token in verbs or token in saying:
+                    near = range(max(0, j - 3), min(len(clause), j + 4))
+                    if any(_matches_phrase(clause, k, lex.addressee[code]) for k in near if k != j):
+                        return True
+        offset += len(clause)
+    return False
+
+
+@lru_cache(maxsize=512)
+def _instruction_spans(text: str) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...], tuple[str, ...]]:
+    """``(tokens of text, token ranges of its sentences that address the reader, those sentences normalised)``."""
+    from query.answer.checker import _strip_markup, normalize_quote
+    from query.answer.sentences import text_units
+
+    text = unicodedata.normalize("NFC", text)
+    spans = [(m.start(), fold(m.group(0)).replace("’", "'")) for m in _WORD.finditer(text)]
+    tokens = tuple(t for _, t in spans)
+    ranges, normalised = [], []
+    for unit in text_units(text):
+        if addresses_reader(unit.text):
+            inside = [i for i, (at, _) in enumerate(spans) if unit.start <= at < unit.end]
+            if inside:
+                ranges.append((inside[0], inside[-1] + 1))
+            normalised.append(normalize_quote(_strip_markup(unit.text)))
+    return tokens, tuple(ranges), tuple(normalised)
+
+
+def quotes_instruction(quote: str, text: str) -> bool:
+    """True when ``quote`` overlaps a sentence of evidence ``text`` that addresses the reader
+    (:func:`addresses_reader`): the quote's words, where they stand in the text, share a word with such a
+    sentence, or the sentence holds the quote (compared normalised)."""
+    from query.answer.checker import _strip_markup, normalize_quote
+
+    tokens, ranges, normalised = _instruction_spans(text)
+    if not ranges and not normalised:
+        return False
+    wanted = normalize_quote(_strip_markup(quote))
+    if wanted and any(wanted in n for n in normalised):
+        return True
+    words = tuple(_tokens(quote))
+    n = len(words)
+    if not n:
+        return False
+    for i in range(len(tokens) - n + 1):
+        if tokens[i:i + n] == words and any(i < end and start < i + n for start, end in ranges):
+            return True
+    return False

@@ -1,0 +1,1 @@
+"""Command-line subcommands of the query side (``search``, ``serve``, ``ask``, ``graph``, ``eval``, ``mcp``)."""

@@ -1,0 +1,1 @@
+"""Evaluation: retrieval metrics over question sets and answer scoring (``gitrag eval``)."""

@@ -1,0 +1,1 @@
+"""Graph retrieval: question analysis against the bundle's graph, intents, Cypher, graph answers."""

@@ -1,0 +1,1 @@
+"""The aiohttp server: bundle holder and swap, routes, security, workers, MCP, metrics, the web page."""
