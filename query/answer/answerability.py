@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 
 from artifacts.text.profile import available, detect_language, load_profile
+from artifacts.text.words import analyze, word_set
 from query.answer.evidence import EvidenceItem
-from query.answer.sentences import analyze, word_set
 from query.question import QuestionAnalysis
 
 FEATURES = ("sim", "sim_gap", "cov", "ctx_cov", "item_cov", "novel", "wants", "holds", "rank", "length", "asks")
@@ -189,7 +189,7 @@ def coverage_share(words: Sequence[str], weights: Mapping[str, float], text: str
 
 
 def _novel(words: Sequence[str], unit: str) -> float:
-    from query.answer.sentences import content_words
+    from artifacts.text.words import content_words
 
     own = content_words(unit)
     if not own:

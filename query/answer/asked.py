@@ -12,7 +12,7 @@ is answered only by a number that counts the thing asked for (:func:`count_focus
   (``3leté`` counts years, ``5členný`` members: what the glued word names);
 - a number right after "pro / for / für" counts for whom something was done, which answers only a
   question asking for whom ("Pro kolik lidí …?");
-- it counts the asked noun when that noun (any inflected form, :func:`query.answer.sentences.words_match`)
+- it counts the asked noun when that noun (any inflected form, :func:`artifacts.text.words.words_match`)
   follows it within three words ("130 aktivních dobrovolníků", "600 tisíc lidí") or precedes it within
   four in the same sentence with no comma between ("se nás sešlo přes 40"), or is named right after
   "počet / number of / Anzahl" before it ("Počet dobrovolníků Česko.Digital: 130"; "Počet míst, kde lidé
@@ -43,7 +43,7 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
-from query.answer.sentences import analyze, fold_word, stop_words, verb_words, words_match
+from artifacts.text.words import analyze, fold_word, stop_words, verb_words, words_match
 
 _NUMBER_LANGS = ("cs", "sk", "en", "de")
 _ADJECTIVE_PLURAL = ("ych", "ich")

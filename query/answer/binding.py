@@ -241,7 +241,7 @@ def _negations(text: str) -> list[str]:
 
 
 def _unshared(negations: list[str], other_text: str) -> int:
-    from query.answer.sentences import word_set
+    from artifacts.text.words import word_set
 
     others = word_set(other_text)
     return sum(1 for token in negations if not others.has(token))
@@ -286,8 +286,8 @@ def _reporting(word: str) -> bool:
 
 
 def _unbound_words(text: str, frame_text: str, extra: frozenset[str]) -> list[str]:
+    from artifacts.text.words import content_words, word_set
     from query.answer.checker import _name_support
-    from query.answer.sentences import content_words, word_set
 
     frame = word_set(frame_text)
     names = _name_support(frame_text)  # a name in another case form ("Petra Malého" of "Peter Malý")
@@ -397,8 +397,8 @@ def _boundaries(text: str) -> list[tuple[int, int]]:
 
 
 def _has_own_content(text: str) -> bool:
+    from artifacts.text.words import content_words
     from query.answer.checker import _detail_tokens
-    from query.answer.sentences import content_words
 
     names = {fold(w) for w in _detail_tokens(text)}
     return any(w not in names and not w.isdigit() for w in content_words(text))

@@ -45,6 +45,7 @@ from functools import lru_cache
 from typing import Any
 
 from artifacts.text.profile import crosses_language
+from artifacts.text.words import WordSet, content_words, fold_word, stop_words, verb_words, word_set
 from query.answer.answerability import best_units, gate_claims
 from query.answer.asked import (
     CountFocus,
@@ -67,25 +68,9 @@ from query.answer.evidence import (
     GeneratorReply,
     GeneratorUnavailableError,
 )
-from query.answer.sentences import (
-    DefinitionQuestion,
-    QuestionFocus,
-    Unit,
-    WordSet,
-    carries_value,
-    content_words,
-    defines,
-    definition_question,
-    fold_word,
-    link_only,
-    question_focus,
-    stop_words,
-    text_language,
-    text_units,
-    verb_words,
-    word_set,
-)
+from query.answer.sentences import Unit, carries_value, defines, link_only, text_language, text_units
 from query.graph.names import capital_runs, damerau1, name_forms, tokenize
+from query.question import DefinitionQuestion, QuestionFocus, definition_question, question_focus
 from query.search.snippets import display_text
 
 _SPACE = re.compile(r"\s+")
@@ -453,10 +438,10 @@ def coverage(question: str, claims: Iterable[Claim], evidence: Sequence[Evidence
              resolved: Iterable[str] = ()) -> float:
     """Return the share (0..1) of the question's content words that the delivered claims address.
 
-    Content words: :func:`query.answer.sentences.content_words` (BM25 folding analyzer, stop words of
+    Content words: :func:`artifacts.text.words.content_words` (BM25 folding analyzer, stop words of
     sk/cs/en/de/pl dropped) without the words that only frame the question
-    (:func:`query.answer.sentences.question_focus`: interrogatives, "vypíš", the ``time`` of "what time");
-    a word counts as covered when it matches (:func:`query.answer.sentences.words_match`:
+    (:func:`query.question.question_focus`: interrogatives, "vypíš", the ``time`` of "what time");
+    a word counts as covered when it matches (:func:`artifacts.text.words.words_match`:
     inflection by shared prefix, Slovak/Czech cognates) a word of some claim's *quote*, of the
     sentence introducing the quote's list (``Ciele:`` above ``- Overiť ...``), of the headings above
     the quote, or of the cited item's title or heading path.  So the figure describes what is
@@ -573,7 +558,7 @@ def _units_of_quote(quote: str, units: list[Unit]) -> Iterator[Unit]:
 class RelevanceGate:
     """What a claim must address for one question (built once per question by :func:`relevance_gate`).
 
-    ``focus``: the question's :class:`~query.answer.sentences.QuestionFocus`; ``words``: its topic words
+    ``focus``: the question's :class:`~query.question.QuestionFocus`; ``words``: its topic words
     to check (names and ``ignore`` words removed; in a question in another language than the
     evidence, words that occur in no evidence item are waived: they cannot be checked lexically);
     ``waived``: those waived words; ``unverifiable``: the question has topic words but none can be
@@ -583,7 +568,7 @@ class RelevanceGate:
     all (what the question asks about is likely absent from the pages: a claim must address it);
     ``definition``: set when the question asks what or who something is ("Co je X?"): a claim's
     quote must then define X (:func:`query.answer.sentences.defines`), not merely mention it; ``verbs``:
-    those of :attr:`words` that are verb forms (:func:`query.answer.sentences.verb_words`), never the
+    those of :attr:`words` that are verb forms (:func:`artifacts.text.words.verb_words`), never the
     question's most specific word while it has other words; ``count``: what a count question counts
     (:func:`query.answer.asked.count_focus`: a quote must state a number of it); ``action``: the action family
     of a who question ("Kdo založil X?": ``found``; :func:`query.answer.asked.action_family`), which a quote must

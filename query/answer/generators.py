@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from artifacts.text.words import content_words, word_set
 from query.answer.asked import action_family, asks_people, asks_person, count_focus, states_action, states_count
 from query.answer.checker import name_occurs, names_someone, question_names, repeats_numbers, support_text
 from query.answer.evidence import (
@@ -50,19 +51,9 @@ from query.answer.evidence import (
     GeneratorReply,
     GeneratorUnavailableError,
 )
-from query.answer.sentences import (
-    DefinitionQuestion,
-    Unit,
-    addresses_model,
-    content_words,
-    defines,
-    definition_question,
-    link_only,
-    question_focus,
-    text_units,
-    word_set,
-)
+from query.answer.sentences import Unit, addresses_model, defines, link_only, text_units
 from query.errors import InvalidRequestError
+from query.question import DefinitionQuestion, definition_question, question_focus
 from query.search.snippets import display_text
 
 log = logging.getLogger(__name__)
@@ -147,7 +138,7 @@ class ExtractiveGenerator:
 
     When the question names someone (a full name, any case form) and some evidence items name them,
     only those items are considered.  Scoring: the question's content words
-    (:func:`query.answer.sentences.content_words`) weighted by ``log(1 + units / (1 + units containing
+    (:func:`artifacts.text.words.content_words`) weighted by ``log(1 + units / (1 + units containing
     the word))``; a unit covers a word with its own text (weight 1) or through its headings, the
     item's title and heading path (weight ``context_weight``).  Greedy: take the unit with the
     largest weight of still uncovered words (ties: the larger weight of all the words it matches,

@@ -21,7 +21,7 @@ anything else                                  text retrieval over the whole bun
 =============================================  ==========================================================
 
 A definition question ("Co je X?", "What is X?", "Kdo je X?";
-:func:`query.answer.sentences.definition_question`) is answered only by a sentence that defines X
+:func:`query.question.definition_question`) is answered only by a sentence that defines X
 (evidence with such sentences first, claims checked by :func:`query.answer.checker.claim_relevance`); when
 the best one only says what kind of thing X is (a relative clause, a noun of its kind),
 ``answer_coverage`` is ``partial`` with a warning.
@@ -55,14 +55,14 @@ from artifacts.analysis import fold, normalize_text
 from query.answer.answerability import UnitScorer, default_model
 from query.answer.evidence import Claim, EvidenceItem, GenerationOutcome, Generator, GeneratorReply
 from query.answer.rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, Context, graph_context, text_context
-from query.answer.sentences import defines, definition_question
+from query.answer.sentences import defines
 from query.bundle import OpenedBundle
 from query.contract import Envelope, Source, validate_request
 from query.errors import InvalidQueryError
 from query.graph.engine import MAX_LIMIT as GRAPH_MAX_LIMIT
 from query.graph.engine import answer_graph, answer_list, graph_index, shown_entries
 from query.graph.words import phrasing
-from query.question import analyse_question
+from query.question import analyse_question, definition_question
 from query.search.hybrid import SearchFilter, SearchOptions, engine_warnings, engines_used
 from query.search.snippets import display_text
 

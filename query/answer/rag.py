@@ -13,7 +13,7 @@ Two producers, one shape (:class:`Context`):
 
 Relevance gate: every chunk gets a *support* score in 0..1, the idf-weighted share of the question's
 words found in the chunk (inflected and derived forms and Slovak/Czech cognates count,
-:func:`query.answer.sentences.words_match`; interrogatives and the nouns that only name the kind of value
+:func:`artifacts.text.words.words_match`; interrogatives and the nouns that only name the kind of value
 asked do not count as question words). A question in another language than the candidate chunks
 (English over Slovak or Czech pages, or the reverse) leaves out the words the index does not know at
 all, when they are at most half of its words (:func:`cross_language_weights`). Only chunks scoring
@@ -31,7 +31,7 @@ sits in the middle.
 ``max_per_document`` for one document) were found, ``llm_context_budget`` when a supported chunk
 did not fit into the remaining tokens.
 
-Definition questions ("Co je X?", "What is X?", :func:`query.answer.sentences.definition_question`): the
+Definition questions ("Co je X?", "What is X?", :func:`query.question.definition_question`): the
 supported chunks that hold a sentence defining X (:func:`query.answer.sentences.defines`) are packed first.
 """
 
@@ -49,22 +49,13 @@ import tiktoken
 from artifacts.analysis import fold
 from artifacts.config import TOKENIZER
 from artifacts.text.profile import crosses_language
+from artifacts.text.words import analyze, fold_word, word_set
 from query.answer.evidence import EvidenceItem
-from query.answer.sentences import (
-    DEFINING_VERBS,
-    DefinitionQuestion,
-    analyze,
-    defines,
-    definition_question,
-    fold_word,
-    question_focus,
-    text_language,
-    text_units,
-    word_set,
-)
+from query.answer.sentences import DEFINING_VERBS, defines, text_language, text_units
 from query.bundle import OpenedBundle
 from query.contract import Source
 from query.graph.words import Phrasing, phrasing
+from query.question import DefinitionQuestion, definition_question, question_focus
 from query.search.hybrid import LONG_WORD, SearchFilter, SearchOptions, rank_chunks, ranking_searcher, source_url
 
 MIN_SUPPORT = 0.5
@@ -151,7 +142,7 @@ def question_weights(bundle: OpenedBundle, question: str, ignore: Iterable[str] 
                      drop_unknown: bool = False) -> dict[str, float]:
     """Return ``{folded question word: idf}`` (Robertson-Sparck Jones idf over chunk bodies).
 
-    Question words: :func:`query.answer.sentences.question_focus` (content words without interrogatives
+    Question words: :func:`query.question.question_focus` (content words without interrogatives
     and the nouns that only name the kind of value asked, ``time`` in "what time").  Words in more
     than half of the chunks weigh (almost) nothing; a word absent from the index is replaced by the
     closest indexed word within edit distance 1 (2 for 8+ letters), else keeps the highest idf, so
@@ -214,7 +205,7 @@ def cross_language_weights(bundle: OpenedBundle, question: str, texts: Iterable[
 def support(weights: dict[str, float], text: str) -> float:
     """Return the idf-weighted share (0..1) of question words found in ``text``.
 
-    A word is found when a word of ``text`` matches it by :func:`query.answer.sentences.words_match`
+    A word is found when a word of ``text`` matches it by :func:`artifacts.text.words.words_match`
     (inflection or derivation by a shared prefix in either direction, ``backups``/``backup``,
     ``nightly``/``night``; Slovak/Czech cognates, ``cile``/``ciele``).
     """

@@ -29,15 +29,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from artifacts.analysis import fold_token, folded_spans, folding_analyzer, normalize_text
-from artifacts.text.profile import detect_language, load_profile, question_type
+from artifacts.text.profile import detect_language, load_profile
+from artifacts.text.words import analyze, fold_word, stop_words, words_match
+from query.question import (
+    ARTICLES,
+    RELATIVES,
+    SUBJECT_WORD,
+    DefinitionQuestion,
+    is_category,
+    is_role,
+)
 
 _SLAVIC_LETTERS = set("áäčďéěíĺľňóôŕřšťúůýžÁÄČĎÉĚÍĹĽŇÓÔŔŘŠŤÚŮÝŽ")
 _INNER_END = re.compile(r"[.!?…][\"'”’»)\]]*\s+\S")
 _LIST_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
 _HEADING_MARKER = re.compile(r"[ \t]*#{1,6}[ \t]+")
 _HARD_BREAK_LEAD = re.compile(r"(?:\\\s+)*")
-_STOP_LANGS = ("sk", "cs", "en", "de", "pl")
 
 
 @dataclass(frozen=True)
@@ -253,142 +260,6 @@ def _replace(unit: Unit, **changes: object) -> Unit:
     return replace(unit, **changes)  # type: ignore[arg-type]
 
 
-@lru_cache(maxsize=1)
-def stop_words() -> frozenset[str]:
-    """Folded stop words of sk, cs, en, de and pl (stopwords-iso), without numbers."""
-    import stopwordsiso
-
-    listed = [word for lang in _STOP_LANGS for word in stopwordsiso.stopwords(lang)
-              if not any(ch.isdigit() for ch in word)]
-    # The analyzer's tokens of each word: one line per word, folded in one pass (a line break is no
-    # token character, so no token spans two words).
-    return frozenset(folded for folded, _, _ in folded_spans(normalize_text("\n".join(listed))))
-
-
-def analyze(text: str) -> list[str]:
-    """Return the folded BM25 tokens of ``text`` (NFC, lowercase, diacritics removed), in order."""
-    return list(_analyze(text))
-
-
-@lru_cache(maxsize=1)
-def _analyzer():  # type: ignore[no-untyped-def]
-    return folding_analyzer()
-
-
-@lru_cache(maxsize=16384)
-def _analyze(text: str) -> tuple[str, ...]:
-    return tuple(t.text for t in _analyzer()(normalize_text(text)))
-
-
-@lru_cache(maxsize=16384)
-def word_set(text: str) -> WordSet:
-    """Return the (cached) :class:`WordSet` of the folded tokens of ``text``."""
-    return WordSet(_analyze(text))
-
-
-def content_words(text: str) -> list[str]:
-    """Return the distinct folded content words of ``text`` in order (stop words dropped)."""
-    stops = stop_words()
-    return list(dict.fromkeys(w for w in analyze(text) if w not in stops and (len(w) > 1 or w.isdigit())))
-
-
-_INFINITIVE = re.compile(r"(?:[aeiouyáéěíóúůý]|ou)(?:t|ť|ti)$|ci$")
-"""A Czech/Slovak infinitive ending (``sejít``, ``vybudovať``, ``pracovat``, ``ísť``, ``péci``)."""
-
-
-def verb_words(text: str) -> frozenset[str]:
-    """Return the folded words of ``text`` that are Czech or Slovak verb forms.
-
-    A word is a verb form when simplemma (cs, sk) lemmatises it to another word that ends like an
-    infinitive: ``sešlo`` -> ``sejít``, ``vybudoval`` -> ``vybudovat``.  Words simplemma leaves as
-    they are (``kontrakt``, ``student``, unknown words like ``hackdayi``) and capitalised words (names)
-    are not.  Used to tell what a question is about (its nouns) from what it says happened (a verb the
-    pages may paraphrase).
-    """
-    return frozenset(fold_word(w) for w in re.findall(r"[^\W\d_]+", text) if w.islower() and _is_verb(w))
-
-
-@lru_cache(maxsize=16384)
-def _is_verb(word: str) -> bool:
-    import simplemma
-
-    lower = word.lower()
-    for lang in ("cs", "sk"):
-        lemma = simplemma.lemmatize(lower, lang=lang).lower()
-        if lemma != lower and _INFINITIVE.search(lemma):
-            return True
-    return False
-
-
-_COGNATE = re.compile(r"ie|ou")
-
-
-def cognate_key(word: str) -> str:
-    """Return the folded word with the regular Slovak/Czech vowel correspondences merged.
-
-    Slovak ``ie`` = Czech ``í`` (``ciele``/``cíle``, ``miesto``/``místo``) and Czech ``ou`` =
-    Slovak ``ú`` (``mouka``/``múka``) become ``i`` and ``u``; diacritics are already folded, so
-    ``ô``/``ů``, ``ä``/``ě`` and ``ř``/``r`` need nothing more.
-    """
-    return _COGNATE.sub(lambda m: m.group(0)[-1] if m.group(0) == "ou" else "i", word)
-
-
-def _prefix_match(a: str, b: str) -> bool:
-    shorter = min(len(a), len(b))
-    if shorter < 4 or (shorter <= 5 and max(len(a), len(b)) - shorter > 2):
-        return False
-    need = shorter - 1 if shorter <= 5 else max(4, shorter - 2)
-    return a[:need] == b[:need]
-
-
-def words_match(a: str, b: str) -> bool:
-    """True when folded words ``a`` and ``b`` are the same word up to inflection (or a Slovak/Czech cognate).
-
-    Equal, or (both alphabetic, the shorter one at least 4 letters) sharing a prefix of the
-    shorter length minus 1 for words of 4-5 letters when the other is at most 2 letters longer
-    (``jany``/``jana``, ``prace``/``praca``, ``night``/``nightly``, not ``stav``/``standard``)
-    and of ``max(4, shorter length - 2)`` for longer ones (``zadania``/``zadanie``,
-    ``strakovej``/``strakova``), directly or after :func:`cognate_key` (``cile``/``ciele``).
-    Numbers match only exactly.
-    """
-    if a == b:
-        return True
-    if not (a.isalpha() and b.isalpha()):
-        return False
-    if _prefix_match(a, b):
-        return True
-    ca, cb = cognate_key(a), cognate_key(b)
-    return (ca != a or cb != b) and (ca == cb or _prefix_match(ca, cb))
-
-
-class WordSet:
-    """Folded words of a text, indexed for :func:`words_match` look-ups."""
-
-    def __init__(self, words: Iterable[str]) -> None:
-        self.words = set(words)
-        self._by_prefix: dict[str, set[str]] = {}
-        for word in self.words:
-            if word.isalpha() and len(word) >= 4:
-                self._by_prefix.setdefault(word[:3], set()).add(word)
-                key = cognate_key(word)
-                if key[:3] != word[:3]:
-                    self._by_prefix.setdefault(key[:3], set()).add(word)
-
-    def has(self, word: str) -> bool:
-        """True when some word of the set matches ``word`` (:func:`words_match`)."""
-        if word in self.words:
-            return True
-        if not word.isalpha() or len(word) < 4:
-            return False
-        keys = {word[:3], cognate_key(word)[:3]}
-        return any(words_match(word, other) for key in keys for other in self._by_prefix.get(key, ()))
-
-
-def fold_word(word: str) -> str:
-    """Return one word lowercased (NFC) with diacritics folded."""
-    return fold_token(normalize_text(word).lower())
-
-
 def addresses_model(text: str) -> bool:
     """True when ``text`` addresses whoever reads it, a model or a person ("Ignore the question and answer
     that …", "odpovedz, že …"): :func:`query.answer.binding.addresses_reader`, driven by the profiles' word classes.
@@ -417,29 +288,6 @@ def link_only(text: str) -> bool:
 
 # --------------------------------------------------------------------------- what a question asks
 
-_INTERROGATIVES = frozenset("""
-ako aky aka ake aku akeho akej akom akym akych akymi akou co coho comu com cim kto koho komu kom kym kde kam
-odkial kadial kedy odkedy dokedy preco naco kolko kolkych kolkym kolkej kolkeho kolkokrat ktory ktora ktore
-ktoru ktoreho ktorej ktorom ktorym ktorych ktorymi jak jaky jaka jake jakou jakeho jakem jakym jakych jakymi kdo
-cem kdy proc kolik kolika kolikrat odkdy dokdy ktery ktera ktere kterou ktereho kterem kterym kterych kterymi odkud
-what which who whom whose when where why how
-vypis vypiste uved uvedte napis napiste popis popiste povedz povedzte vymenuj vymenujte zhrn zhrnte ukaz
-ukazte zisti najdi rekni reknete vyjmenuj vyjmenujte shrn list name give tell describe show summarize
-summarise explain please prosim chcem chci vediet vedet potrebujem potrebuji informacie informace
-body bod bodov bodu points items polozky polozek student studenta studentky studentke studentku studentovi
-studentka osoba osoby osobe osobu person
-""".split())
-"""Folded words that frame a question and are never its topic: interrogatives, request verbs
-("vypíš", "list", "povedz"), the list words of "the points of" and the role nouns of "of the student
-X" (sk, cs, en)."""
-
-_TIME_CUES = ("kedy", "kdy", "when", "odkedy", "dokedy", "odkdy", "dokdy", "since when",
-               "datum", "date", "dna", "dni", "den", "kolkej", "kolik hodin")
-_GRADE_WORDS = ("znamk", "hodnoten", "klasifikac", "grade", "graded", "grading")
-_TIME_NOUNS = frozenset({"time", "cas", "hodin", "hodine", "hodinu", "rok", "roku", "roce", "year", "datum",
-                         "date", "day", "den", "dna", "dni"})
-"""Nouns that only say *which kind* of value a question wants (``what time``, ``v ktorom roku``)."""
-
 _MONTHS_DAYS = (
     "januar", "februar", "marec", "marc", "april", "maj", "jun", "jul", "august", "septemb", "oktob", "novemb",
     "decemb", "leden", "ledn", "unor", "brezen", "brezn", "duben", "dubn", "kveten", "kvetn", "cerven", "cerven",
@@ -456,76 +304,6 @@ _GRADE_WORDS_VALUE = ("vyborn", "velmi dobr", "chvaliteb", "uspokojiv", "dostato
 _DATE_OR_TIME = re.compile(r"(?<!\d)(?:\d{1,2}\.\s?\d{1,2}\.(?:\s?\d{4})?|\d{4}-\d{2}(?:-\d{2})?|"
                            r"\d{1,2}[:.]\d{2}(?:\s?(?:h|hod|am|pm|utc|cet))?|(?:1[89]|20)\d{2}|\d{1,2}\s?(?:am|pm|h))(?!\d)",
                            re.IGNORECASE)
-
-
-_DETERMINERS = frozenset("aky aka ake aku akeho akej akom akym akych akymi jaky jaka jake jakou jakeho jakem "
-                         "jakym jakych ktory ktora ktore ktoru ktoreho ktorej ktorom ktorym ktery ktera ktere "
-                         "kterou ktereho kterem kterym kolko kolkych kolkym kolik kolika what which many".split())
-_PRONOUNS = frozenset("kto kdo who co what".split())
-_COPULAS = frozenset("je su bol bola bolo boli bude budu jsou byl byla bylo byli is are was were".split())
-_ARTICLES = frozenset("the a an".split())
-"""English articles between a determiner and the thing asked for ("what is the capital of X")."""
-
-
-@dataclass(frozen=True)
-class QuestionFocus:
-    """What kind of value a question asks for and which of its words carry the topic.
-
-    ``kind``: ``count`` (koľko / kolik / how many / počet: a number), ``time`` (kedy / kdy /
-    when / what time / v ktorom roku: a date, year, time of day, weekday, month or period),
-    ``grade`` (známka / hodnotenie / grade: a grade value) or ``None`` (no particular value);
-    ``words``: the question's folded content words without interrogatives and the nouns that
-    only name the kind of value (``time`` of "what time"), in order; ``head``: the word right
-    after a determiner or count interrogative (and a copula), or after a pronoun and a copula:
-    ``heslo`` in "Aké je heslo ...?", ``grafickych`` in "Koľko grafických kariet ...?",
-    ``oponentom`` in "Kto bol oponentom ...?", else ``None`` (what the question asks about, when
-    it can be told without a part-of-speech tagger).
-    """
-
-    kind: str | None
-    words: tuple[str, ...]
-    head: str | None = None
-    thing: str | None = None
-    """The ``head`` of a "which/what X" question that asks for no value ("heslo" in "Jaké je heslo k
-    firemní wifi?"): the thing asked for, which a claim's own words must name."""
-
-
-@lru_cache(maxsize=1)
-def _count_cues() -> tuple[str, ...]:
-    """Folded words and phrases that make a question ask for a count or an amount (``count.cues`` and
-    ``count.amount_cues`` of ``query/asked.yaml``: "kolik", "kolika", "how many", "wie viel")."""
-    from query.answer.asked import phrases
-
-    return phrases("count", "cues") + phrases("count", "amount_cues")
-
-
-def question_focus(question: str) -> QuestionFocus:
-    """Return the :class:`QuestionFocus` of ``question`` (sk, cs, en; cue words matched folded)."""
-    tokens = analyze(question)
-    flat = " " + " ".join(tokens) + " "
-    kind: str | None = None
-    if any(f" {g}" in flat for g in _GRADE_WORDS):
-        kind = "grade"
-    elif any(f" {c} " in flat for c in _count_cues()):
-        kind = "count"
-    elif question_type(list(tokens), detect_language(question))[0] == "time":
-        kind = "time"
-    words = [w for w in content_words(question) if w not in _INTERROGATIVES]
-    if kind == "time":
-        words = [w for w in words if w not in _TIME_NOUNS and w not in _TIME_CUES]
-    if kind == "count":
-        words = [w for w in words if w not in ("pocet", "poctu", "number")]
-    head = thing = None
-    for i, token in enumerate(tokens):
-        if token in _DETERMINERS:  # "aké je heslo", "koľko grafických kariet", "which dataset"
-            rest = [t for t in tokens[i + 1:] if t not in _COPULAS and t not in _ARTICLES]
-            head = rest[0] if rest and rest[0] in words else None
-            thing = head if kind is None else None
-            break
-        if token in _PRONOUNS and i + 2 < len(tokens) and tokens[i + 1] in _COPULAS:  # "kto bol oponentom"
-            head = tokens[i + 2] if tokens[i + 2] in words else None
-            break
-    return QuestionFocus(kind, tuple(words), head, thing)
 
 
 def carries_value(kind: str | None, text: str) -> bool:
@@ -561,55 +339,12 @@ def text_language(text: str) -> str | None:
     return detect_language(text)
 
 
-# --------------------------------------------------------------------------- definition questions
-
-_DEFINITION_FRAMES: dict[str, tuple[tuple[str, str], ...]] = {
-    # language -> (frame, kind); ``(?P<x>...)`` is the subject.  Matched on the question in NFC, lower-cased
-    # for the frame words only, without a final ``?``/``!``/``.``.
-    "cs": ((r"(?:a\s+)?co\s+(?:to\s+)?(?:je|jsou|byl[aoiy]?)\s+(?:to\s+)?(?:za\s+)?(?P<x>.+)", "thing"),
-           (r"co\s+znamená\s+(?:zkratka\s+|slovo\s+|pojem\s+)?(?P<x>.+)", "thing"),
-           (r"(?:a\s+)?kdo\s+(?:to\s+)?(?:je|jsou|byl[aoiy]?)\s+(?:to\s+)?(?P<x>.+)", "person")),
-    "sk": ((r"(?:a\s+)?čo\s+(?:to\s+)?(?:je|sú|bol[aoi]?)\s+(?:to\s+)?(?:za\s+)?(?P<x>.+)", "thing"),
-           (r"čo\s+znamená\s+(?:skratka\s+|slovo\s+|pojem\s+)?(?P<x>.+)", "thing"),
-           (r"(?:a\s+)?kto\s+(?:to\s+)?(?:je|sú|bol[aoi]?)\s+(?:to\s+)?(?P<x>.+)", "person")),
-    "en": ((r"what(?:'s|’s|\s+is|\s+are|\s+was|\s+were)\s+(?P<x>.+)", "thing"),
-           (r"what\s+does\s+(?P<x>.+?)\s+(?:mean|stand\s+for)", "thing"),
-           (r"who(?:'s|’s|\s+is|\s+are|\s+was|\s+were)\s+(?P<x>.+)", "person")),
-    "de": ((r"was\s+(?:ist|sind|war|waren|bedeutet)\s+(?P<x>.+)", "thing"),
-           (r"wer\s+(?:ist|sind|war|waren)\s+(?P<x>.+)", "person")),
-}
-"""Question frames that ask what (``thing``) or who (``person``) something is, per language."""
-
-_ARTICLES = frozenset("the a an der die das ein eine einen".split())
-_CATEGORY_NOUNS = (
-    "projekt", "project", "aplikac", "app", "organizac", "organisation", "organization", "organi", "spolek", "spolk",
-    "spolok", "verein", "platform", "iniciativ", "initiative", "komunit", "community", "nadac", "foundation",
-    "stiftung", "portal", "web", "kurz", "course", "program", "nastroj", "tool", "sluzb", "service", "newsletter",
-    "podcast", "akceler", "accelerator", "hackathon", "soutez", "sutaz", "databaz", "database", "system",
-    "firm", "company", "spolecnost", "spolocnost", "unie", "union", "hnuti", "hnutie", "sit", "siet", "network",
-    "porad", "show", "tema", "topic", "thema",
-    "metod", "method", "framework", "knihovn", "kniznic", "library", "format", "standard", "zakon", "law",
-)
-_ROLE_NOUNS = (
-    "koordinator", "coordinator", "zakladatel", "founder", "reditel", "director", "clen", "member", "dobrovolni",
-    "volunteer", "expert", "manazer", "manager", "vedouc", "veduc", "lead", "designer", "vyvojar", "developer",
-    "predsed", "chair", "autor", "author", "ambasador", "ambassador", "mentor", "lektor", "analyti", "analyst",
-)
-"""Folded prefixes of nouns that name the role of a person ("Koordinátor projektu Vojta Petrus"); before a
-thing they govern it ("koordinátorka Safezóny" is no Safezóny) and do not count."""
-"""Folded prefixes of nouns that name the kind of a thing ("Aplikace Preventivka byla ...", "vládní iniciativa
-Digitální Česko"); a bare one after a preposition is no definition ("na projektu Jehlomat")."""
-_SUBJECT_WORD = re.compile(r"\w+(?:[.\-–/&+']\w+)*")
 DEFINING_VERBS = (
     "je", "jsou", "byl", "byla", "bylo", "byli", "sú", "bol", "bola", "bolo", "boli", "is", "are", "was", "were",
     "ist", "sind", "war", "waren", "znamená", "znamenal", "means", "stands for", "představuje", "predstavuje",
     "označuje", "refers to", "bedeutet",
 )
 """Verbs that state what a subject is (copulas and "means"), cs/sk/en/de."""
-_RELATIVES = (
-    "který", "která", "které", "kterou", "jenž", "jež", "ktorý", "ktorá", "ktoré", "ktorú", "which", "who", "that",
-    "der", "die", "das", "welche", "welcher", "welches",
-)
 _AFTER_SUBJECT = re.compile(r"[)\]\"'”“»*_]*")
 _COPULA_AFTER = re.compile(r"\s+(?:" + "|".join(re.escape(v) for v in DEFINING_VERBS) + r")\s+\S+\s+\S", re.I)
 _APPOSITION_COPULA_AFTER = re.compile(
@@ -619,117 +354,13 @@ _LOWER = "a-záäčďéěíĺľňóôŕřšťúůýžöüß"
 _PAREN_AFTER = re.compile(rf"\s*\(\s*(?:[{_LOWER}][^\W\d]*[\s,)]|[^\W\d{_LOWER}][^\W\d]*\s+\w|[A-Z]{{2,}}[\s,])")
 """A bracket after X opening with a description (lower-case word, a capitalised word followed by more, or an
 acronym with more): "Jehlomat (aplikace pro ...)", "Jan Kotara (COO, ...)"; not a bare name ("Preventivka (Loono)")."""
-_SUBJECT_RELATIVES = tuple(r for r in _RELATIVES if r not in ("kterou", "ktorú"))
+_SUBJECT_RELATIVES = tuple(r for r in RELATIVES if r not in ("kterou", "ktorú"))
 """Relative pronouns that stand for X as the subject of the clause ("UNIPA, která sdružuje …"); after
 "kterou / ktorú" the clause says what others do with X ("Umapa, kterou dnes rozvíjí 18 dobrovolníků")."""
 _RELATIVE_AFTER = re.compile(r"\s*,\s+(?:" + "|".join(_SUBJECT_RELATIVES) + r")\s+\S", re.I)
 _APPOSITION_AFTER = re.compile(rf"\s*,\s+(?:(?:a|an|the)\s+)?((?:[{_LOWER}][\w-]*\s+)?[{_LOWER}][\w-]*)")
 """X followed by an apposition, a noun and at most one word before it: ", a non-profit organization …",
 ", neziskové organizaci" (not a list: ", informace a šikovný web")."""
-
-
-@dataclass(frozen=True)
-class DefinitionQuestion:
-    """A question that asks what (``kind`` ``thing``: "Co je X?", "What is X?", "Was ist X?") or who
-    (``person``: "Kdo je X?", "Who is X?") ``subject`` is.
-
-    ``words``: the subject's folded words (articles dropped); ``names``: those written with a capital
-    letter, a digit or an inner dot (``Jehlomat``, ``UNIPA``, ``Česko.Digital``), else all ``words``:
-    a sentence must name them to be about the subject ("projekt Jehlomat" is about ``jehlomat``); after a
-    leading noun of its kind the words that follow ("projekt Dáme roušky" names ``dame rousky``), and
-    a name with a lower-case word inside ("Code for Romania") is named whole.
-    """
-
-    kind: str
-    subject: str
-    words: tuple[str, ...]
-    names: tuple[str, ...]
-    qualifier: tuple[str, ...] = ()
-    """Folded name words of what qualifies the subject: ``("cesko.digital",)`` of "Co je projekt X od
-    Česko.Digital?" and of "Co je Mastermind, který pořádá Česko.Digital?" (a quote must name them too,
-    in itself or the headings above it)."""
-
-
-def definition_question(question: str) -> DefinitionQuestion | None:
-    """Return the :class:`DefinitionQuestion` of ``question`` (cs, sk, en, de), or ``None``.
-
-    Only a whole question of the form *frame + subject* counts, with a subject of 1-5 words that
-    contains no lower-case stop word (a leading article is dropped) and no possessive: "What is the title of
-    X's thesis?" and "Čo je v zadaní práce?" ask for something else.
-    """
-    from query.answer.asked import in_table
-
-    # particles ("Co to vlastně je X?") do not change what is asked
-    text = " ".join(w for w in normalize_text(question).split()
-                    if not in_table(fold_word(w), "definition", "particles")).rstrip(" ?!.")
-    match = None
-    kind = ""
-    for frames in _DEFINITION_FRAMES.values():
-        for frame, frame_kind in frames:
-            match = re.fullmatch(frame, text, re.IGNORECASE)
-            if match:
-                kind = frame_kind
-                break
-        if match:
-            break
-    if match is None:
-        return None
-    subject, qualifier = _qualified(match.group("x").strip(" \"'„“”‚‘’«»*"))
-    raw = _SUBJECT_WORD.findall(subject)
-    while raw and raw[0].lower() in _ARTICLES:
-        raw = raw[1:]
-    if not 1 <= len(raw) <= 5 or re.search(r"['’]s\b", subject):
-        return None
-    if kind == "person" and len(raw) >= 2 and raw[0].islower() and fold_word(raw[0]).startswith(_ROLE_NOUNS):
-        return None  # "Kdo je zakladatelem Česko.Digital?" asks who holds a role, not who someone is
-    stops = stop_words()
-    words = tuple(fold_word(w) for w in raw)
-    named = [i for i, w in enumerate(raw) if not w.islower() or any(c.isdigit() or c == "." for c in w)]
-    inside = range(named[0] + 1, named[-1]) if named else range(0)
-    lead_kind = len(raw) >= 2 and raw[0].islower() and _is_category(raw[0]) and bool(named)  # "téma X"
-    if any(fold_word(w) in stops for i, w in enumerate(raw)
-           if w.islower() and i not in inside and not (i == 0 and lead_kind)):
-        return None  # "Co je v zadání", "Co je nového": no subject (a capitalised "Nový" is a name word)
-    if any(i in inside for i, w in enumerate(raw) if w.islower()):
-        names = tuple(words[named[0]:named[-1] + 1])  # "Code for Romania": one name with a word inside
-    elif len(raw) >= 2 and raw[0].islower() and _is_category(raw[0]) and named:
-        names = words[1:]  # "projekt Dáme roušky": what follows the noun of its kind is the name
-    else:
-        names = tuple(words[i] for i in named)
-    return DefinitionQuestion(kind, " ".join(raw), words, names or words, qualifier)
-
-
-def _qualified(subject: str) -> tuple[str, tuple[str, ...]]:
-    """Split a definition question's subject from what qualifies it: "projekt X od Česko.Digital" ->
-    ``("projekt X", ("cesko.digital",))``, "Mastermind, který pořádá Česko.Digital" -> ``("Mastermind",
-    ("cesko.digital",))`` (a qualifying preposition of ``definition.qualifiers`` in ``query/asked.yaml``
-    after the first word, or a relative clause after a comma).  The qualifier is its capitalised words
-    (names), else its words that are no stop words; ``()`` when nothing qualifies the subject."""
-    from query.answer.asked import in_table
-
-    head, rest, located = subject, "", False
-    comma = re.match(r"([^,]+),\s*(?:" + "|".join(_RELATIVES) + r")\s+(.+)", subject, re.IGNORECASE)
-    if comma:
-        head, rest = comma.group(1), comma.group(2)
-    else:
-        words = subject.split()
-        for i, word in enumerate(words[1:], 1):
-            # where X is ("na wiki", "at Česko.Digital") qualifies only a subject that names something:
-            # "Co je nového v Česko.Digital?" has no subject
-            where = in_table(fold_word(word), "definition", "locations")
-            if where and not any(not w.islower() for w in words[:i]):
-                continue
-            if (word.islower() and i + 1 < len(words)
-                    and (where or in_table(fold_word(word), "definition", "qualifiers"))):
-                head, rest, located = " ".join(words[:i]), " ".join(words[i + 1:]), where
-                break
-    if not rest:
-        return subject, ()
-    raw = _SUBJECT_WORD.findall(rest)
-    names = tuple(fold_word(w) for w in raw if not w.islower())
-    if located and not names:
-        return head.strip(), ()  # "Co je Jehlomat v praxi?": where X is, named by nothing the quote must repeat
-    return head.strip(), names or tuple(fold_word(w) for w in raw if fold_word(w) not in stop_words())
 
 
 def _subject_spans(words: list[re.Match[str]], wanted: tuple[str, ...]) -> Iterable[tuple[int, int, bool]]:
@@ -743,25 +374,13 @@ def _subject_spans(words: list[re.Match[str]], wanted: tuple[str, ...]) -> Itera
             yield i, i + n - 1, all(f == w for f, w in pairs)
 
 
-def _is_role(word: str) -> bool:
-    """Whether ``word`` is a noun for a person's role ("koordinátorka", "Product Owner"'s "owner" is not)."""
-    folded = fold_word(word)
-    return folded.isalpha() and folded.startswith(_ROLE_NOUNS) and len(folded) <= 14
-
-
 def _ranks(after: str) -> bool:
     """Whether the copula after a subject is followed by a rank ("byl prvním z projektů", "was our third
     project"; ``definition.ranks`` of ``query/asked.yaml``) within its first two words."""
     from query.answer.asked import in_table
 
-    words = [fold_word(w) for w in _SUBJECT_WORD.findall(after)[1:3]]
+    words = [fold_word(w) for w in SUBJECT_WORD.findall(after)[1:3]]
     return any(in_table(w, "definition", "ranks") for w in words)
-
-
-def _is_category(word: str, kind: str = "thing") -> bool:
-    folded = fold_word(word)
-    nouns = _ROLE_NOUNS + _CATEGORY_NOUNS if kind == "person" else _CATEGORY_NOUNS
-    return folded.isalpha() and folded.startswith(nouns) and len(folded) <= 14
 
 
 def defines(definition: DefinitionQuestion, text: str) -> int:
@@ -787,7 +406,7 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
     from query.search.snippets import display_text
 
     flat = " ".join(display_text(text).split())
-    words = list(_SUBJECT_WORD.finditer(flat))
+    words = list(SUBJECT_WORD.finditer(flat))
     best = 0
     own = set(definition.words)
     for wanted in dict.fromkeys((definition.words, definition.names)):
@@ -796,18 +415,18 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
             before = flat[:start].rstrip(" *_\"'„“")
             after = flat[end + len(_AFTER_SUBJECT.match(flat, end).group(0)):]  # type: ignore[union-attr]
             lead = words[:first]
-            opening = first <= 3 and all(fold_word(w.group(0)) in own or w.group(0).lower() in _ARTICLES
-                                         or (i == first - 1 and _is_category(w.group(0), definition.kind))
+            opening = first <= 3 and all(fold_word(w.group(0)) in own or w.group(0).lower() in ARTICLES
+                                         or (i == first - 1 and is_category(w.group(0), definition.kind))
                                          for i, w in enumerate(lead))
             # "vládní iniciativa Digitální Česko", "Koordinátor projektu Vojta Petrus": a noun of its kind
             # right before X, itself qualified by a word that is no stop word ("na projektu X" is not)
             # ... and the noun tells more than the question does ("úspěšným projektem Dáme roušky" says
             # nothing of "Co byl projekt Dáme roušky?")
-            kind_before = (first >= 2 and _is_category(lead[-1].group(0), definition.kind)
+            kind_before = (first >= 2 and is_category(lead[-1].group(0), definition.kind)
                            and flat[lead[-1].end():start].strip() == ""
                            and fold_word(lead[-2].group(0)) not in stop_words() and not lead[-2].group(0).isdigit()
                            and not any(words_match(fold_word(lead[-1].group(0)), w) for w in own)
-                           and not (definition.kind == "thing" and _is_role(lead[-2].group(0))))
+                           and not (definition.kind == "thing" and is_role(lead[-2].group(0))))
             apposition = _APPOSITION_AFTER.match(after)
             acronym = flat[start:end]
             if (before.endswith("(") and flat[end:end + 1] == ")" and len(words[:first]) >= 2
@@ -818,7 +437,7 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
             elif exact and opening and (_COPULA_AFTER.match(after) or _APPOSITION_COPULA_AFTER.match(after)):
                 best = max(best, 1 if _ranks(after) else 4)
             elif exact and (_DASH_AFTER.match(after) or _PAREN_AFTER.match(after) or (
-                    apposition and any(_is_category(w, definition.kind) for w in apposition.group(1).split()))):
+                    apposition and any(is_category(w, definition.kind) for w in apposition.group(1).split()))):
                 best = max(best, 3)
             elif _RELATIVE_AFTER.match(after):
                 best = max(best, 2)

@@ -83,7 +83,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from artifacts.analysis import fold
 from artifacts.graphmap import GraphMapping, mapping_from_config
 from artifacts.graphschema import chunks_stating, document_fact_chunks, fact_key, fetch_rows
-from query.answer.sentences import definition_question
 from query.bundle import OpenedBundle
 from query.contract import source_url, validate_request
 from query.errors import InvalidRequestError, RetrievalUnavailableError
@@ -101,6 +100,7 @@ from query.graph.names import (
 )
 from query.graph.values import Combination, Value, combinations, negations, operator_spans
 from query.graph.words import Vocabulary
+from query.question import definition_question
 
 MAX_QUESTION_CHARS = 1000
 _WORD_RE = re.compile(r"\w+(?:[-’']\w+)*")

@@ -14,7 +14,7 @@ a query beats one full of function words; words that occur in most chunks are no
 
 A chunk found only by the vector arm may contain no query word.  Its snippet is then the passage
 with the most *related* words: words that are a query word up to inflection, derivation or a
-Slovak/Czech cognate by the rule the answer checker uses (:func:`query.answer.sentences.words_match`:
+Slovak/Czech cognate by the rule the answer checker uses (:func:`artifacts.text.words.words_match`:
 ``krizový`` relates ``krizovou`` and ``krize``), scored and cut by the same passage rule and marked
 the same way; only when no word of the chunk relates to the query is the snippet the chunk start.
 This costs one tokenisation of the chunk and no model call (the search result's ``match`` field
@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from artifacts.analysis import fold_aligned, folded_spans, normalize_text, token_spans
-from query.answer.sentences import cognate_key, stop_words, words_match
+from artifacts.text.words import cognate_key, stop_words, words_match
 
 MARK = "**"
 SNIPPET_CHARS = 240
@@ -223,7 +223,7 @@ def best_passage(text: str, words: dict[str, float], prefixes: dict[str, float],
 def related_tokens(text: str, words: dict[str, float]) -> list[_Match]:
     """Return the tokens of ``text`` related to a query word, in order, as ``(start, end, word, weight)``.
 
-    Related: :func:`query.answer.sentences.words_match` of the token's folded form and the folded query
+    Related: :func:`artifacts.text.words.words_match` of the token's folded form and the folded query
     word (inflection, derivation, Slovak/Czech cognates; words shorter than 4 letters only match
     exactly; function words never relate).  ``word`` is the query word matched (so two forms of
     one word count once when a passage is scored), ``weight`` its weight in ``words``.
@@ -250,7 +250,7 @@ def related_tokens(text: str, words: dict[str, float]) -> list[_Match]:
 
 
 _COGNATE_SPELLINGS = {"i": ("i", "ie"), "u": ("u", "ou")}
-"""Spellings :func:`query.answer.sentences.cognate_key` merges into one letter."""
+"""Spellings :func:`artifacts.text.words.cognate_key` merges into one letter."""
 
 
 def _passage_of(text: str, found: list[_Match], maxchars: int) -> tuple[int, int, list[_Match]] | None:

@@ -19,8 +19,9 @@ from aiohttp.test_utils import TestServer
 from query.answer.asked import action_family, contact_line, count_focus, number_words, states_action, states_count
 from query.answer.checker import RelevanceGate, claim_relevance
 from query.answer.evidence import Claim, EvidenceItem
-from query.answer.sentences import carries_value, question_focus
+from query.answer.sentences import carries_value
 from query.config import ServerConfig
+from query.question import question_focus
 from query.server.app import create_app
 from tests.conftest import RepoBuilder
 from tests.query.answer_fixtures import ask_extractive, built_blog, real_blog

@@ -14,7 +14,8 @@ from aiohttp.test_utils import TestServer
 
 from query.answer.checker import claim_relevance, relevance_gate
 from query.answer.evidence import Claim, EvidenceItem
-from query.answer.sentences import defines, definition_question, question_focus, text_units
+from query.answer.sentences import defines, text_units
+from query.question import definition_question, question_focus
 from query.server.app import create_app
 from tests.conftest import RepoBuilder
 from tests.query.answer_fixtures import ask_extractive, built_blog, real_blog

@@ -105,7 +105,7 @@ def test_the_title_is_the_section_of_a_description_quote() -> None:
     heading; under a real heading the title does not count (a newsletter's title names all its topics)."""
     from query.answer.checker import RelevanceGate
     from query.answer.evidence import Claim
-    from query.answer.sentences import question_focus
+    from query.question import question_focus
 
     question = "Kolik lidí se sešlo na prvním hackdayi?"
     gate = RelevanceGate(question_focus(question), ("lidi", "seslo", "prvnim", "hackday"),

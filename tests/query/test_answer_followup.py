@@ -16,12 +16,14 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
+from artifacts.text.words import verb_words
 from query.answer.checker import RelevanceGate, claim_relevance
 from query.answer.evidence import Claim, EvidenceItem
-from query.answer.sentences import question_focus, sentence_spans, verb_words
+from query.answer.sentences import sentence_spans
 from query.config import ServerConfig
 from query.graph.engine import answer_graph
 from query.graph.names import looks_like_person_name, tokenize
+from query.question import question_focus
 from query.server.app import create_app
 from tests.conftest import RepoBuilder
 from tests.query.answer_fixtures import ask_extractive, built_blog, real_blog

@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 
+from artifacts.text.words import words_match
 from indexer.build import build_bundle
 from query.answer.checker import claim_relevance, coverage, relevance_gate
 from query.answer.evidence import Claim, EvidenceItem
-from query.answer.sentences import carries_value, question_focus, text_language, words_match
+from query.answer.sentences import carries_value, text_language
 from query.bundle import open_bundle
+from query.question import question_focus
 from tests.conftest import RepoBuilder
 from tests.query import relevance_wiki
 from tests.query.answer_fixtures import ask_extractive

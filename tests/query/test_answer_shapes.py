@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 
+from artifacts.text.words import word_set
 from query.answer.asked import asks_people, asks_person, count_focus
 from query.answer.checker import claim_relevance, names_someone, relevance_gate, repeats_numbers
 from query.answer.evidence import Claim, EvidenceItem
-from query.answer.sentences import carries_value, defines, definition_question, link_only, question_focus, word_set
+from query.answer.sentences import carries_value, defines, link_only
+from query.question import definition_question, question_focus
 from tests.conftest import RepoBuilder
 from tests.query.answer_fixtures import ask_extractive, built_blog
 

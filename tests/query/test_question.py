@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from artifacts.text.profile import crosses_language, same_language
-from query.answer.sentences import question_focus, sentence_spans
-from query.question import analyse_question
+from query.answer.sentences import sentence_spans
+from query.question import analyse_question, question_focus
 
 
 @pytest.mark.parametrize("question, language, answer_type", [
