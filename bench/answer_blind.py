@@ -79,7 +79,7 @@ def _totals(rows: list[dict]) -> dict:  # type: ignore[type-arg]
 async def _run(bundle, questions, use_score: bool) -> list[dict]:  # type: ignore[no-untyped-def, type-arg]
     from query.answer.generators import make_generator
     from query.answer.pipeline import answer, parse_answer_request
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     generator = make_generator("extractive", {})
     rows = []

@@ -39,7 +39,7 @@ def main() -> int:
     from query.answer.pipeline import parse_answer_request, route_question
     from query.answer.rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, text_context
     from query.bundle import open_bundle
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bundle", required=True, type=Path)

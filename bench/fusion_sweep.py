@@ -1,6 +1,6 @@
 """Compare fusion functions on one bundle and question file, with each arm run once per question.
 
-Runs gitrag's BM25 and vector arms (``query.search.hybrid.rank_chunks``, anchor included) for every
+Runs gitrag's BM25 and vector arms (``query.search.fusion.rank_chunks``, anchor included) for every
 question, keeps both chunk rankings, and scores several ways of fusing them at the document level
 (a document takes the rank of its best chunk): RRF over chunks (what the server did up to
 embedding input version 2), RRF over documents, each with other k and vector weights, and the
@@ -27,15 +27,11 @@ sys.path.insert(0, str(ROOT))
 
 from query.bundle import open_bundle  # noqa: E402
 from query.eval.retrieval import document_ranking, load_questions, select_questions  # noqa: E402
-from query.search.hybrid import (  # noqa: E402
-    Ranking,
-    SearchOptions,
-    allowed_paths,
-    apply_anchor,
-    fuse_rankings,
-    rank_chunks,
-)
+from query.search.anchor import apply_anchor  # noqa: E402
+from query.search.filters import allowed_paths  # noqa: E402
+from query.search.fusion import Ranking, fuse_rankings, rank_chunks  # noqa: E402
 from query.search.metrics import mean_scores, score_question  # noqa: E402
+from query.search.request import SearchOptions  # noqa: E402
 
 
 def main() -> None:

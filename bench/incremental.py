@@ -114,7 +114,7 @@ def compare_bundles(inc_path: Path, scratch_path: Path, n_queries: int) -> dict:
 
     from artifacts.embedding import load_embedder
     from query.bundle import open_bundle
-    from query.search.hybrid import bm25_ranking
+    from query.search.bm25 import bm25_ranking
 
     manifest = json.loads((scratch_path / "manifest.json").read_text())
     model = load_embedder(manifest["config"]["embedder"]["model_id"])

@@ -30,7 +30,7 @@ from artifacts.layout import CHUNKS_FILE, DOCS_FILE  # noqa: E402
 from artifacts.manifest import read_manifest  # noqa: E402
 from artifacts.records import Chunk, Document  # noqa: E402
 from query.eval.retrieval import DOC_DEPTH, QuestionFileError, load_questions, select_questions  # noqa: E402
-from query.search.hybrid import _doc_matches  # noqa: E402
+from query.search.filters import _doc_matches  # noqa: E402
 from query.search.metrics import first_relevant_rank, mean_scores, score_question  # noqa: E402
 
 WORD = re.compile(r"\w+", re.UNICODE)

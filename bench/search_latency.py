@@ -6,7 +6,7 @@ p50/p95/p99 (ms) per engine and the ratios of gitrag to FTS5, then the cost of t
 requests of issue 12 (a 62 KB ``filter.tags`` list; a 1,000-letter word) and of the largest valid
 filter.
 
-* ``gitrag``: ``query.search.hybrid.search`` (request validation, BM25 strategies, vector arm with the
+* ``gitrag``: ``query.search.response.search`` (request validation, BM25 strategies, vector arm with the
   bundle's embedder, fusion, anchor, result records) in a worker process importing this tree;
   ``--compare-tree DIR`` adds a second worker importing another checkout (e.g. the code before a
   change) on the same bundle, and counts queries whose top 10 differ between the two.
@@ -58,7 +58,8 @@ def worker(bundle_dir: str) -> None:
     from query.bundle import open_bundle
     from query.errors import QueryError
     from query.search import hybrid
-    from query.search.hybrid import SearchOptions, parse_search_request, search
+    from query.search.request import SearchOptions, parse_search_request
+    from query.search.response import search
 
     bundle = open_bundle(Path(bundle_dir))
     options = SearchOptions()
@@ -191,7 +192,7 @@ def make_queries(chunks: list, n: int, seed: int, long: int = 0) -> list[str]:
 
 def is_long(query: str) -> bool:
     """Return whether ``query`` has more than ``MAX_PREFIX_QUERY_TERMS`` distinct words (gitrag's long queries)."""
-    from query.search.hybrid import MAX_PREFIX_QUERY_TERMS, query_terms
+    from query.search.terms import MAX_PREFIX_QUERY_TERMS, query_terms
 
     return len(query_terms(query)) > MAX_PREFIX_QUERY_TERMS
 
@@ -226,7 +227,9 @@ def bm25_equivalence(bundle_dir: Path, queries: list[str], depth: int = 100, top
     import math
 
     from query.bundle import open_bundle
-    from query.search.hybrid import SearchOptions, bm25_matrix, bm25_ranking
+    from query.search.bm25 import bm25_ranking
+    from query.search.request import SearchOptions
+    from query.search.weighting import bm25_matrix
 
     bundle = open_bundle(bundle_dir, load_model=False)
     if bm25_matrix(bundle) is None:

@@ -134,7 +134,7 @@ class ChunkRecords(Sequence[Chunk]):
 
         An incremental build keeps its parent's label order but writes ``chunks.jsonl`` in its own, so
         without this the first lookup after a swap would map the whole file while requests wait.  A
-        server calls it before the bundle is served (:func:`query.search.hybrid.warm_up`); it reads each
+        server calls it before the bundle is served (:func:`query.search.weighting.warm_up`); it reads each
         line's id only (about 0.1 s for 50k chunks).  Raises :class:`RetrievalUnavailableError` when an
         id of ``ids`` has no line.
         """
@@ -327,7 +327,7 @@ class OpenedBundle:
     and the embedder ``None`` for a lexical bundle (published before its vectors; :attr:`engines`).
     ``embedder_future`` resolves to the query embedder (:attr:`embedder` waits for it).
     ``vector_lock`` guards hnswlib's search depth (``set_ef``), which is index state, with its query.
-    ``derived`` holds what :mod:`query.search.hybrid` computes once per bundle (see :meth:`derive`).
+    ``derived`` holds what :mod:`query.search` computes once per bundle (see :meth:`derive`).
     ``graph_lock`` serialises the lazily opened read-only graph connection (:meth:`graph_connection`);
     ``graph_cache`` holds what :mod:`query.graph.engine` derives from it once per bundle.
     """
@@ -376,7 +376,7 @@ class OpenedBundle:
         """Return the calling thread's Whoosh searcher over ``text/``, opened on its first use.
 
         ``weighting`` is the Whoosh weighting model used when the searcher is created (one model per
-        bundle in practice: :class:`query.search.hybrid.RSJBM25F`).  The searcher belongs to this thread
+        bundle in practice: :class:`query.search.weighting.RSJBM25F`).  The searcher belongs to this thread
         only; all of them are closed by :meth:`close`.  Raises :class:`RetrievalUnavailableError`
         after :meth:`close`.
         """

@@ -10,7 +10,9 @@ import pytest
 from artifacts.store import verify_bundle
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.search.hybrid import bm25_ranking, parse_search_request, search
+from query.search.bm25 import bm25_ranking
+from query.search.request import parse_search_request
+from query.search.response import search
 from tests.conftest import MINILM, require_shared
 
 HOLP = "pages/students/2016/jan_holp/README.md"

@@ -63,7 +63,8 @@ from query.graph.engine import MAX_LIMIT as GRAPH_MAX_LIMIT
 from query.graph.engine import answer_graph, answer_list, graph_index, shown_entries
 from query.graph.words import phrasing
 from query.question import analyse_question, definition_question
-from query.search.hybrid import SearchFilter, SearchOptions, engine_warnings, engines_used
+from query.search.request import SearchFilter, SearchOptions
+from query.search.response import engine_warnings, engines_used
 from query.search.snippets import display_text
 
 MAX_QUERY_CHARS = 1000
@@ -78,7 +79,7 @@ class AnswerRequest(BaseModel):
     ``mode``: ``answer`` (checked answer) or ``retrieve`` (the evidence only, no generator);
     ``generator``: ``extractive``, ``openai`` or ``anthropic`` (default: the server's);
     ``max_context_tokens``: evidence budget in tiktoken ``cl100k_base`` tokens (500..12000);
-    ``filter``: restrict text retrieval (see :class:`~query.search.hybrid.SearchFilter`);
+    ``filter``: restrict text retrieval (see :class:`~query.search.request.SearchFilter`);
     ``published_only``: as for ``/search``; ``debug``: add the checker's report (admin only).
     """
 

@@ -2,7 +2,7 @@
 
 Two producers, one shape (:class:`Context`):
 
-* :func:`text_context`: hybrid retrieval (:func:`query.search.hybrid.rank_chunks`), then chunks in fused
+* :func:`text_context`: hybrid retrieval (:func:`query.search.fusion.rank_chunks`), then chunks in fused
   order packed into ``max_tokens`` (tiktoken ``cl100k_base``), at most ``max_per_document`` per
   document and ``max_items`` in all; when a document is represented only by chunks from its middle
   and budget remains, its lead section (chunk ordinal 0) is added after the ranked chunks, so the
@@ -53,10 +53,13 @@ from artifacts.text.words import analyze, fold_word, word_set
 from query.answer.evidence import EvidenceItem
 from query.answer.sentences import DEFINING_VERBS, defines, text_language, text_units
 from query.bundle import OpenedBundle
-from query.contract import Source
+from query.contract import Source, source_url
 from query.graph.words import Phrasing, phrasing
 from query.question import DefinitionQuestion, definition_question, question_focus
-from query.search.hybrid import LONG_WORD, SearchFilter, SearchOptions, rank_chunks, ranking_searcher, source_url
+from query.search.fusion import rank_chunks
+from query.search.request import SearchFilter, SearchOptions
+from query.search.terms import LONG_WORD
+from query.search.weighting import ranking_searcher
 
 MIN_SUPPORT = 0.5
 """Default relevance gate (support score, 0..1) for a chunk to count as evidence."""
@@ -318,7 +321,7 @@ def _defining_chunks(bundle: OpenedBundle, definition: DefinitionQuestion, publi
     of which it is the subject: :func:`query.answer.sentences.defines`); a plain definition comes first."""
     from whoosh import query as wq
 
-    from query.search.hybrid import _chunk_id
+    from query.search.weighting import _chunk_id
 
     terms = [t for name in definition.names for t in analyze(name)]
     if not terms:

@@ -73,7 +73,7 @@ def ask_command(question: str, store_dir: str, at: str | None, generator: str | 
     from query.bundle import open_bundle
     from query.cli.graph import bundle_dir_at
     from query.config import ServerConfig
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     try:
         payload: dict[str, Any] = {"query": question, "mode": mode, "max_context_tokens": max_context_tokens,

@@ -82,7 +82,7 @@ def _run(*, questions: str, repo: str, store: str, rev: str, split: str, engines
         read_questions,
         select_questions,
     )
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     # Validate before spending time on a build, and report every problem of the file at once: its
     # own (JSON, fields, duplicates) and relevant paths missing from REV's tree.
@@ -198,7 +198,7 @@ def _run_answers(*, questions: str, repo: str, store: str, rev: str, split: str,
     from query.bundle import open_bundle
     from query.config import ServerConfig
     from query.eval.answers import evaluate_answers, load_answer_questions, make_answer_result
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     chosen, sha256, fmt = load_answer_questions(questions)
     total = len(chosen)

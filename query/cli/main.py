@@ -1,4 +1,4 @@
-"""``gitrag search`` and ``gitrag serve``: click layers over :mod:`query.search.hybrid` and :mod:`query.server.app`."""
+"""``gitrag search`` and ``gitrag serve``: click layers over :mod:`query.search` and :mod:`query.server.app`."""
 
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ def search_command(query: str, store_dir: str, limit: int, max_per_document: int
         # a CLI search's time); open_bundle waits for them before it returns.
         verification = None if no_verify else verify_in_background(bundle_dir)
         from query.bundle import open_bundle
-        from query.search.hybrid import SearchOptions, parse_search_request, search
+        from query.search.request import SearchOptions, parse_search_request
+        from query.search.response import search
 
         request = parse_search_request({"query": query, "limit": limit, "max_per_document": max_per_document,
                                         "published_only": not include_unpublished, "debug": debug})
@@ -179,7 +180,7 @@ def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str 
             if fallback_verified:
                 argv.append("--fallback-verified")
             sys.exit(run_workers(argv, workers, host, port))
-        from query.search.hybrid import SearchOptions
+        from query.search.request import SearchOptions
         from query.server.app import run_server
 
         if slot is None:

@@ -23,7 +23,7 @@ def mcp_command(store_dir: str, base_url: str | None) -> None:
     import anyio
 
     from artifacts.store import Store
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
     from query.server.app import BundleHolder
     from query.server.mcp import serve_stdio
 

@@ -54,7 +54,7 @@ from query.answer.pipeline import answer, parse_answer_request
 from query.bundle import OpenedBundle
 from query.eval.retrieval import QuestionFileError, load_questions, tool_commit
 from query.graph.words import phrasings
-from query.search.hybrid import SearchOptions
+from query.search.request import SearchOptions
 
 RESULT_FORMAT = "gitrag-answer-eval/1"
 ASSIGNMENT_SHARE = 0.8

@@ -4,7 +4,7 @@ Question files (strictly validated, see :func:`load_questions`):
 
 * JSONL, one object per line: ``id`` (str), ``question`` (str), ``relevant`` (list of document
   paths), optional ``answers`` (list), ``split`` (str, e.g. ``dev``/``test``), ``filter`` (a
-  :class:`~query.search.hybrid.SearchFilter` object), ``commit`` (the question holds at that commit only);
+  :class:`~query.search.request.SearchFilter` object), ``commit`` (the question holds at that commit only);
 * the thesis-wiki gold JSON (``{"format": "thesis-wiki-gold/1", "questions": [...]}``), whose
   ``expected_sources`` are the relevant documents.
 
@@ -33,8 +33,9 @@ from pydantic import ValidationError
 from artifacts import __version__
 from query.bundle import OpenedBundle
 from query.errors import QueryError
-from query.search.hybrid import SearchFilter, SearchOptions, rank_chunks, top_documents
+from query.search.fusion import rank_chunks, top_documents
 from query.search.metrics import METRICS, first_relevant_rank, mean_scores, score_question
+from query.search.request import SearchFilter, SearchOptions
 
 RESULT_FORMAT = "gitrag-eval/1"
 ENGINES = ("bm25", "vector", "hybrid")

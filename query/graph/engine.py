@@ -1050,7 +1050,7 @@ def _named_in_pages(bundle: OpenedBundle, run: list[Token], published_only: bool
     pages mention is a thing the text can answer about, not "a person nobody has"."""
     from whoosh import query as wq
 
-    from query.search.hybrid import _chunk_id, ranking_searcher
+    from query.search.weighting import _chunk_id, ranking_searcher
 
     words = re.findall(r"\w+", fold(" ".join(t.text for t in run)))
     phrase = " ".join(words)

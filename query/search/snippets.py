@@ -18,7 +18,7 @@ Slovak/Czech cognate by the rule the answer checker uses (:func:`artifacts.text.
 ``krizový`` relates ``krizovou`` and ``krize``), scored and cut by the same passage rule and marked
 the same way; only when no word of the chunk relates to the query is the snippet the chunk start.
 This costs one tokenisation of the chunk and no model call (the search result's ``match`` field
-says which retrieval arm found the chunk, see :func:`query.search.hybrid.search`).
+says which retrieval arm found the chunk, see :func:`query.search.response.search`).
 Marks are ``**word**`` (Markdown bold), which is plain text in JSON and safe to show anywhere.
 
 Snippets show the words a reader sees, not Markdown syntax (:func:`display_text`): link and
@@ -343,7 +343,7 @@ def make_snippet(text: str, words: dict[str, float], prefixes: dict[str, float] 
                  maxchars: int = SNIPPET_CHARS) -> str:
     """Return the best passage of ``text`` (about ``maxchars`` characters) with matched words in ``**``.
 
-    ``words``: folded query words -> weight (idf as :func:`query.search.hybrid.snippet_terms` gives it); stop
+    ``words``: folded query words -> weight (idf as :func:`query.search.response.snippet_terms` gives it); stop
     words (sk, cs, en, de, pl) among them are marked only when no other query word, nor a form related
     to one, is in ``text`` (a rare stop word is no topic either: an English query over Czech pages
     finds "for" in "Code for Romania"); ``prefixes``: folded stem prefixes -> weight (a token

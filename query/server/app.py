@@ -63,7 +63,9 @@ from query.errors import (
     UnauthorizedError,
 )
 from query.graph.engine import answer_graph
-from query.search.hybrid import SearchOptions, parse_search_request, search, warm_up
+from query.search.request import SearchOptions, parse_search_request
+from query.search.response import search
+from query.search.weighting import warm_up
 from query.server import openapi
 from query.server.prom import METRICS, ServerMetrics, handle_metrics, metrics_middleware
 from query.server.security import (

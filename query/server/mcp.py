@@ -42,7 +42,7 @@ from query.answer.pipeline import AnswerCache
 from query.config import ServerConfig
 from query.contract import error_body
 from query.errors import QueryError
-from query.search.hybrid import SearchOptions
+from query.search.request import SearchOptions
 from query.server import openapi
 from query.server.app import (
     HOLDER,

@@ -17,7 +17,7 @@ from artifacts import __version__
 from query.answer.pipeline import AnswerRequest
 from query.contract import Envelope
 from query.graph.engine import GraphRequest
-from query.search.hybrid import SearchRequest
+from query.search.request import SearchRequest
 
 AT_DESCRIPTION = ("Answer from the bundle of this revision instead of the served one - what `gitrag use` accepts: "
                   "a bundle id, a full or short commit id, a branch or a tag of the source repository, optionally "

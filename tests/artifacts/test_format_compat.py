@@ -77,7 +77,8 @@ def test_fixture_bundle_verifies_opens_and_answers(bundle: Path, tmp_path: Path)
     from artifacts.manifest import FORMAT_VERSION, read_manifest
     from artifacts.store import verify_bundle
     from query.bundle import open_bundle
-    from query.search.hybrid import SearchOptions, parse_search_request, search
+    from query.search.request import SearchOptions, parse_search_request
+    from query.search.response import search
 
     copy = _copy(bundle, tmp_path)
     manifest = read_manifest(copy)

@@ -17,7 +17,9 @@ from artifacts.store import Store, gc_bundles, pin, resolve_bundle_ref, verify_b
 from indexer.backfill import backfill
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.search.hybrid import bm25_ranking, parse_search_request, search
+from query.search.bm25 import bm25_ranking
+from query.search.request import parse_search_request
+from query.search.response import search
 from tests.conftest import RepoBuilder, git
 
 GITRAG = str(Path(sys.executable).with_name("gitrag"))

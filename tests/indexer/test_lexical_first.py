@@ -23,7 +23,8 @@ from artifacts.embedcache import checkpoint_path
 from artifacts.store import LEXICAL_SUFFIX, Store, resolve_bundle_ref, verify_bundle
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.search.hybrid import LEXICAL_WARNING, parse_search_request, search
+from query.search.request import parse_search_request
+from query.search.response import LEXICAL_WARNING, search
 from query.server.app import create_app
 from tests.conftest import RepoBuilder
 

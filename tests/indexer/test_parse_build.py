@@ -8,7 +8,7 @@ from pathlib import Path
 from artifacts import config
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.search.hybrid import bm25_ranking
+from query.search.bm25 import bm25_ranking
 from tests.conftest import RepoBuilder
 
 LFS = ("version https://git-lfs.github.com/spec/v1\n"
@@ -63,7 +63,9 @@ def test_a_front_matter_description_is_searched_and_a_store_of_older_bundles_emb
     import indexer.build
     import indexer.chunking
     from artifacts.config import BuildConfig
-    from query.search.hybrid import SearchOptions, parse_search_request, rank_chunks, search
+    from query.search.fusion import rank_chunks
+    from query.search.request import SearchOptions, parse_search_request
+    from query.search.response import search
 
     repo.write("rozhovor.md", "---\ntitle: Rozhovor o komunitě\ndescription: Jakub Nešetřil vybudoval a v roce 2017 "
                "prodal technologickou firmu Apiary.\n---\n# Rozhovor\n\nOtázka o dobrovolnících a odpověď.\n\n"

@@ -17,7 +17,9 @@ from artifacts.records import Chunk, Document
 from artifacts.store import verify_bundle
 from indexer.build import build_bundle, embedding_parts, embedding_text
 from query.bundle import open_bundle
-from query.search.hybrid import bm25_matrix, bm25_ranking, vector_ranking
+from query.search.bm25 import bm25_ranking
+from query.search.vectors import vector_ranking
+from query.search.weighting import bm25_matrix
 from tests.conftest import MINILM, RepoBuilder
 
 

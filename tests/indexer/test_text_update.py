@@ -8,7 +8,7 @@ from pathlib import Path
 from artifacts.store import verify_bundle
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.search.hybrid import bm25_ranking
+from query.search.bm25 import bm25_ranking
 from tests.conftest import RepoBuilder
 
 QUERIES = ("plankton", "horské jazerá", "jazera", "novy text", "strana 7", "sieť", "planktón v jazere",

@@ -11,7 +11,7 @@ import numpy as np
 from indexer.build import build_bundle
 from indexer.vectors import plan_labels
 from query.bundle import open_bundle
-from query.search.hybrid import vector_ranking
+from query.search.vectors import vector_ranking
 from tests.conftest import RepoBuilder
 
 

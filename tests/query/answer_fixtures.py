@@ -140,7 +140,7 @@ def ask_extractive(bundle: Any, question: str, debug: bool = False) -> dict[str,
     """``/answer``'s body for ``question`` with the extractive generator and default search options."""
     from query.answer.generators import ExtractiveGenerator
     from query.answer.pipeline import answer, parse_answer_request
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     request = parse_answer_request({"query": question})
     return asyncio.run(answer(bundle, request, SearchOptions(), ExtractiveGenerator(), include_debug=debug))

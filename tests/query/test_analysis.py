@@ -7,7 +7,8 @@ from pathlib import Path
 from artifacts.analysis import fold
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.search.hybrid import parse_search_request, search
+from query.search.request import parse_search_request
+from query.search.response import search
 from tests.conftest import RepoBuilder
 
 

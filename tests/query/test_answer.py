@@ -11,7 +11,7 @@ import pytest
 from query.answer.pipeline import AnswerCache, answer, normalise_question, parse_answer_request
 from query.bundle import open_bundle
 from query.errors import InvalidQueryError, InvalidRequestError
-from query.search.hybrid import SearchOptions
+from query.search.request import SearchOptions
 from tests.query.answer_wiki import build_wiki
 
 

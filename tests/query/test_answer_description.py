@@ -23,7 +23,7 @@ from query.answer.generators import ExtractiveGenerator
 from query.answer.pipeline import _deliver, answer, parse_answer_request
 from query.answer.rag import Context
 from query.cli.ask import _front_matter_quotes
-from query.search.hybrid import SearchOptions
+from query.search.request import SearchOptions
 from tests.conftest import RepoBuilder
 from tests.query.answer_fixtures import built_blog
 

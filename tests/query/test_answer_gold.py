@@ -16,7 +16,7 @@ from indexer.build import build_bundle
 from query.answer.generators import make_generator
 from query.bundle import open_bundle
 from query.eval.answers import evaluate_answers, load_answer_questions, totals
-from query.search.hybrid import SearchOptions
+from query.search.request import SearchOptions
 from tests.conftest import require_shared
 
 pytestmark = pytest.mark.slow

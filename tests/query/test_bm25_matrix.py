@@ -16,20 +16,13 @@ from artifacts.layout import BM25_DIR, TEXT_DIR
 from artifacts.manifest import FEATURE_VERSION
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.search.hybrid import (
-    _PARAMS,
-    SearchFilter,
-    SearchOptions,
-    allowed_paths,
-    bm25_matrix,
-    bm25_ranking,
-    build_text_queries,
-    expand_words,
-    lexical_anchor,
-    query_terms,
-    rank_chunks,
-    ranking_searcher,
-)
+from query.search.anchor import lexical_anchor
+from query.search.bm25 import bm25_ranking
+from query.search.filters import allowed_paths
+from query.search.fusion import rank_chunks
+from query.search.request import SearchFilter, SearchOptions
+from query.search.terms import build_text_queries, expand_words, query_terms
+from query.search.weighting import _PARAMS, bm25_matrix, ranking_searcher
 from tests.conftest import RepoBuilder
 
 PAGES = {

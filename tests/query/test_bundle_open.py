@@ -18,7 +18,8 @@ from artifacts.records import Chunk, Document
 from artifacts.store import Store
 from indexer.build import build_bundle
 from query.bundle import ChunkRecords, DocumentRecords, open_bundle
-from query.search.hybrid import SearchOptions, parse_search_request, search
+from query.search.request import SearchOptions, parse_search_request
+from query.search.response import search
 from tests.conftest import RepoBuilder
 
 TRICKY = """---

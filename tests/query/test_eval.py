@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from artifacts.cli import main
 from query.eval.retrieval import QuestionFileError, compare_results, load_questions, select_questions
-from query.search.hybrid import SearchOptions
+from query.search.request import SearchOptions
 from tests.conftest import RepoBuilder
 
 

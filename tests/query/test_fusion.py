@@ -9,7 +9,8 @@ import pytest
 from artifacts.config import ChunkConfig
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.search.hybrid import SearchOptions, fuse_rankings
+from query.search.fusion import fuse_rankings
+from query.search.request import SearchOptions
 from tests.conftest import RepoBuilder
 
 

@@ -12,8 +12,10 @@ from artifacts.config import EmbedderSpec
 from indexer.build import build_bundle
 from query.bundle import open_bundle
 from query.eval.retrieval import document_ranking
-from query.search.hybrid import SearchOptions, rank_chunks, vector_confidence
+from query.search.confidence import vector_confidence
+from query.search.fusion import rank_chunks
 from query.search.metrics import ndcg_at
+from query.search.request import SearchOptions
 from tests.conftest import RepoBuilder
 
 TOPICS = ["planktón v horských jazerách", "smerovanie paketov v sieťach", "kryptografia eliptických kriviek",

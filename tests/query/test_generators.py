@@ -383,7 +383,8 @@ def test_extractive_assignment_points_on_the_thesis_wiki(tmp_path: Any, hash_emb
     from indexer.build import build_bundle
     from query.answer.checker import normalize_quote
     from query.bundle import open_bundle
-    from query.search.hybrid import parse_search_request, search
+    from query.search.request import parse_search_request
+    from query.search.response import search
     from tests.conftest import require_shared
 
     repo = tmp_path / "thesis-wiki"

@@ -106,7 +106,7 @@ def test_complete_lists_are_whole(wiki: Any, question: tuple[str, Any, Any, str]
     from query.answer.generators import make_generator
     from query.answer.pipeline import answer, parse_answer_request
     from query.graph.engine import answer_graph
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     text, names = _question(*question)
     body = answer_graph(wiki, {"query": text, "limit": limit})
@@ -136,7 +136,7 @@ def test_complete_lists_are_whole(wiki: Any, question: tuple[str, Any, Any, str]
 def test_a_larger_budget_gets_the_whole_list(wiki: Any) -> None:
     from query.answer.generators import make_generator
     from query.answer.pipeline import answer, parse_answer_request
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     text, names = _question("supervised", SUPERVISORS[0], None, "and")
     small, large = (asyncio.run(answer(wiki, parse_answer_request({"query": text, "max_context_tokens": n}),

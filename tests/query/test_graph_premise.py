@@ -41,7 +41,7 @@ def wiki(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
 def _answer(bundle: Any, question: str) -> dict[str, Any]:
     from query.answer.generators import make_generator
     from query.answer.pipeline import answer, parse_answer_request
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     return asyncio.run(answer(bundle, parse_answer_request({"query": question}), SearchOptions(),
                               make_generator("extractive", {})))

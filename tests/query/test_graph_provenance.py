@@ -78,7 +78,7 @@ def test_a_value_only_in_front_matter_cites_the_front_matter(tmp_path: Path, has
     from query.answer.generators import make_generator
     from query.answer.pipeline import answer, parse_answer_request
     from query.bundle import open_bundle
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     repo = RepoBuilder(tmp_path / "repo")
     repo.write("eva.md", text)

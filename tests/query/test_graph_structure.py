@@ -78,7 +78,7 @@ def _build_and_open(repo: RepoBuilder, root: Any, message: str, embedder: Any) -
 def _ask(bundle: Any, question: str, **fields: Any) -> dict[str, Any]:
     from query.answer.generators import ExtractiveGenerator
     from query.answer.pipeline import answer, parse_answer_request
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     return asyncio.run(answer(bundle, parse_answer_request({"query": question, **fields}), SearchOptions(),
                               ExtractiveGenerator()))

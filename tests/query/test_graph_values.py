@@ -130,7 +130,7 @@ def test_two_value_answers_state_the_exact_count(wiki: Any) -> None:
 
     from query.answer.generators import make_generator
     from query.answer.pipeline import answer, parse_answer_request
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     bundle, students, _ = wiki
     questions = [q for q in json.loads(DATA.read_text(encoding="utf-8"))["questions"] if "select" in q]
@@ -158,7 +158,7 @@ def test_every_graph_fact_citation_of_the_gold_states_the_fact(wiki: Any) -> Non
     from query.answer.generators import make_generator
     from query.answer.pipeline import answer, parse_answer_request, route_question
     from query.graph.engine import fact_values
-    from query.search.hybrid import SearchOptions
+    from query.search.request import SearchOptions
 
     bundle, _, repo = wiki
     gold = json.loads(require_shared("corpora/thesis-wiki.gold.json").read_text(encoding="utf-8"))

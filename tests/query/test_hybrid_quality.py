@@ -6,7 +6,9 @@ import pytest
 
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.search.hybrid import SearchOptions, bm25_ranking, parse_search_request, search
+from query.search.bm25 import bm25_ranking
+from query.search.request import SearchOptions, parse_search_request
+from query.search.response import search
 from tests.conftest import RepoBuilder
 
 COMMON = "Bežný text o sieťach, smerovaní a protokoloch, ktorý sa opakuje na každej stránke."

@@ -8,10 +8,12 @@ from __future__ import annotations
 import pytest
 from whoosh import query as wq
 
-import query.search.hybrid as hybrid
+import query.search.terms as search_terms
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.search.hybrid import QueryTerm, QueryWord, bm25_matrix, bm25_ranking, build_text_queries, ranking_searcher
+from query.search.bm25 import bm25_ranking
+from query.search.terms import QueryTerm, QueryWord, build_text_queries
+from query.search.weighting import bm25_matrix, ranking_searcher
 from tests.conftest import RepoBuilder
 
 TARGET = "cs/synchronizace.md"
@@ -23,7 +25,7 @@ LONG_QUERY = "jak nastavit synchronizace trezor a šifrování poznámek na tele
 @pytest.fixture(autouse=True)
 def stem_forms(monkeypatch):  # type: ignore[no-untyped-def]
     """The bound measured in the longq note (the default, 0, turns the stem prefixes of long queries off)."""
-    monkeypatch.setattr(hybrid, "MAX_STEM_FORMS", 64)
+    monkeypatch.setattr(search_terms, "MAX_STEM_FORMS", 64)
 
 
 @pytest.fixture(scope="module")
@@ -61,25 +63,25 @@ def test_long_description_finds_the_page_written_in_other_inflected_forms(bundle
     assert matrix_order[0] == TARGET
     assert _ranked_paths(bundle, LONG_QUERY, "whoosh") == matrix_order
     # Without the stem prefixes (0, the default: off) the page with more literal words wins.
-    monkeypatch.setattr(hybrid, "MAX_STEM_FORMS", 0)
+    monkeypatch.setattr(search_terms, "MAX_STEM_FORMS", 0)
     assert _ranked_paths(bundle, LONG_QUERY, "matrix")[0] == "cs/telefon.md"
     assert _ranked_paths(bundle, LONG_QUERY, "whoosh")[0] == "cs/telefon.md"
 
 
 def test_only_narrow_stems_are_expanded_and_only_in_long_queries(bundle, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     searcher = ranking_searcher(bundle)
-    words = hybrid.expand_words(bundle, searcher, hybrid.query_terms(LONG_QUERY))
+    words = search_terms.expand_words(bundle, searcher, search_terms.query_terms(LONG_QUERY))
     narrow = {w.term.folded for w in words if w.narrow_stem}
     assert {"synchronizace", "trezor", "nastavit"} <= narrow
     assert not {"a", "na", "jak"} & narrow  # too short to have a stem
     # A stem that expands to more indexed words than the bound is not expanded.
-    monkeypatch.setattr(hybrid, "MAX_STEM_FORMS", 1)
+    monkeypatch.setattr(search_terms, "MAX_STEM_FORMS", 1)
     # "stránkou": its stem "strank" matches "stranka" and "stranky" (2 forms > 1).
-    words = hybrid.expand_words(bundle, searcher, hybrid.query_terms("stránkou " + LONG_QUERY))
+    words = search_terms.expand_words(bundle, searcher, search_terms.query_terms("stránkou " + LONG_QUERY))
     assert not next(w for w in words if w.term.folded == "strankou").narrow_stem
     assert next(w for w in words if w.term.folded == "synchronizace").narrow_stem
     # Short queries are not checked (their prefix_terms strategy is unchanged).
-    short = hybrid.expand_words(bundle, searcher, hybrid.query_terms("nastavit synchronizace"))
+    short = search_terms.expand_words(bundle, searcher, search_terms.query_terms("nastavit synchronizace"))
     assert not any(w.narrow_stem for w in short)
 
 
@@ -87,7 +89,7 @@ def test_the_matrix_and_whoosh_count_the_same_stem_forms(bundle) -> None:  # typ
     matrix = bm25_matrix(bundle)
     reader = ranking_searcher(bundle).reader()
     for stem in ("strank", "synchroni", "trezo", "telef", "zzzz"):
-        for f in hybrid.PREFIX_FIELDS:
+        for f in search_terms.PREFIX_FIELDS:
             assert matrix.prefix_count(f, stem) == len(list(reader.expand_prefix(f, stem))), (f, stem)
     assert matrix.prefix_count("body", "strank") == 2  # "stranka", "stranky"
     assert matrix.prefix_count("no_such_field", "strank") == 0
@@ -108,7 +110,7 @@ def test_query_shapes() -> None:
     assert set(strategies) == {"all_terms", "any_term"}
     assert _prefixes(strategies["all_terms"]) == set()
     # Only the narrow words' stems, each over the prefix fields.
-    narrow = {hybrid._stem_prefix(w.term.folded) for w in long_words if w.narrow_stem}
+    narrow = {search_terms._stem_prefix(w.term.folded) for w in long_words if w.narrow_stem}
     assert _prefixes(strategies["any_term"]) == narrow
     short = dict(build_text_queries([word("nastavit", False), word("synchronizaci", False)]))
     assert set(short) == {"all_terms", "prefix_terms", "any_term"} and _prefixes(short["any_term"]) == set()

@@ -16,7 +16,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from indexer.build import build_bundle
 from query.config import ServerConfig
-from query.search.hybrid import SearchRequest
+from query.search.request import SearchRequest
 from query.server.mcp import DESCRIPTIONS, tool_routes
 from tests.conftest import RepoBuilder
 from tests.query.test_server import ADMIN_KEY, SEARCH_KEY, with_server

@@ -38,7 +38,7 @@ import pytest
 from indexer.build import build_bundle
 from query.bundle import open_bundle
 from query.eval.retrieval import Question, evaluate
-from query.search.hybrid import SearchOptions
+from query.search.request import SearchOptions
 from tests.conftest import MINILM, RepoBuilder
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "ranking_golden.json"
@@ -216,7 +216,8 @@ def test_fusion_defaults_are_the_measured_ones() -> None:
     The nDCG guard above sees most changes of them, but not every one (the confidence thresholds
     only partly); changing these values needs a new sweep and new README figures.
     """
-    from query.search.hybrid import CONFIDENCE_Z, SearchOptions
+    from query.search.confidence import CONFIDENCE_Z
+    from query.search.request import SearchOptions
 
     opts = SearchOptions()
     assert (opts.rrf_k, opts.bm25_weight, opts.vector_weight, opts.fusion_level) == (5, 1.0, 0.5, "chunk")

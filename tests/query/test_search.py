@@ -9,7 +9,8 @@ import pytest
 from indexer.build import build_bundle
 from query.bundle import open_bundle
 from query.errors import InvalidQueryError, InvalidRequestError
-from query.search.hybrid import SearchOptions, parse_search_request, search
+from query.search.request import SearchOptions, parse_search_request
+from query.search.response import search
 from tests.conftest import RepoBuilder
 
 FILLER = "\n\n".join(f"## Oddiel {i}\n\nBežný text o sieťach, protokoloch a smerovaní číslo {i}." for i in range(6))
@@ -140,7 +141,7 @@ def test_filter_lists_and_values_are_bounded(flt, field) -> None:  # type: ignor
 
 
 def test_filter_bounds_are_in_the_openapi_schema() -> None:
-    from query.search.hybrid import SearchFilter
+    from query.search.request import SearchFilter
 
     props = SearchFilter.model_json_schema()["properties"]
     tags = next(s for s in props["tags"]["anyOf"] if s.get("type") == "array")
@@ -149,7 +150,8 @@ def test_filter_bounds_are_in_the_openapi_schema() -> None:
 
 
 def test_filter_index_gives_the_same_paths_as_checking_every_document(bundle) -> None:  # type: ignore[no-untyped-def]
-    from query.search.hybrid import SearchFilter, _doc_matches, allowed_paths
+    from query.search.filters import _doc_matches, allowed_paths
+    from query.search.request import SearchFilter
 
     filters = [{"categories": ["DP2016"]}, {"categories": ["dp2016", "nothing"]}, {"path_prefix": "pages/other/"},
                {"path_prefix": "pages/other/p1"}, {"path_prefix": "zzz"}, {"year": [2016, 2017]}, {"year": 1999},
@@ -165,7 +167,8 @@ def test_filter_index_gives_the_same_paths_as_checking_every_document(bundle) ->
 
 def test_published_filter_is_a_cached_set_and_absent_when_nothing_is_unpublished(bundle, repo, tmp_path,  # type: ignore[no-untyped-def]
                                                                                  hash_embedder) -> None:
-    from query.search.hybrid import allowed_docnums, ranking_searcher
+    from query.search.filters import allowed_docnums
+    from query.search.weighting import ranking_searcher
 
     searcher = ranking_searcher(bundle)
     allow = allowed_docnums(bundle, searcher, None, True)
@@ -183,7 +186,8 @@ def test_published_filter_is_a_cached_set_and_absent_when_nothing_is_unpublished
 
 
 def test_typo_expansion_once_per_word_and_only_where_a_word_could_be_near(bundle) -> None:  # type: ignore[no-untyped-def]
-    from query.search.hybrid import MAX_TYPO_WORDS, expand_words, query_terms, ranking_searcher
+    from query.search.terms import MAX_TYPO_WORDS, expand_words, query_terms
+    from query.search.weighting import ranking_searcher
 
     searcher = ranking_searcher(bundle)
     words = expand_words(bundle, searcher, query_terms("zebraplankon holp " + "q" * 1000))
@@ -201,7 +205,7 @@ def test_concurrent_searches_use_one_searcher_per_thread_and_agree(bundle) -> No
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from query.search.hybrid import ranking_searcher
+    from query.search.weighting import ranking_searcher
 
     queries = ["zebraplanktón Ján Holp", "smerovaní protokoloch", "stránka 3", "dlhá sieťach", "koncept"] * 4
     expected = [[r["chunk_id"] for r in _search(bundle, query=q)["results"]] for q in queries]

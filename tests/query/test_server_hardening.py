@@ -16,7 +16,7 @@ from artifacts.store import Store
 from query.config import ServerConfig, WebhookConfig, is_loopback
 from query.contract import ERROR_MESSAGES
 from query.errors import InvalidQueryError, InvalidRequestError
-from query.search.hybrid import parse_search_request
+from query.search.request import parse_search_request
 from query.server.security import SECURITY_HEADERS, is_loopback_host_header
 from tests.query.test_server import ADMIN_KEY, ENVELOPE, SEARCH_KEY, SYNC_KEY, WEBHOOK_SECRET, with_server
 from tests.query.test_server import store as store  # noqa: F401 - fixture

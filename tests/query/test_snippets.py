@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from artifacts.cli import main
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.search.hybrid import SearchOptions, parse_search_request, search, snippet_terms
+from query.search.request import SearchOptions, parse_search_request
+from query.search.response import search, snippet_terms
 from query.search.snippets import display_text, make_snippet
 from tests.conftest import RepoBuilder
 

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from indexer.build import build_bundle
 from query.bundle import open_bundle
-from query.search.hybrid import SearchOptions, parse_search_request, search, vector_ranking
+from query.search.request import SearchOptions, parse_search_request
+from query.search.response import search
+from query.search.vectors import vector_ranking
 from tests.conftest import RepoBuilder
 
 _RNG = random.Random(27)

@@ -1,0 +1,89 @@
+"""The dense arm: cosine k-NN over the bundle's hnswlib index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from artifacts.records import chunk_path
+from query.bundle import OpenedBundle
+from query.search.filters import unpublished_paths
+
+
+def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bool,
+                   paths: set[str] | None = None) -> list[tuple[str, float]]:
+    """Return dense hits as ``[(chunk_id, cosine similarity)]`` best first (at most ``depth``).
+
+    ``paths`` (when given) restricts hits to those documents; otherwise ``published_only`` drops
+    unpublished chunks.  A chunk stored as several vectors (segments) is returned once, with the
+    similarity of its best segment.
+    """
+    n = len(bundle.chunks)  # rows; an updated index may hold deleted labels past them (indexer.vectors)
+    if n == 0 or bundle.hnsw is None or bundle.embedder is None:  # a lexical bundle has no vectors yet
+        return []
+    if paths is not None and not paths:
+        return []
+    qvec = bundle.embedder.embed_query(text)
+    ids = bundle.chunks.ids  # label -> chunk id: no chunk record is read per visited node or hit
+    if paths is not None:
+        def accept(label: int) -> bool:
+            return chunk_path(ids[label]) in paths
+    elif published_only and unpublished_paths(bundle):
+        unpublished = unpublished_paths(bundle)  # a chunk is published when its document is
+
+        def accept(label: int) -> bool:
+            return chunk_path(ids[label]) not in unpublished
+    else:
+        accept = None  # type: ignore[assignment]  # every vector may match: no per-node callback
+    count = n if accept is None else _filtered_count(bundle, paths, n)
+    k = min(count, depth * 2)  # never more than the index can return
+    if k == 0:
+        return []
+    with bundle.vector_lock:  # ef is index state shared by every thread
+        bundle.hnsw.set_ef(max(k, 200))
+        try:
+            labels, distances = bundle.hnsw.knn_query(qvec.reshape(1, -1), k=k, filter=accept)
+        except RuntimeError:  # the graph search reached fewer than k (a narrow filter, a sparse small graph)
+            labels, distances = _exact_knn(bundle, qvec, accept, k, n)
+    hits: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for label, dist in zip(labels[0].tolist(), distances[0].tolist(), strict=True):
+        cid = ids[label]
+        if cid in seen:
+            continue
+        seen.add(cid)
+        hits.append((cid, 1.0 - dist))  # ip space: distance = 1 - dot
+    return hits[:depth]
+
+
+def _filtered_count(bundle: OpenedBundle, paths: set[str] | None, n: int) -> int:
+    """Return how many vectors pass the filter of :func:`vector_ranking` (cost: the allowed paths)."""
+    def compute() -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for cid in bundle.chunks.ids:
+            path = chunk_path(cid)
+            counts[path] = counts.get(path, 0) + 1
+        return counts
+
+    counts = bundle.derive("vectors_by_path", compute)
+    if paths is not None:
+        return sum(counts.get(p, 0) for p in paths)
+    return n - sum(counts.get(p, 0) for p in unpublished_paths(bundle))
+
+
+def _exact_knn(bundle: OpenedBundle, qvec: Any, accept: Any, k: int, n: int):  # type: ignore[no-untyped-def]
+    """The ``k`` nearest of the labels ``0..n-1`` that pass ``accept`` (all when ``None``) by an exact scan.
+
+    The fallback of :func:`vector_ranking` when hnswlib's graph search returns fewer than ``k``: the
+    stored vectors (``Index.get_items``) are scored against ``qvec`` (inner product); returns
+    ``knn_query``-shaped ``(labels, distances)``, distance ``1 - dot``.  Cost: one pass over the
+    passing vectors (``n x dim`` floats at most).
+    """
+    labels = [label for label in range(n) if accept is None or accept(label)]
+    if not labels:
+        return np.zeros((1, 0), dtype=np.int64), np.zeros((1, 0), dtype=np.float32)
+    vectors = np.asarray(bundle.hnsw.get_items(labels), dtype=np.float32)
+    scores = vectors @ np.asarray(qvec, dtype=np.float32).reshape(-1)
+    order = np.argsort(-scores, kind="stable")[:k]
+    return np.asarray(labels, dtype=np.int64)[order].reshape(1, -1), (1.0 - scores[order]).reshape(1, -1)
