@@ -1,0 +1,134 @@
+"""Where an answer is lost: retrieval, unit choice or the answerability threshold (one question set, one store).
+
+For each question of a set (JSONL with ``id``, ``question``, ``answerable``, ``relevant`` (paths), and the
+strings that show a right answer in ``accept`` or ``expected``), this routes the question as ``/answer``
+does, then scores **every** unit of the text-route evidence with the answerability model in use and
+marks a unit a *hit* when it contains an accepted string on word boundaries and comes from a relevant
+page.  It also runs the real pipeline (extractive generator, score on) for the delivered outcome.
+
+    .venv/bin/python bench/answer_units.py --store STORE --questions Q.jsonl --out UNITS.jsonl
+
+Per question (``--out``): route, the rank of the first relevant evidence item, the number of units,
+``ceiling`` (some unit is a hit), ``top_hit`` (the best-scoring unit is a hit), ``best_p`` / ``best_hit_p``,
+the delivered outcome, and every scored unit (text, kind, path, probability, features, hit) so that
+thresholds and refits can be tried offline.  Prints totals: the share of answerable questions lost at
+each stage.  Labels come from string matching (noisy: a paraphrase of the answer is no hit); they are for
+development sets only, never for reporting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _accept(q: dict) -> list[str]:  # type: ignore[type-arg]
+    return [a for a in (q.get("accept") or q.get("expected") or []) if a]
+
+
+def _hit(text: str, path: str, q: dict) -> bool:  # type: ignore[type-arg]
+    from query.eval.answers import contains_whole, folded
+
+    relevant = set(q.get("relevant") or [])
+    if relevant and path not in relevant:
+        return False
+    body = folded(text)
+    return any(contains_whole(body, folded(a)) for a in _accept(q))
+
+
+def _units(bundle, q: dict) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    from query.answer.pipeline import _scorer, parse_answer_request, route_question
+    from query.answer.sentences import text_units
+    from query.search.request import SearchOptions
+
+    request = parse_answer_request({"query": q["question"]})
+    routed = route_question(bundle, request, SearchOptions(), None)
+    items = [it for it in routed.context.items if it.kind == "chunk"]
+    relevant = set(q.get("relevant") or [])
+    first_rel = next((i for i, it in enumerate(items) if it.document_path in relevant), None)
+    row: dict = {"route": routed.engine, "route_status": routed.status, "items": len(items),  # type: ignore[type-arg]
+                 "first_relevant": first_rel, "units": []}
+    if routed.engine != "text" or not items:
+        return row
+    scorer = _scorer(bundle, q["question"], routed.context)
+    if scorer is None:
+        return row
+    pool = [(it, u) for it in items for u in text_units(it.text)]
+    scored = scorer.score_many([(u.text, it) for it, u in pool], kinds=[u.kind for _it, u in pool],
+                               leads=[u.leads is not None for _it, u in pool]) if pool else []
+    for (it, u), (p, feats) in zip(pool, scored, strict=True):
+        row["units"].append({"p": round(p, 4), "kind": u.kind, "path": it.document_path, "item": it.evidence_id,
+                             "text": u.text[:400], "hit": _hit(u.text, it.document_path, q),
+                             "features": {k: round(v, 4) for k, v in feats.items()}})
+    row["variant"] = scorer.variant_name
+    row["threshold"] = scorer.variant.threshold if scorer.variant is not None else None
+    row["units"].sort(key=lambda r: -r["p"])
+    return row
+
+
+async def _delivered(bundle, q: dict) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    from query.answer.generators import make_generator
+    from query.answer.pipeline import answer, parse_answer_request
+    from query.search.request import SearchOptions
+
+    body = await answer(bundle, parse_answer_request({"query": q["question"]}), SearchOptions(),
+                        make_generator("extractive", {}))
+    cited = sorted({s["document_path"] for s in body.get("sources") or []})
+    return {"status": body.get("status"), "reason": body.get("reason"), "answer": body.get("answer"),
+            "cited": cited, "engine": body.get("engine")}
+
+
+def main() -> int:
+    sys.path.insert(0, str(HERE.parent))
+    from artifacts.store import Store
+    from query.bundle import open_bundle
+    from query.eval.answers import contains_whole, folded
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", required=True, type=Path)
+    parser.add_argument("--questions", required=True, type=Path)
+    parser.add_argument("--out", required=True, type=Path, help="JSONL, keep it outside the repository")
+    args = parser.parse_args()
+    questions = [json.loads(x) for x in args.questions.read_text(encoding="utf-8").splitlines() if x.strip()]
+    bundle = open_bundle(Store(args.store).current_path(), verify=False)
+    totals = {"answerable": 0, "text_route": 0, "relevant_retrieved": 0, "ceiling": 0, "top_hit": 0,
+              "top_hit_passes": 0, "delivered_correct": 0, "not_answerable": 0, "delivered_on_unanswerable": 0}
+    with args.out.open("w", encoding="utf-8") as out:
+        for q in questions:
+            row = _units(bundle, q)
+            row.update({"id": q["id"], "question": q["question"], "answerable": bool(q.get("answerable", True)),
+                        "category": q.get("category") or q.get("kind"), "accept": _accept(q),
+                        "relevant": q.get("relevant") or []})
+            row["delivered"] = asyncio.run(_delivered(bundle, q))
+            units = row["units"]
+            row["ceiling"] = any(u["hit"] for u in units)
+            row["top_hit"] = bool(units) and units[0]["hit"]
+            row["best_p"] = units[0]["p"] if units else None
+            row["best_hit_p"] = max((u["p"] for u in units if u["hit"]), default=None)
+            d = row["delivered"]
+            ok = d["status"] == "ok"
+            if row["answerable"]:
+                totals["answerable"] += 1
+                totals["text_route"] += row["route"] == "text"
+                totals["relevant_retrieved"] += row["first_relevant"] is not None
+                totals["ceiling"] += row["ceiling"]
+                totals["top_hit"] += row["top_hit"]
+                threshold = row.get("threshold")
+                totals["top_hit_passes"] += row["top_hit"] and threshold is not None and units[0]["p"] >= threshold
+                hit = ok and any(contains_whole(folded(d["answer"] or ""), folded(a)) for a in row["accept"])
+                totals["delivered_correct"] += bool(hit)
+            else:
+                totals["not_answerable"] += 1
+                totals["delivered_on_unanswerable"] += ok
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    print(json.dumps({"bundle": bundle.bundle_id, "questions": str(args.questions), **totals}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
