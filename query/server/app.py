@@ -62,7 +62,7 @@ from query.errors import (
     ServiceNotConfiguredError,
     UnauthorizedError,
 )
-from query.graph.engine import answer_graph
+from query.graph.dispatch import answer_graph
 from query.search.hybrid import SearchOptions, parse_search_request, search, warm_up
 from query.server import openapi
 from query.server.prom import METRICS, ServerMetrics, handle_metrics, metrics_middleware

@@ -20,7 +20,7 @@ from query.answer.checker import RelevanceGate, claim_relevance
 from query.answer.evidence import Claim, EvidenceItem
 from query.answer.sentences import question_focus, sentence_spans, verb_words
 from query.config import ServerConfig
-from query.graph.engine import answer_graph
+from query.graph.dispatch import answer_graph
 from query.graph.names import looks_like_person_name, tokenize
 from query.server.app import create_app
 from tests.conftest import RepoBuilder
