@@ -1,4 +1,4 @@
-"""Score graph retrieval (``query.graph.engine.answer_graph``) against the thesis-wiki gold questions.
+"""Score graph retrieval (``query.graph.dispatch.answer_graph``) against the thesis-wiki gold questions.
 
 Usage (from the repository root)::
 
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from indexer.build import build_bundle  # noqa: E402
 from query.bundle import open_bundle  # noqa: E402
-from query.graph.engine import answer_graph  # noqa: E402
+from query.graph.dispatch import answer_graph  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "corpora"
 

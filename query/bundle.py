@@ -329,7 +329,7 @@ class OpenedBundle:
     ``vector_lock`` guards hnswlib's search depth (``set_ef``), which is index state, with its query.
     ``derived`` holds what :mod:`query.search` computes once per bundle (see :meth:`derive`).
     ``graph_lock`` serialises the lazily opened read-only graph connection (:meth:`graph_connection`);
-    ``graph_cache`` holds what :mod:`query.graph.engine` derives from it once per bundle.
+    ``graph_cache`` holds what :mod:`query.graph` derives from it once per bundle.
     """
 
     path: Path

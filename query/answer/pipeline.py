@@ -59,8 +59,10 @@ from query.answer.sentences import defines
 from query.bundle import OpenedBundle
 from query.contract import Envelope, Source, validate_request
 from query.errors import InvalidQueryError
-from query.graph.engine import MAX_LIMIT as GRAPH_MAX_LIMIT
-from query.graph.engine import answer_graph, answer_list, graph_index, shown_entries
+from query.graph.assembly import answer_list, shown_entries
+from query.graph.dispatch import answer_graph
+from query.graph.index import graph_index
+from query.graph.request import MAX_LIMIT as GRAPH_MAX_LIMIT
 from query.graph.words import phrasing
 from query.question import analyse_question, definition_question
 from query.search.request import SearchFilter, SearchOptions
@@ -494,7 +496,7 @@ def _envelope(bundle: OpenedBundle, status: str, reason: str | None, sources: li
 
 
 def _premise_of(body: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The ``{stated, holds}`` premise of a graph answer (:func:`query.graph.engine._premise`), or ``None``."""
+    """The ``{stated, holds}`` premise of a graph answer (:func:`query.graph.dispatch._premise`), or ``None``."""
     answer = (body or {}).get("answer")
     premise = answer.get("premise") if isinstance(answer, dict) else None
     return premise if isinstance(premise, dict) and isinstance(premise.get("holds"), bool) else None

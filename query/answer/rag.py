@@ -492,7 +492,7 @@ FRONT_MATTER = ("front matter",)
 
 def _line_citation(bundle: OpenedBundle, path: str, facts: list[dict[str, Any]]) -> tuple[str | None, tuple[str, ...]]:
     """``(chunk id, heading path)`` a graph evidence line cites: the first chunk that states the facts
-    of the line (each fact's ``chunk_ids``, :func:`query.graph.engine.stating_chunks`; a value it does not
+    of the line (each fact's ``chunk_ids``, :func:`query.graph.provenance.stating_chunks`; a value it does not
     state is in the fact's ``front_matter``), else the page's first chunk under :data:`FRONT_MATTER`;
     facts without provenance (links, topics) cite the first chunk any of them names, or none."""
     with_provenance = [f for f in facts if "front_matter" in f]
@@ -566,7 +566,7 @@ def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int
         for line, line_facts, n in counted:
             chunk_id, heading_path = _line_citation(bundle, path, line_facts)
             if heading_path == FRONT_MATTER:  # every value of the line is the front matter's
-                from query.graph.engine import fact_values
+                from query.graph.provenance import fact_values
 
                 line_facts = [{**f, "front_matter": fact_values(str(f.get("predicate")), f.get("subject"),
                                                                 f.get("object"))} if "front_matter" in f else f

@@ -1,4 +1,4 @@
-"""``gitrag graph`` and ``gitrag graph-export``: thin click layers over :mod:`query.graph.engine` and
+"""``gitrag graph`` and ``gitrag graph-export``: thin click layers over :mod:`query.graph` and
 :mod:`query.graph.export`."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def graph_command(question: str, store_dir: str, at: str | None, limit: int, inc
                   base_url: str | None, as_json: bool) -> None:
     """Answer QUESTION from the knowledge graph: facts, counts, paths, documents (or say why not)."""
     from query.bundle import open_bundle
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
 
     try:
         bundle = open_bundle(bundle_dir_at(store_dir, at), verify=False, load_model=False)

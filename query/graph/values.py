@@ -2,7 +2,7 @@
 
 "Kto má štítky nlp aj sentiment?", "Who has the tag nlp or python?", "Kteří studenti mají štítek nlp,
 ale ne sentiment?": the values (tags, years, persons, document authors, work types, category values)
-are recognised by :mod:`query.graph.engine`; this module reads the words *between* two values of one kind
+are recognised by :mod:`query.graph`; this module reads the words *between* two values of one kind
 and turns them into set operators:
 
 * ``and`` (``conjunction_and`` of the language profile, :mod:`artifacts.text.profile`): intersection;

@@ -62,7 +62,7 @@ from query.errors import (
     ServiceNotConfiguredError,
     UnauthorizedError,
 )
-from query.graph.engine import answer_graph
+from query.graph.dispatch import answer_graph
 from query.search.request import SearchOptions, parse_search_request
 from query.search.response import search
 from query.search.weighting import warm_up

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from artifacts import __version__
 from query.answer.pipeline import AnswerRequest
 from query.contract import Envelope
-from query.graph.engine import GraphRequest
+from query.graph.request import GraphRequest
 from query.search.request import SearchRequest
 
 AT_DESCRIPTION = ("Answer from the bundle of this revision instead of the served one - what `gitrag use` accepts: "

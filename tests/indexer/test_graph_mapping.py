@@ -192,7 +192,7 @@ def test_generic_preset_is_completed_from_a_blog(tmp_path: Path, hash_embedder) 
 
     from indexer.cli import build_command
     from query.bundle import open_bundle
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
     from tests.conftest import RepoBuilder
 
     repo = RepoBuilder(tmp_path / "blog")

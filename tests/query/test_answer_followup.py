@@ -21,7 +21,7 @@ from query.answer.checker import RelevanceGate, claim_relevance
 from query.answer.evidence import Claim, EvidenceItem
 from query.answer.sentences import sentence_spans
 from query.config import ServerConfig
-from query.graph.engine import answer_graph
+from query.graph.dispatch import answer_graph
 from query.graph.names import looks_like_person_name, tokenize
 from query.question import question_focus
 from query.server.app import create_app

@@ -15,7 +15,7 @@ from indexer.build import build_bundle
 from query.bundle import OpenedBundle, open_bundle
 from query.cli.graph import bundle_dir_at, graph_command, graph_export_command
 from query.errors import InvalidQueryError, InvalidRequestError
-from query.graph.engine import answer_graph
+from query.graph.dispatch import answer_graph
 from query.graph.names import damerau1, name_forms
 from tests.conftest import RepoBuilder
 
@@ -258,7 +258,7 @@ def test_name_forms_and_typos() -> None:
 
 def test_graph_request_rejects_lone_surrogates_and_names_bad_fields() -> None:
     from query.errors import InvalidQueryError, InvalidRequestError
-    from query.graph.engine import parse_graph_request
+    from query.graph.request import parse_graph_request
 
     with pytest.raises(InvalidQueryError):
         parse_graph_request({"question": "Kto je \ud800?"})

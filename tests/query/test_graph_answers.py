@@ -159,7 +159,7 @@ def test_long_graph_lists_are_checked_whole(tmp_path: Path) -> None:
     "Kdo napsal příručku řízení státních?",  # the beginning of one title only
 ])
 def test_natural_phrasings_of_a_posts_author(blog: Any, question: str) -> None:
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
 
     body = answer_graph(blog, {"query": question})
     assert (body["status"], body["intent"]) == ("ok", "author_of_document"), question
@@ -177,7 +177,7 @@ def test_natural_phrasings_of_a_posts_author(blog: Any, question: str) -> None:
     ("Wie viele Beiträge hat Tomáš Kučera verfasst?", 2, "de"),
 ])
 def test_natural_phrasings_of_an_authors_posts(blog: Any, question: str, count: int, language: str) -> None:
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
 
     body = answer_graph(blog, {"query": question})
     assert (body["status"], body["intent"]) == ("ok", "documents_of_author"), question
@@ -197,7 +197,7 @@ def test_german_answer_words(blog: Any) -> None:
     ("Which tags does the post Jak psát srozumitelně pro úřady have?", ["psani"]),
 ])
 def test_tags_of_a_post(blog: Any, question: str, tags: list[str]) -> None:
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
 
     body = answer_graph(blog, {"query": question})
     assert (body["status"], body["intent"]) == ("ok", "tags_of_document"), question

@@ -41,7 +41,7 @@ def blog(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> dict[s
 
 
 def _ask(blog: dict[str, Any], question: str) -> dict[str, Any]:
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
 
     return answer_graph(blog["bundle"], {"query": question, "limit": 1000})
 

@@ -33,7 +33,7 @@ def _scorer() -> Any:
 def test_gold_questions_without_flags(tmp_path: Path, hash_embedder: Any) -> None:
     from indexer.build import build_bundle
     from query.bundle import open_bundle
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
 
     gold = json.loads(require_shared("corpora/thesis-wiki.gold.json").read_text(encoding="utf-8"))
     repo = tmp_path / "repo"

@@ -105,7 +105,7 @@ QUESTIONS = st.one_of(
 def test_complete_lists_are_whole(wiki: Any, question: tuple[str, Any, Any, str], limit: int, budget: int) -> None:
     from query.answer.generators import make_generator
     from query.answer.pipeline import answer, parse_answer_request
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
     from query.search.request import SearchOptions
 
     text, names = _question(*question)

@@ -87,7 +87,7 @@ def build_fixtures(tmp: Path, embedder: Any) -> dict[str, Any]:
 def run_paraphrases(bundles: dict[str, Any], name: str = "paraphrases.jsonl") -> dict[str, Any]:
     """Ask every question of ``name``; return per-question results and per-intent / per-language accuracy."""
     from artifacts.graphmap import mapping_from_config
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
 
     rows = [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines()
             if line.strip()]

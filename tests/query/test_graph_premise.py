@@ -57,7 +57,7 @@ def _answer(bundle: Any, question: str) -> dict[str, Any]:
 ])
 def test_a_stated_fact_is_corrected_or_confirmed(wiki: Any, question: str, stated: dict[str, Any], holds: bool,
                                                  fact: str) -> None:
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
 
     body = answer_graph(wiki, {"query": question})
     assert body["status"] == "ok", (body["reason"], body.get("message"))

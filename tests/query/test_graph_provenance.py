@@ -23,7 +23,7 @@ QUESTION = "Aké tagy má Ján Holp?"
 
 
 def _tag_facts(bundle: Any) -> dict[str, tuple[list[str], list[Any]]]:
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
 
     body = answer_graph(bundle, {"query": QUESTION})
     assert body["status"] == "ok", body["reason"]
@@ -85,7 +85,7 @@ def test_a_value_only_in_front_matter_cites_the_front_matter(tmp_path: Path, has
     result = build_bundle(repo.path, tmp_path / "store", repo.commit("one"), embedder=hash_embedder)
     bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
     try:
-        from query.graph.engine import answer_graph
+        from query.graph.dispatch import answer_graph
 
         body = answer_graph(bundle, {"query": "Aké tagy má Ján Holp?"})
         stated = {f["object"]: bool(f["chunk_ids"]) for f in body["facts"] if f["predicate"] == "tagged"}

@@ -12,7 +12,7 @@ from artifacts.graphmap import PRESETS
 from indexer.build import build_bundle
 from query.bundle import OpenedBundle, open_bundle
 from query.errors import InvalidRequestError
-from query.graph.engine import answer_graph
+from query.graph.dispatch import answer_graph
 from tests.conftest import RepoBuilder
 
 

@@ -6,7 +6,7 @@ Only the graph answers them ("Ktorí študenti majú tag X?", "Kto má kategóri
 
 A small thesis wiki and a small blog are written here as real Git repositories, built with the
 hash embedder, and asked through :func:`query.answer.pipeline.answer` (and ``/graph``'s
-:func:`query.graph.engine.answer_graph`).  Expected names and counts come from the files written here.
+:func:`query.graph.dispatch.answer_graph`).  Expected names and counts come from the files written here.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def _ask(bundle: Any, question: str, **fields: Any) -> dict[str, Any]:
 
 
 def _graph(bundle: Any, question: str, **fields: Any) -> dict[str, Any]:
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
 
     return answer_graph(bundle, {"question": question, **fields})
 

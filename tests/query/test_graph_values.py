@@ -90,7 +90,7 @@ def wiki(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
 
 
 def test_two_value_questions_are_exact_or_refused(wiki: Any) -> None:
-    from query.graph.engine import answer_graph
+    from query.graph.dispatch import answer_graph
 
     bundle, students, _ = wiki
     questions = json.loads(DATA.read_text(encoding="utf-8"))["questions"]
@@ -157,7 +157,7 @@ def test_every_graph_fact_citation_of_the_gold_states_the_fact(wiki: Any) -> Non
 
     from query.answer.generators import make_generator
     from query.answer.pipeline import answer, parse_answer_request, route_question
-    from query.graph.engine import fact_values
+    from query.graph.provenance import fact_values
     from query.search.request import SearchOptions
 
     bundle, _, repo = wiki
