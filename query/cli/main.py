@@ -1,4 +1,5 @@
-"""``gitrag search`` and ``gitrag serve``: click layers over :mod:`query.search` and :mod:`query.server.app`."""
+"""``gitrag search`` and ``gitrag serve``: click layers over :mod:`query.search` and
+:mod:`query.server.runner`."""
 
 from __future__ import annotations
 
@@ -181,7 +182,7 @@ def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str 
                 argv.append("--fallback-verified")
             sys.exit(run_workers(argv, workers, host, port))
         from query.search.request import SearchOptions
-        from query.server.app import run_server
+        from query.server.runner import run_server
 
         if slot is None:
             click.echo(f"gitrag serving {what} on http://{host}:{port}", err=True)

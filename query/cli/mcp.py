@@ -24,7 +24,7 @@ def mcp_command(store_dir: str, base_url: str | None) -> None:
 
     from artifacts.store import Store
     from query.search.request import SearchOptions
-    from query.server.app import BundleHolder
+    from query.server.holder import BundleHolder
     from query.server.mcp import serve_stdio
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="gitrag mcp: %(message)s")

@@ -3,7 +3,7 @@
 Built on the official ``mcp`` SDK's low-level :class:`mcp.server.lowlevel.Server`, so that each
 tool's input schema *is* the JSON schema of its HTTP body (``openapi.SearchBody``,
 ``GraphRequest``, the ``/answer`` route's model) and each result *is* the contract JSON the HTTP
-API returns: a tool call goes through :func:`query.server.app.run_retrieval`, exactly like ``POST
+API returns: a tool call goes through :func:`query.server.retrieval.run_retrieval`, exactly like ``POST
 /search``.  An error is the contract's error envelope with ``isError`` set.
 
 Two transports:
@@ -17,7 +17,7 @@ Two transports:
   self-contained POST, which any replica behind a load balancer can answer; there is no
   server-sent stream, so ``GET /mcp`` answers 405 as the transport specification allows.
 
-The ``answer`` tool runs :func:`query.server.app.run_answer` (no streaming, no admin debug report).
+The ``answer`` tool runs :func:`query.server.answers.run_answer` (no streaming, no admin debug report).
 """
 
 from __future__ import annotations
@@ -44,20 +44,12 @@ from query.contract import error_body
 from query.errors import QueryError
 from query.search.request import SearchOptions
 from query.server import openapi
-from query.server.app import (
-    HOLDER,
-    MCP_SESSION,
-    OPTIONS,
-    RETRIEVAL_ROUTES,
-    AnswerContext,
-    BundleHolder,
-    RetrievalRoute,
-    answer_context,
-    list_bundles,
-    run_answer,
-    run_retrieval,
-)
+from query.server.admin import list_bundles
+from query.server.answers import AnswerContext, answer_context, run_answer
+from query.server.holder import BundleHolder
+from query.server.retrieval import RETRIEVAL_ROUTES, RetrievalRoute, run_retrieval
 from query.server.security import CONFIG, SECURITY_HEADERS
+from query.server.state import HOLDER, MCP_SESSION, OPTIONS
 
 log = logging.getLogger("gitrag.mcp")
 
@@ -186,7 +178,7 @@ async def serve_stdio(holder: BundleHolder, options: SearchOptions, refresh_seco
     """Serve MCP over this process's stdin/stdout until the client closes it."""
     from mcp.server.stdio import stdio_server
 
-    from query.server.app import default_generators
+    from query.server.answers import default_generators
 
     config = ServerConfig()
     answers = AnswerContext(default_generators(config),

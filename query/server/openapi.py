@@ -1,6 +1,6 @@
 """Request/response models of the HTTP API and the OpenAPI 3.1 document served at ``/openapi.json``.
 
-The document is generated from the server's route table (``query.server.app.route_table``) and the
+The document is generated from the server's route table (``query.server.routes.route_table``) and the
 pydantic models below, so it cannot drift from the routes.  Each operation has an
 ``operationId``, a summary, a JSON request body where there is one, its success model and the
 error envelope, which is what OpenWebUI needs to use the server as a tool server.
@@ -257,7 +257,7 @@ def _operation_id(method: str, path: str) -> str:
 
 
 def build_document(routes: list[Any], keys: bool = True) -> dict[str, Any]:
-    """Return the OpenAPI 3.1 document for ``routes`` (``query.server.app.Route`` rows)."""
+    """Return the OpenAPI 3.1 document for ``routes`` (``query.server.routes.Route`` rows)."""
     schemas: dict[str, Any] = {}
 
     def ref(model: type[BaseModel]) -> dict[str, str]:

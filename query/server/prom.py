@@ -43,7 +43,7 @@ from prometheus_client.registry import Collector
 from artifacts.jobs import JOBS_DB, STATUSES, WORKER_METRICS, JobQueue
 
 if TYPE_CHECKING:
-    from query.server.app import BundleHolder
+    from query.server.holder import BundleHolder
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 EMBED_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
@@ -52,7 +52,7 @@ EMBED_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 class ServerMetrics:
     """The metrics of one server app and the registry that holds them.
 
-    :param holder: the app's :class:`~query.server.app.BundleHolder`, read at scrape time.
+    :param holder: the app's :class:`~query.server.holder.BundleHolder`, read at scrape time.
     :param store_root: the store directory (its ``jobs.sqlite`` is read at scrape time if it exists).
     :param worker: this process's index among the workers of ``--workers N``; ``None`` for a single server.
     """

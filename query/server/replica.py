@@ -9,7 +9,7 @@ over ``DIR``, a local bundle store used as a cache, plus a :class:`Replica` thre
    manifest and renames it into ``DIR/bundles/`` (:func:`artifacts.remote.download_bundle`); a
    bundle that fails is deleted and remembered as refused (``/health`` says why; retried after
    ``retry_refused`` seconds, in case it was re-uploaded);
-3. points ``DIR/CURRENT`` at it and asks the server's :class:`~query.server.app.BundleHolder` to reload,
+3. points ``DIR/CURRENT`` at it and asks the server's :class:`~query.server.holder.BundleHolder` to reload,
    which opens, verifies and warms the bundle and swaps it in: requests in flight finish on the old
    bundle, a bundle that fails to open is never served (the server's one swap rule);
 4. keeps ``DIR`` under ``cache_bytes``: bundles are evicted least recently used first, never the
@@ -63,7 +63,7 @@ class Replica:
         self.poll_interval = poll_interval
         self.cache_bytes = cache_bytes
         self.retry_refused = retry_refused
-        self.holder: Any = None  # query.server.app.BundleHolder, set by attach()
+        self.holder: Any = None  # query.server.holder.BundleHolder, set by attach()
         self.remote_current: str | None = None
         self.fetching: str | None = None
         self.refused: dict[str, dict[str, Any]] = {}
@@ -85,7 +85,7 @@ class Replica:
     # -- life cycle ------------------------------------------------------------------------------
 
     def attach(self, holder: Any) -> None:
-        """Serve through ``holder`` (a :class:`~query.server.app.BundleHolder` over :attr:`cache`)."""
+        """Serve through ``holder`` (a :class:`~query.server.holder.BundleHolder` over :attr:`cache`)."""
         self.holder = holder
 
     def start(self) -> None:

@@ -389,3 +389,16 @@ async def auth_middleware(request: web.Request, handler: Any) -> web.StreamRespo
         if wait > 0:
             raise RateLimitedError("rate limited", wait)
     return await handler(request)
+
+
+def is_admin(request: web.Request) -> bool:
+    config: ServerConfig = request.app[CONFIG]
+    if not config.keys_configured:
+        return True  # loopback-only server: every role is open
+    key = presented_key(request)
+    return key is not None and match_key(config, key) == "admin_key"
+
+
+def may_read_unpublished(request: web.Request) -> bool:
+    """Whether this request may ask for pages with ``published: false`` (admin key, or ``unpublished_public``)."""
+    return request.app[CONFIG].unpublished_public or is_admin(request)

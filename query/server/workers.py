@@ -4,7 +4,7 @@ One Python process serves searches on about one core (Whoosh scoring holds the G
 N`` starts N server processes that each bind the same address with ``SO_REUSEPORT``; the Linux
 kernel spreads incoming connections over them.  Each worker is a complete server: it opens the
 ``CURRENT`` bundle, polls ``CURRENT`` and swaps by the same rule as a single server (see
-:mod:`query.server.app`), so the zero-failed-request swap guarantee holds per process.
+:mod:`query.server.holder`), so the zero-failed-request swap guarantee holds per process.
 
 The supervisor (this module, in the ``gitrag serve`` process itself) starts the workers as child
 processes (``gitrag serve`` with :data:`WORKER_ENV` set) and then only:

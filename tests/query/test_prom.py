@@ -12,7 +12,7 @@ from artifacts.manifest import read_manifest
 from artifacts.store import Store
 from indexer.build import build_bundle
 from query.config import ServerConfig
-from query.server.app import HOLDER
+from query.server.state import HOLDER
 from tests.conftest import RepoBuilder
 from tests.query.test_server import ADMIN_KEY, SEARCH_KEY, with_server
 from tests.query.test_server_timetravel import _corrupt

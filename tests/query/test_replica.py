@@ -25,8 +25,9 @@ from artifacts.remote import RemoteStore, publish_store
 from artifacts.store import Store
 from indexer.build import build_bundle
 from query.server import replica as replica_module
-from query.server.app import create_app, start_server
+from query.server.app import create_app
 from query.server.replica import Replica
+from query.server.runner import start_server
 from tests.conftest import TEST_AWS_KEY_ID, TEST_AWS_SECRET, RepoBuilder
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,8 @@ from aiohttp.test_utils import TestServer
 
 from artifacts.store import Store
 from indexer.build import build_bundle
-from query.server.app import create_app, start_server
+from query.server.app import create_app
+from query.server.runner import start_server
 from tests.conftest import RepoBuilder
 
 ENVELOPE = {"status", "reason", "sources", "index_version", "complete", "truncated", "truncation_reasons"}
@@ -137,7 +138,7 @@ WEBHOOK_SECRET = "w" * 16 + "webhook-secret-0123456789"
 def with_server(store: Path, embedder, scenario, *, config=None, poll: float = 0.2):  # type: ignore[no-untyped-def]
     """Run ``await scenario(base_url, http_session, app)`` against the server on a loopback port.
 
-    The server runs as ``gitrag serve`` runs it (:func:`query.server.app.start_server`, whose runner
+    The server runs as ``gitrag serve`` runs it (:func:`query.server.runner.start_server`, whose runner
     answers aiohttp's parser errors with the envelope).
     """
 

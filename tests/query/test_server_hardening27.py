@@ -73,8 +73,9 @@ def test_unpublished_public_in_the_toml_lets_a_search_key_read_them(private_stor
 def test_mcp_tools_never_read_unpublished_pages(private_store: Path, hash_embedder) -> None:
     import asyncio
 
-    from query.server.app import HOLDER, OPTIONS, create_app
+    from query.server.app import create_app
     from query.server.mcp import call_tool
+    from query.server.state import HOLDER, OPTIONS
 
     async def scenario() -> None:
         app = create_app(private_store, embedder=hash_embedder, poll_interval=5)
@@ -198,7 +199,8 @@ def _serve_raw(store: Path, embedder, scenario, config: ServerConfig) -> None:  
     """Run ``await scenario(port, app)`` against the server as ``gitrag serve`` starts it (real socket)."""
     import asyncio
 
-    from query.server.app import create_app, start_server
+    from query.server.app import create_app
+    from query.server.runner import start_server
 
     async def main() -> None:
         app = create_app(store, embedder=embedder, poll_interval=60, config=config)
@@ -352,11 +354,12 @@ def test_x_forwarded_for_is_read_only_from_trusted_proxies(private_store: Path, 
 
 
 def test_aiohttp_is_the_release_the_server_internals_were_tested_on() -> None:
-    """query.server.app.EnvelopeRunner reaches into aiohttp (``_make_server``, ``Server._kwargs``); pyproject pins
-    aiohttp to 3.14.x.  A new release must be tested and the pin and this check moved together."""
+    """query.server.connections.EnvelopeRunner reaches into aiohttp (``_make_server``, ``Server._kwargs``);
+    pyproject pins aiohttp to 3.14.x.  A new release must be tested and the pin and this check moved together."""
     import aiohttp
 
-    assert aiohttp.__version__.startswith("3.14."), f"aiohttp {aiohttp.__version__}: re-test query.server.app internals"
+    assert aiohttp.__version__.startswith("3.14."), \
+        f"aiohttp {aiohttp.__version__}: re-test query.server.connections internals"
     from aiohttp import web
 
     assert callable(getattr(web.AppRunner, "_make_server", None))

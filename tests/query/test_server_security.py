@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from query.config import ConfigError, ServerConfig, load_config
-from query.server.app import unlisted_routes
+from query.server.routes import unlisted_routes
 from tests.query.test_server import (
     ADMIN_KEY,
     ENVELOPE,

@@ -123,7 +123,7 @@ def test_lru_is_bounded_by_count(history: dict[str, str], hash_embedder) -> None
         health = await (await http.get(base + "/health")).json()
         assert len(health["history_cache"]["bundles"]) == 1
         assert health["history_cache"]["bundles"][0].startswith(history["c2"])
-        from query.server.app import HOLDER
+        from query.server.state import HOLDER
 
         assert app[HOLDER].leases.active == 0
 

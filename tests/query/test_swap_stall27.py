@@ -17,7 +17,7 @@ from artifacts.records import Chunk
 from artifacts.store import Store
 from indexer.build import build_bundle
 from query.bundle import ChunkRecords, _Lines
-from query.server.app import BundleHolder
+from query.server.holder import BundleHolder
 from tests.conftest import RepoBuilder
 
 
