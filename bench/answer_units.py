@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+SHORTLIST = 24
+"""Units scored with the model in use per question (the lexical variant's best; ``ceiling_all`` reads every unit)."""
 
 
 def _accept(q: dict) -> list[str]:  # type: ignore[type-arg]
@@ -42,8 +44,9 @@ def _hit(text: str, path: str, q: dict) -> bool:  # type: ignore[type-arg]
 
 
 def _units(bundle, q: dict) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    from query.answer.answerability import item_context, unit_features
     from query.answer.pipeline import _scorer, parse_answer_request, route_question
-    from query.answer.sentences import text_units
+    from query.answer.sentences import scoring_text, text_units
     from query.search.request import SearchOptions
 
     request = parse_answer_request({"query": q["question"]})
@@ -58,12 +61,28 @@ def _units(bundle, q: dict) -> dict:  # type: ignore[no-untyped-def, type-arg]
     scorer = _scorer(bundle, q["question"], routed.context)
     if scorer is None:
         return row
-    pool = [(it, u) for it in items for u in text_units(it.text)]
-    scored = scorer.score_many([(u.text, it) for it, u in pool], kinds=[u.kind for _it, u in pool],
+    pool, texts = [], {}
+    for it in items:  # the candidates best_units scores, each judged by its scoring text
+        units = text_units(it.text)
+        for u in units:
+            if u.kind == "code" or (u.kind == "row" and not u.header):
+                continue
+            pool.append((it, u))
+            texts[(it.evidence_id, u.order)] = scoring_text(u, units)
+    row["ceiling_all"] = any(_hit(texts[(it.evidence_id, u.order)], it.document_path, q) for it, u in pool)
+    lexical = scorer.model.variants.get("lexical") if scorer.model is not None else None
+    if lexical is not None and len(pool) > SHORTLIST:  # as best_units does: the lexical variant shortlists
+        pre = sorted(((lexical.probability(unit_features(scorer.analysis, scorer.weights, texts[(it.evidence_id, u.order)], item_context(it),
+                                                          scorer.rank.get(it.evidence_id, 0), kind=u.kind,
+                                                          leads=u.leads is not None, item_text=it.text)), i)
+                      for i, (it, u) in enumerate(pool)), key=lambda x: -x[0])
+        pool = [pool[i] for _p, i in pre[:SHORTLIST]]
+    scored = scorer.score_many([(texts[(it.evidence_id, u.order)], it) for it, u in pool], kinds=[u.kind for _it, u in pool],
                                leads=[u.leads is not None for _it, u in pool]) if pool else []
     for (it, u), (p, feats) in zip(pool, scored, strict=True):
         row["units"].append({"p": round(p, 4), "kind": u.kind, "path": it.document_path, "item": it.evidence_id,
-                             "text": u.text[:400], "hit": _hit(u.text, it.document_path, q),
+                             "text": texts[(it.evidence_id, u.order)][:400],
+                             "hit": _hit(texts[(it.evidence_id, u.order)], it.document_path, q),
                              "features": {k: round(v, 4) for k, v in feats.items()}})
     row["variant"] = scorer.variant_name
     row["threshold"] = scorer.variant.threshold if scorer.variant is not None else None
@@ -117,6 +136,7 @@ def main() -> int:
                 totals["text_route"] += row["route"] == "text"
                 totals["relevant_retrieved"] += row["first_relevant"] is not None
                 totals["ceiling"] += row["ceiling"]
+                totals["ceiling_all"] = totals.get("ceiling_all", 0) + bool(row.get("ceiling_all"))
                 totals["top_hit"] += row["top_hit"]
                 threshold = row.get("threshold")
                 totals["top_hit_passes"] += row["top_hit"] and threshold is not None and units[0]["p"] >= threshold

@@ -372,6 +372,26 @@ class OpenedBundle:
         """
         return self.embedder_future.result()
 
+    def scoring_embedder(self) -> Embedder | None:
+        """The model the answerability score embeds questions and units with: the query embedder, or, for a
+        lexical bundle (published before its vectors), the manifest's model loaded once on first use.
+
+        A lexical bundle opens without a model so that BM25 search starts at once; its answers still need the
+        score (without it the rules alone decide, and on foreign documentation they deliver a third of their
+        answers wrong).  Returns ``None`` when the model cannot be loaded here (the score then decides nothing).
+        """
+        model = self.embedder
+        if model is not None or self.manifest.stage != "lexical":
+            return model
+        with self.derive_lock:
+            if "scoring_embedder" not in self.derived:
+                try:
+                    loaded = _load_query_embedder(self.manifest.config.embedder, self.bundle_id, None, True)
+                except Exception:  # noqa: BLE001 - no model here: answers are scored by nothing, as before
+                    loaded = None
+                self.derived["scoring_embedder"] = loaded
+            return self.derived["scoring_embedder"]  # type: ignore[no-any-return]
+
     def thread_searcher(self, weighting: Any) -> Any:
         """Return the calling thread's Whoosh searcher over ``text/``, opened on its first use.
 

@@ -334,7 +334,10 @@ def gate_claims(scorer: UnitScorer, verdicts: Sequence[Any], items: Sequence[Evi
         todo.append((i, item, find_unit(v.claim.quote, item)))
     if not todo:
         return list(verdicts)
-    scored = scorer.score_many([(u.text if u is not None else verdicts[i].claim.quote, item) for i, item, u in todo],
+    from query.answer.sentences import scoring_text, text_units
+
+    scored = scorer.score_many([(scoring_text(u, text_units(item.text)) if u is not None else verdicts[i].claim.quote,
+                                 item) for i, item, u in todo],
                                kinds=[u.kind if u is not None else "sentence" for _i, _it, u in todo],
                                leads=[u is not None and u.leads is not None for _i, _it, u in todo])
     passed_lists = {(item.evidence_id, u.leads) for (_i, item, u), (p, _f) in zip(todo, scored, strict=True)
@@ -359,24 +362,31 @@ def best_units(scorer: UnitScorer, items: Sequence[EvidenceItem], *,
     Every unit of the chunk items (not instructions to a model, not bare links) is scored with the lexical
     signals first; the ``shortlist`` best of those are scored with the variant in use (one embedding batch).
     """
-    from query.answer.sentences import addresses_model, link_only, text_units
+    from query.answer.sentences import addresses_model, link_only, scoring_text, text_units
 
     if scorer.variant is None:
         return []
     pool = []
+    texts: dict[tuple[str, int], str] = {}
     for item in items:
         if item.kind != "chunk":
             continue
-        for unit in text_units(item.text):
-            if unit.kind in ("row", "code") or addresses_model(unit.text) or link_only(unit.text):
+        units = text_units(item.text)
+        for unit in units:
+            # a code block is judged with the sentence that introduces it; a table's header row names cells only
+            if unit.kind == "code" or (unit.kind == "row" and not unit.header):
+                continue
+            if addresses_model(unit.text) or link_only(unit.text):
                 continue
             pool.append((item, unit))
+            texts[(item.evidence_id, unit.order)] = scoring_text(unit, units)
     if not pool:
         return []
     lexical = scorer.model.variants.get("lexical") if scorer.model is not None else None
     if lexical is not None and len(pool) > shortlist and scorer.variant_name != "dense":
         rank = scorer.rank
-        pre = [(lexical.probability(unit_features(scorer.analysis, scorer.weights, u.text, item_context(it),
+        pre = [(lexical.probability(unit_features(scorer.analysis, scorer.weights, texts[(it.evidence_id, u.order)],
+                                                  item_context(it),
                                                   rank.get(it.evidence_id, 0), kind=u.kind,
                                                   leads=u.leads is not None, item_text=it.text)), i)
                for i, (it, u) in enumerate(pool)]
@@ -384,8 +394,8 @@ def best_units(scorer: UnitScorer, items: Sequence[EvidenceItem], *,
         pool = [pool[i] for _p, i in pre[:shortlist]]
     elif len(pool) > shortlist:
         pool = pool[: shortlist * 2]
-    scored = scorer.score_many([(u.text, it) for it, u in pool], kinds=[u.kind for _it, u in pool],
-                               leads=[u.leads is not None for _it, u in pool])
+    scored = scorer.score_many([(texts[(it.evidence_id, u.order)], it) for it, u in pool],
+                               kinds=[u.kind for _it, u in pool], leads=[u.leads is not None for _it, u in pool])
     out = [(p, it, u) for (p, _f), (it, u) in zip(scored, pool, strict=True) if scorer.passes(p)]
     out.sort(key=lambda x: -x[0])
     return out

@@ -46,7 +46,7 @@ from typing import Any
 
 from artifacts.text.profile import crosses_language
 from artifacts.text.words import WordSet, content_words, fold_word, stop_words, verb_words, word_set
-from query.answer.answerability import best_units, gate_claims
+from query.answer.answerability import best_units, find_unit, gate_claims
 from query.answer.asked import (
     CountFocus,
     action_family,
@@ -938,11 +938,13 @@ def _judge(question: str, reply: GeneratorReply, items: list[EvidenceItem], grap
 
 
 def _rescue(question: str, items: list[EvidenceItem], graph: dict[str, Any] | None, scorer: Any,
-            attempts: list[dict[str, Any]]) -> list[Claim]:
+            attempts: list[dict[str, Any]], *, above: float | None = None) -> list[Claim]:
+    """The best-scoring evidence unit (with the list or code block it introduces) as verbatim claims, if it
+    passes the attribution checks; ``above``: only when its score is higher than this (else ``[]``)."""
     from query.answer.generators import shown_text  # generators imports this module
 
     ranked = best_units(scorer, items)
-    if not ranked:
+    if not ranked or (above is not None and ranked[0][0] <= above):
         return []
     _p, item, unit = ranked[0]
     group = [unit]
@@ -954,6 +956,31 @@ def _rescue(question: str, items: list[EvidenceItem], graph: dict[str, Any] | No
     verdicts = check_reply(question, reply, items, graph=graph)
     attempts.append(_attempt_record(3, reply, verdicts))
     return [v.claim for v in verdicts if v.ok]
+
+
+def _with_blocks(question: str, claims: list[Claim], items: list[EvidenceItem],
+                 graph: dict[str, Any] | None) -> list[Claim]:
+    """``claims`` with, after each one that quotes a list introduction, the items or code block it introduces
+    (verbatim claims that pass the attribution checks): "run these commands:" is no answer without them."""
+    from query.answer.generators import shown_text  # generators imports this module
+
+    by_id = {it.evidence_id: it for it in items}
+    have = {(c.evidence, " ".join(c.quote.split())) for c in claims}
+    out: list[Claim] = []
+    for claim in claims:
+        out.append(claim)
+        item = by_id.get(claim.evidence[0]) if claim.evidence else None
+        unit = find_unit(claim.quote, item) if item is not None and item.kind == "chunk" else None
+        if unit is None or unit.leads is None:
+            continue
+        block = [Claim(text=u.text if u.kind == "code" else shown_text(u.text), evidence=(item.evidence_id,),
+                       quote=" ".join(u.text.split())) for u in text_units(item.text) if u.list_id == unit.leads]
+        block = [c for c in block if (c.evidence, c.quote) not in have]
+        if block:
+            out.extend(v.claim for v in check_reply(question, GeneratorReply(tuple(block)), items, graph=graph)
+                       if v.ok)
+            have |= {(c.evidence, c.quote) for c in block}
+    return out
 
 
 async def run_generation(question: str, evidence: Sequence[EvidenceItem], generator: Generator, *,
@@ -992,6 +1019,11 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
     verdicts = _judge(question, reply, items, graph, gate, answerability)
     attempts = [_attempt_record(1, reply, verdicts)]
     if not reply.claims:
+        # the extractive generator's rules found nothing: the best unit the score accepts may still answer
+        scored = answerability is not None and rescue
+        rescued = _rescue(question, items, graph, answerability, attempts) if scored else []
+        if rescued:
+            return GenerationOutcome(rescued, "ok", None, coverage(question, rescued, items), attempts)
         return GenerationOutcome([], "no_answer", "insufficient_evidence", 0.0, attempts)
     passed = [v.claim for v in verdicts if v.ok]  # verdicts cover at most MAX_CLAIMS claims
     failed = [v for v in verdicts if not v.ok]
@@ -1017,6 +1049,14 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
         if key not in seen:
             seen.add(key)
             delivered.append(claim)
+    if answerability is not None and rescue and answerability.variant is not None:
+        # one score decides what the extractive generator delivers: its rules propose claims, and a unit of the
+        # evidence that scores higher than every one of them replaces them (with the block it introduces)
+        quoted = {" ".join(c.quote.split()) for c in delivered}
+        best = max((p for q, p in answerability.scores if " ".join(q.split()) in quoted), default=None)
+        better = _rescue(question, items, graph, answerability, attempts, above=best) if delivered else []
+        if better:
+            return GenerationOutcome(better, "ok", None, coverage(question, better, items), attempts, repaired)
     if not delivered and answerability is not None and rescue:
         delivered = _rescue(question, items, graph, answerability, attempts)
         if delivered:
@@ -1026,6 +1066,8 @@ async def run_generation(question: str, evidence: Sequence[EvidenceItem], genera
         off = any(v.reasons == ("off_question",) for v in every)
         return GenerationOutcome([], "no_answer", "insufficient_evidence" if off else "unsupported_answer", 0.0,
                                  attempts, repaired)
+    if rescue:
+        delivered = _with_blocks(question, delivered, items, graph)
     share = coverage(question, delivered, items)
     if share < coverage_threshold:
         return GenerationOutcome([], "no_answer", "insufficient_evidence", share, attempts, repaired)

@@ -400,7 +400,7 @@ def _scorer(bundle: OpenedBundle, question: str, context: Context) -> UnitScorer
     if default_model() is None:
         return None
     try:
-        embedder = bundle.embedder
+        embedder = bundle.scoring_embedder()
     except Exception:  # noqa: BLE001 - a bundle whose model cannot load is scored lexically
         embedder = None
     return UnitScorer(analyse_question(question), context.items, embedder, weights=context.word_weights)

@@ -69,6 +69,9 @@ class Unit:
     list_id: int | None = None
     leads: int | None = None
     order: int = 0
+    header: str = ""
+    """For a ``row``: the header row of its table (cells as written, without the outer pipes), which names
+    what each cell is ("Variable | Default | Description"); a row is read with it, never delivered with it."""
 
 
 def _language(text: str) -> str:
@@ -185,6 +188,7 @@ def _text_units(text: str) -> tuple[Unit, ...]:
     list_stack: list[int] = []
     list_count = 0
     pending_lead: Unit | None = None  # last sentence of the paragraph just closed
+    in_head, header = False, ""  # inside a table's header; the header row of the current table
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.map:
             level = int(tok.tag[1:])
@@ -223,6 +227,13 @@ def _text_units(text: str) -> tuple[Unit, ...]:
                 units.append(unit)
                 last = unit
             pending_lead = last if not list_stack else None
+        elif tok.type == "thead_open":
+            in_head = True
+        elif tok.type == "thead_close":
+            in_head = False
+        elif tok.type == "table_open":
+            header = ""
+            pending_lead = None
         elif tok.type == "tr_open" and tok.map:
             start, end = lines[tok.map[0]], lines[tok.map[0] + 1]
             row = text[start:end].strip()
@@ -231,10 +242,12 @@ def _text_units(text: str) -> tuple[Unit, ...]:
             if row.endswith("|"):
                 row = row[:-1]
             row = row.strip()
+            if in_head:
+                header = row
             if row and not re.fullmatch(r"[\s|:-]*", row):
                 at = text.find(row, start)
                 units.append(Unit("row", at, at + len(row), row, tuple(h for _, h in headings), None,
-                                  None, len(units)))
+                                  None, len(units), header if not in_head else ""))
             pending_lead = None
         elif tok.type in ("fence", "code_block") and tok.map and pending_lead is not None and not list_stack:
             # a paragraph that introduces a code block ("... can be scripted with crontab:") leads it: the
@@ -249,9 +262,24 @@ def _text_units(text: str) -> tuple[Unit, ...]:
                 units.append(Unit("code", start + lead, start + len(code), code.strip(),
                                   tuple(h for _, h in headings), list_count, None, len(units)))
             pending_lead = None
-        elif tok.type in ("fence", "code_block", "html_block", "hr", "table_open"):
+        elif tok.type in ("fence", "code_block", "html_block", "hr"):
             pending_lead = None
     return tuple(units)
+
+
+def scoring_text(unit: Unit, units: list[Unit] | tuple[Unit, ...]) -> str:
+    """The text ``unit`` is judged by: a list introduction (``leads``) together with the list or code block
+    it introduces (the steps are what answers a "how do I" question, the introduction says what they are
+    for), a table row with its table's header row (the header names what the cells are); else the unit.
+
+    ``units``: every unit of the same evidence text (:func:`text_units`).
+    """
+    if unit.leads is not None:
+        block = [u.text for u in units if u.list_id == unit.leads and u is not unit]
+        return "\n".join([unit.text, *block]) if block else unit.text
+    if unit.kind == "row" and unit.header:
+        return unit.header + "\n" + unit.text
+    return unit.text
 
 
 def _replace(unit: Unit, **changes: object) -> Unit:
