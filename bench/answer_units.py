@@ -72,12 +72,15 @@ def _units(bundle, q: dict) -> dict:  # type: ignore[no-untyped-def, type-arg]
     row["ceiling_all"] = any(_hit(texts[(it.evidence_id, u.order)], it.document_path, q) for it, u in pool)
     lexical = scorer.model.variants.get("lexical") if scorer.model is not None else None
     if lexical is not None and len(pool) > SHORTLIST:  # as best_units does: the lexical variant shortlists
-        pre = sorted(((lexical.probability(unit_features(scorer.analysis, scorer.weights, texts[(it.evidence_id, u.order)], item_context(it),
-                                                          scorer.rank.get(it.evidence_id, 0), kind=u.kind,
-                                                          leads=u.leads is not None, item_text=it.text)), i)
+        def features(it, u):  # type: ignore[no-untyped-def]
+            return unit_features(scorer.analysis, scorer.weights, texts[(it.evidence_id, u.order)], item_context(it),
+                                 scorer.rank.get(it.evidence_id, 0), kind=u.kind, leads=u.leads is not None,
+                                 item_text=it.text)
+        pre = sorted(((lexical.probability(features(it, u)), i)
                       for i, (it, u) in enumerate(pool)), key=lambda x: -x[0])
         pool = [pool[i] for _p, i in pre[:SHORTLIST]]
-    scored = scorer.score_many([(texts[(it.evidence_id, u.order)], it) for it, u in pool], kinds=[u.kind for _it, u in pool],
+    scored = scorer.score_many([(texts[(it.evidence_id, u.order)], it) for it, u in pool],
+                               kinds=[u.kind for _it, u in pool],
                                leads=[u.leads is not None for _it, u in pool]) if pool else []
     for (it, u), (p, feats) in zip(pool, scored, strict=True):
         row["units"].append({"p": round(p, 4), "kind": u.kind, "path": it.document_path, "item": it.evidence_id,
@@ -100,6 +103,19 @@ async def _delivered(bundle, q: dict) -> dict:  # type: ignore[no-untyped-def, t
     cited = sorted({s["document_path"] for s in body.get("sources") or []})
     return {"status": body.get("status"), "reason": body.get("reason"), "answer": body.get("answer"),
             "cited": cited, "engine": body.get("engine")}
+
+
+def threshold_table(rows: list[dict], steps: tuple[float, ...] = (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)) -> dict:  # type: ignore[type-arg]
+    """Deliver-the-best-unit simulation per threshold: ``{t: [right, wrong]}`` -- right: an answerable question
+    whose best unit is a hit and reaches ``t``; wrong: any other question whose best unit reaches ``t``."""
+    table = {}
+    for t in steps:
+        right = sum(1 for r in rows if r["units"] and r["units"][0]["p"] >= t and r["answerable"]
+                    and r["units"][0]["hit"])
+        wrong = sum(1 for r in rows if r["units"] and r["units"][0]["p"] >= t
+                    and not (r["answerable"] and r["units"][0]["hit"]))
+        table[str(t)] = [right, wrong]
+    return table
 
 
 def main() -> int:
@@ -146,6 +162,8 @@ def main() -> int:
                 totals["not_answerable"] += 1
                 totals["delivered_on_unanswerable"] += ok
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    rows = [json.loads(x) for x in args.out.read_text(encoding="utf-8").splitlines()]
+    totals["thresholds"] = threshold_table(rows)
     print(json.dumps({"bundle": bundle.bundle_id, "questions": str(args.questions), **totals}, indent=1))
     return 0
 
