@@ -56,15 +56,18 @@ def main() -> None:
     parser.add_argument("--embedder", default=None, help="default: none given (gitrag's default)")
     parser.add_argument("--embed-seconds", type=float, default=None)
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--log", default=None, help="write every build output line with its second since t = 0")
     args = parser.parse_args()
     gitrag = [sys.executable, "-c", "from artifacts.cli import main; main()"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     Path(args.store).mkdir(parents=True, exist_ok=True)
     server = subprocess.Popen([*gitrag, "serve", "--store", args.store, "--port", str(port), "--poll-interval", "0.5"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while _search(base, args.query)[0] == 0:  # wait until it listens (503: no bundle yet)
+        if server.poll() is not None:
+            raise SystemExit(f"gitrag serve ended with status {server.returncode} before it listened")
         time.sleep(0.2)
     lines: list[tuple[float, str]] = []
     started = time.monotonic()
@@ -74,10 +77,15 @@ def main() -> None:
                              # a background job starts with SIGINT ignored; the build must see our Ctrl-C
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
 
+    log = open(args.log, "w", encoding="utf-8") if args.log else None  # noqa: SIM115 - written as lines come
+
     def read() -> None:
         assert build.stdout is not None
         for line in build.stdout:
             lines.append((time.monotonic() - started, line.rstrip()))
+            if log is not None:
+                log.write(f"{lines[-1][0]:8.1f}  {lines[-1][1]}\n")
+                log.flush()
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -108,10 +116,16 @@ def main() -> None:
     server.terminate()
     server.wait(timeout=30)
     searchable = next((t for t, line in lines if "searchable now" in line), None)
+    estimate_at = next((t for t, line in lines if "to embed, about" in line), None)
     estimate = next((line for _, line in lines if "to embed, about" in line), None)
+    if log is not None:
+        log.close()
     print(json.dumps({"repo": args.repo, "load_average_at_end": os.getloadavg(), "first_search": first,
                       "searchable_line_at": round(searchable, 1) if searchable is not None else None,
-                      "embed_estimate": estimate, "engines_seen": engines_seen, "failed_after_first": failures,
+                      "embed_estimate": estimate,
+                      "embed_estimate_at": round(estimate_at, 1) if estimate_at is not None else None,
+                      "build_seconds": round(lines[-1][0], 1) if lines else None,
+                      "engines_seen": engines_seen, "failed_after_first": failures,
                       "interrupted_at": interrupted_at, "build_exit": build.returncode,
                       "build_tail": [line for _, line in lines[-6:]]}, indent=1, ensure_ascii=False))
 

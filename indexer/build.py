@@ -830,6 +830,9 @@ FIRST_BATCHES = (2, 4, 8)
 """Sizes of a build's first embedding batches, then :data:`EMBED_BATCH`: the first rate (and ETA)
 is measured within seconds even at 0.2 chunk/s, and then refined (see :mod:`indexer.progress`)."""
 EMBED_BATCH = 16
+EMBED_INPUT_OVERHEAD = 100
+"""Characters an embedding input's fixed cost is worth (prefix, special tokens, its share of a call)
+in the ETA's weights (:meth:`indexer.progress.BuildProgress.weigh`)."""
 
 
 def batch_sizes(total: int, first: tuple[int, ...] = FIRST_BATCHES, batch: int = EMBED_BATCH) -> list[int]:
@@ -862,6 +865,9 @@ def _run_embedding(model: Embedder, plan: _EmbeddingPlan, report: Progress, *,
         report("resume", 0, plan.resumed)
         report("resume", plan.resumed, plan.resumed)
     inputs = list(todo)
+    weigh = getattr(report, "weigh", None)  # BuildProgress: an ETA by characters left, not chunks
+    if weigh is not None:
+        weigh("embed", [len(head) + len(body) + EMBED_INPUT_OVERHEAD for head, body in inputs])
     report("embed", 0, len(inputs))  # small first batches: the first rate within seconds (indexer.progress)
     start = 0
     for size in batch_sizes(len(inputs)):

