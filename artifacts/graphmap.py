@@ -201,54 +201,11 @@ class GraphMapping(_Strict):
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-_THESIS_WIKI = r"""
-name: thesis-wiki
-version: 1
-authors: document_author
-person_pages:
-  paths: ["pages/students/*/*/README.md"]
-  require_front_matter_title: true
-  start_year_category: "^st(?P<year>[0-9]{4})$"
-works:
-  category: "^(?P<type>bp|dp|dr|vp|tp)(?P<year>[0-9]{4})$"
-  section_level: 2
-  title_line: "^\\s*\\**\\s*Názov(?:\\s+práce)?\\s*\\**\\s*:\\s*\\**\\s*(?P<title>.*?)\\s*\\**\\s*$"
-  types:
-    bp:
-      label: Bakalárska práca
-      heading: "^Bakalárska\\s+práca"
-      words: {sk: [bakalár*], cs: [bakalář*], en: [bachelor*, bsc]}
-    dp:
-      label: Diplomová práca
-      heading: "^Diplomová\\s+práca"
-      words: {sk: [diplom*, inžiniersk*], cs: [diplom*, inženýrsk*], en: [master*, msc, diploma]}
-    dr:
-      label: Dizertačná práca
-      heading: "^Dizertačná\\s+práca"
-      words: {sk: [dizertač*, disertač*, doktorand*, doktorsk*], cs: [disertač*, dizertač*, doktorand*, doktorsk*],
-              en: [dissertation*, doctoral, doctorate, phd]}
-    vp:
-      label: Výskumný projekt
-      heading: "^Výskumný\\s+projekt"
-      words: {sk: [výskumn*], cs: [výzkumn*], en: [research]}
-    tp:
-      label: Tímový projekt
-      heading: "^Tímový\\s+projekt"
-      words: {sk: [tímov*], cs: [týmov*], en: [team]}
-topics:
-  pages: ["pages/topics/*/README.md"]
-  # a student's topic is the page linked from the "Téma:" line; tags and "Pozri aj" (see also)
-  # links name related topics, not the student's own
-  from_tags: false
-  from_links: true
-  link_lines: "^\\s*\\**\\s*Tém[ay]\\s*\\**\\s*:"
-"""
+PRESETS_DIR = Path(__file__).with_name("graphpresets")
+"""Folder of the built-in mappings, one YAML file per preset (``<name>.yaml``)."""
 
-PRESETS: dict[str, str] = {
-    "generic": "name: generic\nversion: 1\nauthors: person\n",
-    "obsidian": "name: obsidian\nversion: 1\nauthors: person\naliases: [aliases, alias]\n",
-    "thesis-wiki": _THESIS_WIKI,
-}
+PRESETS: dict[str, str] = {path.stem: path.read_text(encoding="utf-8")
+                           for path in sorted(PRESETS_DIR.glob("*.yaml"))}
 """Built-in mappings by name, as YAML text."""
 
 
