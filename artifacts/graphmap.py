@@ -169,6 +169,60 @@ class Permalinks(_Strict):
     hosts: list[str] = Field(default_factory=list)
 
 
+class Relation(_Strict):
+    """A front matter field as a relation: every value of one of ``fields`` (a string, a number or a
+    list of them) becomes a ``FieldValue`` node (``relation``: the relation's name) that its document
+    points at with ``HAS_FIELD``.  ``fields`` defaults to the relation's own name."""
+
+    fields: list[str] = Field(default_factory=list)
+
+
+_SLOT_KINDS = re.compile(r"^(?:page|value:(?P<relation>[A-Za-z_][A-Za-z0-9_]*))$")
+
+
+class Intent(_Strict):
+    """One intent declared as data: the question words that ask it, the slots the question must fill,
+    the Cypher template that answers it and how its facts are phrased.
+
+    ``words``: concepts of the question vocabulary (``artifacts/graphwords.yaml`` and the mapping's
+    ``questions.concepts``) that the question must all contain; ``allow``: other concepts it may
+    contain.  ``slots``: slot name -> ``page`` (a page named by its title; the parameter is its path)
+    or ``value:<relation>`` (a value of that relation named in the question; the parameter is the value).
+    ``cypher``: a read-only template with the parameters ``$<slot>`` and ``$published_only``, returning
+    rows ``(document path, subject, object)``: each row is one fact ``subject -[predicate]-> object``
+    read from that document.  ``phrasing``: per language, a line with ``{subject}`` and ``{object}``.
+    """
+
+    words: list[str]
+    allow: list[str] = Field(default_factory=list)
+    slots: dict[str, str]
+    cypher: str
+    predicate: str
+    phrasing: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("slots")
+    @classmethod
+    def _slot_kinds(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, kind in value.items():
+            if not _SLOT_KINDS.match(kind):
+                raise ValueError(f"slot {name!r}: kind must be 'page' or 'value:<relation>', not {kind!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _parameters(self) -> Intent:
+        if not self.words:
+            raise ValueError("an intent needs at least one concept in 'words'")
+        for name in self.slots:
+            if not re.search(rf"\${re.escape(name)}\b", self.cypher):
+                raise ValueError(f"the cypher template does not use the slot ${name}")
+        return self
+
+    def relations(self) -> list[str]:
+        """The relations whose values the intent's slots take."""
+        return [m.group("relation") for kind in self.slots.values()
+                if (m := _SLOT_KINDS.match(kind)) and m.group("relation")]
+
+
 class GraphMapping(_Strict):
     """A validated mapping; :meth:`canonical` is what the build config records."""
 
@@ -182,6 +236,8 @@ class GraphMapping(_Strict):
     author_names: AuthorNames | None = None
     permalinks: Permalinks | None = None
     questions: dict[str, Any] | None = None
+    relations: dict[str, Relation] = Field(default_factory=dict)
+    intents: dict[str, Intent] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _works_need_pages(self) -> GraphMapping:
@@ -189,11 +245,26 @@ class GraphMapping(_Strict):
             raise ValueError("works need person_pages (a work belongs to the person of a page)")
         if self.version != MAPPING_FORMAT_VERSION:
             raise ValueError(f"mapping version {self.version} is not supported (expected {MAPPING_FORMAT_VERSION})")
+        for name, intent in self.intents.items():
+            unknown = [r for r in intent.relations() if r not in self.relations]
+            if unknown:
+                raise ValueError(f"intent {name!r} takes values of {unknown[0]!r}, which 'relations' does not declare")
         return self
 
+    def relation_fields(self) -> dict[str, list[str]]:
+        """Relation name -> the front matter fields it reads (the relation's name when none is given)."""
+        return {name: relation.fields or [name] for name, relation in self.relations.items()}
+
     def canonical(self) -> dict[str, Any]:
-        """Return the mapping as plain JSON-safe data (defaults filled in)."""
-        return self.model_dump(mode="json")
+        """Return the mapping as plain JSON-safe data (defaults filled in).
+
+        ``relations`` and ``intents`` are left out when empty, so that a mapping without them has the
+        canonical form (and config fingerprint) it had before they existed."""
+        data = self.model_dump(mode="json")
+        for key in ("relations", "intents"):
+            if not data[key]:
+                del data[key]
+        return data
 
     def digest(self) -> str:
         """Return sha256 (hex) of the canonical JSON."""

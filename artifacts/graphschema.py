@@ -34,6 +34,9 @@ Schema (version :data:`artifacts.config.GRAPH_SCHEMA_VERSION`; any change below 
     HAS_TOPIC(Document -> Topic, via, path)         ``via``: ``page``, ``tag`` or ``link``
     HAS_ALIAS(Document -> Alias)
 
+    FieldValue(id PK, relation, name, key)          only with a mapping that declares ``relations``
+    HAS_FIELD(Document -> FieldValue, relation)     a front matter field's value (``owner: alice``)
+
 Which of these are filled depends on the graph mapping of the build
 (:mod:`artifacts.graphmap`): the ``generic`` preset fills the front-matter tables, sections and
 links; ``thesis-wiki`` adds student ``Person`` nodes (one per person page, so two students with
@@ -210,7 +213,24 @@ REL_TABLES: tuple[RelTable, ...] = (
 )
 """Relationship tables in creation (and bulk-load) order; all node tables come first."""
 
-_NODE_BY_NAME = {table.name: table for table in NODE_TABLES}
+FIELD_NODE_TABLES: tuple[NodeTable, ...] = (
+    NodeTable("FieldValue", "id", (("id", "STRING"), ("relation", "STRING"), ("name", "STRING"), ("key", "STRING"))),
+)
+"""Node tables of a mapping with ``relations`` (:class:`artifacts.graphmap.Relation`): one ``FieldValue``
+per (relation, value), ``id`` ``<relation>:<value>``.  A graph of a mapping without relations has none of
+these tables, so its schema, digest and counts are what they were before relations existed."""
+
+FIELD_REL_TABLES: tuple[RelTable, ...] = (RelTable("HAS_FIELD", "Document", "FieldValue", (("relation", "STRING"),)),)
+"""Relationship tables of a mapping with ``relations``: a document and the value of its front matter field."""
+
+_NODE_BY_NAME = {table.name: table for table in NODE_TABLES + FIELD_NODE_TABLES}
+
+
+def schema_tables(relations: bool) -> tuple[tuple[NodeTable, ...], tuple[RelTable, ...]]:
+    """``(node tables, relationship tables)`` of a graph; ``relations``: the mapping declares relations."""
+    if relations:
+        return NODE_TABLES + FIELD_NODE_TABLES, REL_TABLES + FIELD_REL_TABLES
+    return NODE_TABLES, REL_TABLES
 
 
 def _node_ddl(table: NodeTable) -> str:
@@ -223,8 +243,14 @@ def _rel_ddl(table: RelTable) -> str:
     return f"CREATE REL TABLE {table.name}(FROM {table.source} TO {table.target}{columns})"
 
 
-SCHEMA_DDL: list[str] = [_node_ddl(t) for t in NODE_TABLES] + [_rel_ddl(t) for t in REL_TABLES]
-"""``CREATE NODE TABLE`` / ``CREATE REL TABLE`` statements, run in order on an empty database."""
+def schema_ddl(relations: bool = False) -> list[str]:
+    """``CREATE NODE TABLE`` / ``CREATE REL TABLE`` statements, run in order on an empty database."""
+    nodes, rels = schema_tables(relations)
+    return [_node_ddl(t) for t in nodes] + [_rel_ddl(t) for t in rels]
+
+
+SCHEMA_DDL: list[str] = schema_ddl()
+"""The statements of a graph whose mapping declares no relations."""
 
 
 def name_key(name: str) -> str:
@@ -357,15 +383,17 @@ def stored_properties(conn: ladybug.Connection, table: str) -> set[str]:
     return {str(row[1]) for row in fetch_rows(conn, f"CALL TABLE_INFO('{table}') RETURN *")}
 
 
-def count_graph(conn: ladybug.Connection) -> tuple[dict[str, int], dict[str, int]]:
-    """Return ``(nodes, relationships)``: row counts per node table and per relationship table."""
+def count_graph(conn: ladybug.Connection, relations: bool = False) -> tuple[dict[str, int], dict[str, int]]:
+    """Return ``(nodes, relationships)``: row counts per node table and per relationship table
+    (``relations``: the graph has the tables of :data:`FIELD_NODE_TABLES` and :data:`FIELD_REL_TABLES`)."""
+    node_tables, rel_tables = schema_tables(relations)
     nodes = {
         t.name: int(fetch_rows(conn, f"MATCH (n:{t.name}) RETURN count(n)")[0][0])
-        for t in NODE_TABLES
+        for t in node_tables
     }
     rels = {
         t.name: int(fetch_rows(conn, f"MATCH ()-[r:{t.name}]->() RETURN count(r)")[0][0])
-        for t in REL_TABLES
+        for t in rel_tables
     }
     return nodes, rels
 
@@ -377,7 +405,7 @@ def _canonical(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
-def graph_digest(conn: ladybug.Connection) -> str:
+def graph_digest(conn: ladybug.Connection, relations: bool = False) -> str:
     """Return sha256 (hex) over the graph's logical content read back from ``conn``.
 
     One canonical JSON line per node (``["N", table, {property: value}]``) and per
@@ -386,17 +414,19 @@ def graph_digest(conn: ladybug.Connection) -> str:
     on insertion order or physical layout, so two builds of the same documents agree even though
     their database files differ byte for byte.  Duplicate relationships count once per copy.
 
-    :param conn: an open connection (read-only or not) to a database with :data:`SCHEMA_DDL`.
+    :param conn: an open connection (read-only or not) to a database with :func:`schema_ddl`.
+    :param relations: the graph has the tables of a mapping with relations (:func:`schema_tables`).
     :returns: 64 lowercase hex characters.
     :raises RuntimeError: a table of the schema is missing from the database.
     """
+    node_tables, rel_tables = schema_tables(relations)
     lines: list[str] = []
-    for node in NODE_TABLES:
+    for node in node_tables:
         names = [name for name, _ in node.properties]
         returns = ", ".join(f"n.{name}" for name in names)
         for row in fetch_rows(conn, f"MATCH (n:{node.name}) RETURN {returns}"):
             lines.append(_canonical(["N", node.name, dict(zip(names, row, strict=True))]))
-    for rel in REL_TABLES:
+    for rel in rel_tables:
         names = [name for name, _ in rel.properties]
         source_pk = _NODE_BY_NAME[rel.source].primary_key
         target_pk = _NODE_BY_NAME[rel.target].primary_key

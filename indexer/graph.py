@@ -57,14 +57,13 @@ from artifacts.graphmap import (
 )
 from artifacts.graphschema import (
     GRAPH_DB_FILENAME,
-    NODE_TABLES,
-    REL_TABLES,
-    SCHEMA_DDL,
     count_graph,
     document_fact_chunks,
     graph_digest,
     name_key,
     open_graph,
+    schema_ddl,
+    schema_tables,
 )
 from artifacts.records import Chunk, Document
 
@@ -144,7 +143,8 @@ def _collect_rows(
         raise ValueError(f"duplicate document paths: {duplicates[:5]}")
     known = set(counts)
 
-    out = Extraction([t.name for t in NODE_TABLES] + [t.name for t in REL_TABLES])
+    node_tables, rel_tables = schema_tables(bool(mapping.relations))
+    out = Extraction([t.name for t in node_tables] + [t.name for t in rel_tables])
     ordered = sorted(docs, key=lambda d: d.path)
     texts = chunk_texts or {}
     for doc in ordered:
@@ -175,6 +175,10 @@ def _collect_rows(
         if doc.year is not None:
             out.add("Year", (doc.year,))
             out.add("IN_YEAR", (doc.path, doc.year))
+        for relation, fields in mapping.relation_fields().items():
+            for value in _field_values(doc.front_matter, fields):
+                out.add("FieldValue", (f"{relation}:{value}", relation, value, name_key(value)))
+                out.add("HAS_FIELD", (doc.path, f"{relation}:{value}", relation))
         for link in doc.links:
             if link.resolved is None or link.resolved not in known:
                 continue  # unresolved, or resolved to a file that is not an indexed document
@@ -186,6 +190,18 @@ def _collect_rows(
         table: [tuple(_or_null(v) for v in row) for row in sorted(found, key=_row_order)]
         for table, found in out.rows.items()
     }
+
+
+def _field_values(front_matter: dict[str, Any], fields: list[str]) -> list[str]:
+    """The values of ``fields`` in a page's front matter (strings and numbers, alone or in a list), NFC,
+    stripped, empty ones dropped, each once in order."""
+    values: list[str] = []
+    for name in fields:
+        value = front_matter.get(name)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str | int | float) and not isinstance(item, bool) and (text := _nfc_name(str(item))):
+                values.append(text)
+    return list(dict.fromkeys(values))
 
 
 def _row_order(row: Row) -> tuple[Any, ...]:
@@ -259,12 +275,14 @@ def write_graph(
     try:
         db, conn = open_graph(graph_dir, read_only=False)
         try:
-            for statement in SCHEMA_DDL:
+            relations = bool(mapping.relations)
+            node_tables, rel_tables = schema_tables(relations)
+            for statement in schema_ddl(relations):
                 conn.execute(statement)
-            for node in NODE_TABLES:
+            for node in node_tables:
                 header = [name for name, _ in node.properties]
                 _load(conn, node.name, header, rows[node.name], csv_dir)
-            for rel in REL_TABLES:
+            for rel in rel_tables:
                 header = ["from", "to"] + [name for name, _ in rel.properties]
                 _load(conn, rel.name, header, rows[rel.name], csv_dir)
             conn.execute("CHECKPOINT;")
@@ -280,8 +298,8 @@ def write_graph(
 
     db, conn = open_graph(graph_dir, read_only=True)
     try:
-        nodes, relationships = count_graph(conn)
-        digest = graph_digest(conn)
+        nodes, relationships = count_graph(conn, bool(mapping.relations))
+        digest = graph_digest(conn, bool(mapping.relations))
     finally:
         conn.close()
         db.close()

@@ -41,6 +41,7 @@ class Analysis:
     negated: list[int] = field(default_factory=list)  # positions of negation words (not "but not")
     operators: list[tuple[int, int, str]] = field(default_factory=list)  # and / or / but_not word spans
     stated_years: list[int] = field(default_factory=list)  # years a premise question states (not a filter)
+    field_values: dict[str, list[str]] = field(default_factory=dict)  # relation -> values the question names
 
     def structure_question(self, vocab: Vocabulary) -> bool:
         """Whether the question asks for persons or documents selected by front matter or links

@@ -121,6 +121,8 @@ class Answer:
             "explained_words": [t.text for t in a.tokens if t.text not in a.unexplained],
             # asks for persons or documents selected by front matter or links: never for text search
             "structure_question": a.structure_question(index.vocabulary),
+            # values of front matter relations the question names (only for a mapping with ``relations``)
+            **({"field_values": a.field_values} if index.mapping.relations else {}),
         }
 
     def body(self, status: str = "ok", reason: str | None = None, *, complete: bool | None = None,

@@ -12,6 +12,7 @@ from query.errors import RetrievalUnavailableError
 from query.graph.analysis import Analysis
 from query.graph.assembly import Answer
 from query.graph.combined import answer_combined, refuse_values
+from query.graph.declared import answer_declared
 from query.graph.documents import (
     answer_authors_of_document,
     answer_common,
@@ -111,6 +112,8 @@ def _named_in_pages(bundle: OpenedBundle, run: list[Token], published_only: bool
 
 
 def _dispatch(out: Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
+    if a.intent in index.mapping.intents:  # an intent the mapping declares: its slots are filled
+        return answer_declared(out, index, a)
     needs_person = a.intent in ONE_PERSON or a.intent in ("common_tags", "common_topics", "needs_person")
     if (not a.persons and not a.pages and not a.document_authors
             and a.intent in ("needs_person", "unsupported", "content")

@@ -53,6 +53,7 @@ class Published:
     titles: list[Named]  # longest first
     topics: list[Named]
     pages: set[str]
+    field_values: dict[str, list[Named]] = field(default_factory=dict)  # relation -> its values, longest first
 
 
 @dataclass
@@ -92,6 +93,9 @@ def graph_index(bundle: OpenedBundle) -> GraphIndex:
             conn, "MATCH (d:Document)-[:AUTHORED_BY]->(p:Person) WHERE d.published RETURN DISTINCT p.id")}
         has_works = bool(fetch_rows(conn, "MATCH (w:Work) RETURN w.id LIMIT 1"))
         mapping = mapping_from_config(bundle.manifest.config.model_dump().get("graph_mapping"))
+        # the FieldValue tables exist only in a graph whose mapping declares relations
+        value_rows = fetch_rows(conn, "MATCH (d:Document)-[:HAS_FIELD]->(v:FieldValue) "
+                                      "RETURN DISTINCT v.relation, v.name, d.published") if mapping.relations else []
         vocabulary = Vocabulary.from_mapping(mapping)
 
         def build(published_only: bool) -> Published:
@@ -132,6 +136,12 @@ def graph_index(bundle: OpenedBundle) -> GraphIndex:
                 titles=sorted(titles, key=lambda n: (-len(n.words), n.path or "")),
                 topics=sorted(topics, key=lambda n: (-len(n.words), n.ref)),
                 pages=pages,
+                field_values={
+                    relation: sorted({Named(_named(name), name, None, name) for r, name, pub in value_rows
+                                      if r == relation and (pub or not published_only) and _named(name)},
+                                     key=lambda n: (-len(n.words), n.ref))
+                    for relation in mapping.relations
+                },
             )
 
         index = GraphIndex(

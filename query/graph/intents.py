@@ -51,6 +51,9 @@ _ASKS_YEAR = {"year_of_work", "start_year_of_person", "works_of_person", "person
 def intent_of(a: Analysis, index: GraphIndex) -> str:
     """The intent whose slots the question fills and whose words explain the question, else
     ``unsupported`` (or ``content``, ``needs_person``, ``links_unknown_page``)."""
+    declared = declared_intent(a, index)
+    if declared is not None:
+        return declared
     intent = _choose_intent(a, index)
     if intent == "links" and (a.years or any(w.isdigit() for w in a.unexplained)):
         return "unsupported"  # links have no year or number
@@ -180,3 +183,26 @@ def _choose_intent(a: Analysis, index: GraphIndex) -> str:
 
 ONE_PERSON = {"works_of_person", "title_of_work", "year_of_work", "supervisor_of_work", "start_year_of_person",
                "tags_of_person", "topics_of_person"}
+
+
+def declared_intent(a: Analysis, index: GraphIndex) -> str | None:
+    """The first intent the mapping declares (:class:`artifacts.graphmap.Intent`, in file order) that the
+    question asks: it has every concept of the intent's ``words``, fills every slot with exactly one page
+    or value, names no person, year or unknown name, has no word the vocabulary does not explain and no
+    concept outside ``words``, ``allow`` and the question and document words; else ``None``."""
+    if a.unexplained or a.persons or a.document_authors or a.unmatched_names or a.years or a.tags or a.topics:
+        return None
+    for name, intent in index.mapping.intents.items():
+        if not all(a.has(w) for w in intent.words):
+            continue
+        filled = all(len(a.pages) == 1 if kind == "page" else len(a.field_values.get(kind.split(":", 1)[1], [])) == 1
+                     for kind in intent.slots.values())
+        if not filled or len(a.field_values) > len(intent.relations()):
+            continue
+        allowed = set(intent.words) | set(intent.allow) | _ALWAYS | {"document"}
+        used = {p for c, hits in a.concepts.items() if c in allowed for s, e, _ in hits for p in range(s, e)}
+        if any(c not in allowed and any(not set(range(s, e)) <= used for s, e, _ in hits)
+               for c, hits in a.concepts.items()):
+            continue
+        return name
+    return None

@@ -152,7 +152,11 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
         a.concepts = {name: vocab.find(tokens, entries, free) for name, entries in vocab.concepts.items()}
 
     concepts()
-    if a.has("link", "author", "document") or (a.has("who") and not a.persons):
+    # intents the mapping declares (artifacts.graphmap.Intent) whose words the question has: their
+    # slots name a page or a value of a front matter relation
+    declared = [i for i in index.mapping.intents.values() if all(a.has(w) for w in i.words)]
+    if a.has("link", "author", "document") or (a.has("who") and not a.persons) \
+            or any("page" in i.slots.values() for i in declared):
         ends = {len(tokens)} | punctuated
         found = _find_named(tokens, free, known.titles, vocab, ends)
         if isinstance(found, list):
@@ -184,6 +188,13 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
                     if tag not in a.tags:
                         a.tags.append(tag)
                     free.discard(pos)
+        concepts()
+    for relation in dict.fromkeys(r for i in declared for r in i.relations()):
+        value = _find_named(tokens, free, known.field_values.get(relation, []), vocab)
+        if isinstance(value, tuple):
+            a.field_values[relation] = [value[0].label]
+            free -= set(range(value[1], value[1] + value[2]))
+    if a.field_values:
         concepts()
     a.work_types, per_type = vocab.work_type_spans(tokens, free)
     type_positions = {p for positions in per_type.values() for p in positions}
