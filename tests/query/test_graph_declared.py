@@ -96,7 +96,7 @@ def handbook(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> di
     first = build_bundle(repo.path, tmp / "store", repo.commit("handbook"), embedder=hash_embedder)
     repo.write("graph-schema.yaml", _with_maintainer(HANDBOOK))
     second = build_bundle(repo.path, tmp / "store", repo.commit("maintainer intent"), embedder=hash_embedder)
-    bundles = {name: open_bundle(r.bundle_path, verify=False, load_model=False)
+    bundles = {name: open_bundle(r.bundle_path, verify=False, embedder=hash_embedder)
                for name, r in (("first", first), ("second", second))}
     yield bundles
     for bundle in bundles.values():
@@ -110,7 +110,8 @@ def test_who_owns_a_page(handbook: dict[str, Any]) -> None:
     assert body["aggregation"] == {"count": 2, "complete": True} and body["complete"] is True
     assert body["answer"]["lines"] == ["Deploy Guide is owned by Alice Novak, Bob Stone."]
     assert {(f["subject"], f["predicate"], f["object"], f["document_path"]) for f in body["facts"]} == {
-        ("ops/deploy.md", "owner", "Alice Novak", "ops/deploy.md"), ("ops/deploy.md", "owner", "Bob Stone", "ops/deploy.md")}
+        ("ops/deploy.md", "owner", "Alice Novak", "ops/deploy.md"),
+        ("ops/deploy.md", "owner", "Bob Stone", "ops/deploy.md")}
     assert [s["document_path"] for s in body["sources"]] == ["ops/deploy.md"]
 
 
@@ -144,6 +145,21 @@ def test_a_new_intent_is_a_mapping_file_change_only(handbook: dict[str, Any]) ->
     # the intents of the first file still answer
     assert answer_graph(handbook["second"], {"query": "Who owns the Deploy Guide?"})["answer"]["values"] == [
         "Alice Novak", "Bob Stone"]
+
+
+def test_answer_delivers_a_declared_intent_from_the_graph(handbook: dict[str, Any]) -> None:
+    from tests.query.answer_fixtures import ask_extractive
+
+    owners = ask_extractive(handbook["first"], "Who owns the Deploy Guide?")
+    assert (owners["status"], owners["engine"]) == ("ok", "graph")
+    assert "Alice Novak, Bob Stone" in owners["answer"]
+    assert [s["document_path"] for s in owners["sources"]] == ["ops/deploy.md"]
+    team = ask_extractive(handbook["first"], "What does team Platform own?")
+    assert (team["status"], team["engine"]) == ("ok", "graph")
+    assert "Deploy Guide" in team["answer"] and "On-call Rota" in team["answer"]
+    assert "Incident Drafts" not in team["answer"]
+    # a question no declared intent covers goes to the text
+    assert ask_extractive(handbook["first"], "How do we hire?")["engine"] == "text"
 
 
 def test_mapping_rejects_intents_it_cannot_run() -> None:
