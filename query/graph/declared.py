@@ -32,7 +32,8 @@ def answer_declared(out: Answer, index: GraphIndex, a: Analysis) -> dict[str, An
     object)`` become facts (predicate: the intent's ``predicate``); ``answer.values`` lists the distinct
     objects (cut at ``limit``: ``result_limit``), ``answer.count`` and ``aggregation.count`` count them
     exactly, ``answer.lines`` phrases the facts in the question's language (the intent's ``phrasing``;
-    a language it lacks: its first one).  ``no_matching_sources`` when no row comes back."""
+    a language it lacks: its first one).  No row: ``unsupported_question`` (the front matter has no such
+    value, the text may state it)."""
     intent = index.mapping.intents[a.intent]
     params = _parameters(intent, a, out.request.published_only)
     rows = list(dict.fromkeys(tuple(r[:3]) for r in fetch_rows(out.bundle.graph_connection(), intent.cypher, params)))
@@ -53,9 +54,10 @@ def answer_declared(out: Answer, index: GraphIndex, a: Analysis) -> dict[str, An
     if shown and all(isinstance(v, str) and v in known for v in shown):
         answer["documents"] = shown  # a list of pages: the answer's list (query.graph.assembly.answer_list)
     if not rows:
-        return out.body("no_answer", "no_matching_sources", complete=True, answer=answer,
-                        aggregation={"count": 0, "complete": True},
-                        message="The graph has no value of that kind for what the question names.")
+        # the front matter states no such value for what the question names: the graph cannot hold the
+        # answer, the pages' text may ("Owner: ..." in the body), so text retrieval gets the question
+        return out.unsupported("The front matter states no value of that kind for what the question names; "
+                               "try /search.")
     return out.body("ok", complete=not out.truncation, answer=answer, aggregation={"count": count, "complete": True})
 
 

@@ -74,6 +74,7 @@ def write_handbook(repo: RepoBuilder, mapping: str) -> None:
                                      team="Platform", maintainer="Carol Reed"))
     repo.write("ops/oncall.md", page("On-call Rota", "Who answers the pager.", owner="Bob Stone", team="Platform"))
     repo.write("people/hiring.md", page("Hiring Process", "How we hire.", owner="Dana White", team="People"))
+    repo.write("people/leave.md", page("Leave Policy", "Owner of this page: Frank Moss. Ask HR for leave."))
     repo.write("ops/secret.md", page("Incident Drafts", "Not yet.", owner="Eve Black", team="Platform",
                                      published="false"))
 
@@ -133,6 +134,14 @@ def test_a_question_the_declared_intents_do_not_cover_is_not_answered(handbook: 
         body = answer_graph(handbook["first"], {"query": question})
         assert body["intent"] not in ("owner_of_page", "pages_of_team"), question
         assert body["status"] != "ok", question
+
+
+def test_a_page_without_the_field_goes_to_the_text(handbook: dict[str, Any]) -> None:
+    from tests.query.answer_fixtures import ask_extractive
+
+    body = answer_graph(handbook["first"], {"query": "Who owns the Leave Policy?"})
+    assert (body["status"], body["reason"], body["intent"]) == ("no_answer", "unsupported_question", "owner_of_page")
+    assert ask_extractive(handbook["first"], "Who owns the Leave Policy?")["engine"] == "text"
 
 
 def test_a_new_intent_is_a_mapping_file_change_only(handbook: dict[str, Any]) -> None:
