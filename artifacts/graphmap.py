@@ -45,7 +45,18 @@ matched against NFC text)::
       field: slug                #   resolve to the page whose front matter `slug` is the URL's
       hosts: [blog.example.org]  #   last path segment; absolute URLs only on these hosts
     questions:                   # extra question words, same shape as artifacts/graphwords.yaml
-      concepts: {tag: {sk: [nálepka]}}
+      concepts: {tag: {sk: [nálepka]}, own: {en: [own, owner]}}
+    relations:                   # front matter fields -> FieldValue nodes (HAS_FIELD), see Relation
+      owner: {fields: [owner, owners]}          # default fields: [the relation's name]
+    intents:                     # intents as data, see Intent; tried in file order before the built-in ones
+      owner_of_page:
+        words: [own]             # concepts the question must have
+        slots: {page: page}      # page: a page named by its title; value:<relation>: a value of it
+        cypher: >-
+          MATCH (d:Document {path: $page})-[:HAS_FIELD]->(v:FieldValue {relation: 'owner'})
+          RETURN d.path, d.path, v.name
+        predicate: owner         # of the facts, one per row (document path, subject, object)
+        phrasing: {en: "{subject} is owned by {object}."}
 
 ``words`` of a work type are question words per language, matched like the question
 vocabulary: a lemma, or a prefix ending in ``*``, compared with
@@ -54,6 +65,9 @@ diacritics-folded, lowercased question words and their lemmas (``bakalár*`` mat
 list (the first format, still read) applies to every language and every entry is a prefix.  The
 vocabulary of question words shared by every mapping is :data:`QUESTION_WORDS_FILE`
 (see :func:`question_words`).
+
+The built-in mappings are the YAML files of :data:`PRESETS_DIR`; ``generic`` declares the ``owner``,
+``team`` and ``maintainer`` relations and the intents that ask about them, a model for other fields.
 """
 
 from __future__ import annotations

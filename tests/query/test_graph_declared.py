@@ -68,8 +68,9 @@ def page(title: str, body: str, **front: Any) -> str:
     return "---\n" + "\n".join(lines) + f"\n---\n\n# {title}\n\n{body}\n"
 
 
-def write_handbook(repo: RepoBuilder, mapping: str) -> None:
-    repo.write("graph-schema.yaml", mapping)
+def write_handbook(repo: RepoBuilder, mapping: str | None) -> None:
+    if mapping is not None:
+        repo.write("graph-schema.yaml", mapping)
     repo.write("ops/deploy.md", page("Deploy Guide", "How we ship a release.", owner="[Alice Novak, Bob Stone]",
                                      team="Platform", maintainer="Carol Reed"))
     repo.write("ops/oncall.md", page("On-call Rota", "Who answers the pager.", owner="Bob Stone", team="Platform"))
@@ -178,3 +179,32 @@ def test_mapping_rejects_intents_it_cannot_run() -> None:
         parse_mapping(HANDBOOK.replace("  team: {}\n", "", 1))
     with pytest.raises(GraphMappingError, match=r"\$page"):
         parse_mapping(HANDBOOK.replace("{path: $page}", "{path: 'x'}", 1))
+
+
+@pytest.fixture(scope="module")
+def generic(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
+    """The same handbook without a mapping file: the build detects the generic preset."""
+    tmp = tmp_path_factory.mktemp("generic")
+    repo = RepoBuilder(tmp / "repo")
+    write_handbook(repo, None)
+    result = build_bundle(repo.path, tmp / "store", repo.commit("handbook"), embedder=hash_embedder)
+    bundle = open_bundle(result.bundle_path, verify=False, load_model=False)
+    yield bundle
+    bundle.close()
+
+
+@pytest.mark.parametrize(("question", "intent", "values"), [
+    ("Who owns the Deploy Guide?", "owner_of_page", ["Alice Novak", "Bob Stone"]),
+    ("Wer ist für den Deploy Guide zuständig?", "owner_of_page", ["Alice Novak", "Bob Stone"]),
+    ("Kto je vlastníkom stránky Deploy Guide?", "owner_of_page", ["Alice Novak", "Bob Stone"]),
+    ("Which team owns the On-call Rota?", "team_of_page", ["Platform"]),
+    ("What does team People own?", "pages_of_team", ["people/hiring.md"]),
+    ("What does Bob Stone own?", "pages_of_owner", ["ops/deploy.md", "ops/oncall.md"]),
+    ("Who maintains the Deploy Guide?", "maintainer_of_page", ["Carol Reed"]),
+    ("What does Carol Reed maintain?", "pages_of_maintainer", ["ops/deploy.md"]),
+])
+def test_generic_preset_maps_owner_team_and_maintainer(generic: Any, question: str, intent: str,
+                                                       values: list[str]) -> None:
+    assert generic.manifest.model_extra["graph_mapping_choice"]["name"] == "generic"
+    body = answer_graph(generic, {"query": question})
+    assert (body["status"], body["intent"], body["answer"]["values"]) == ("ok", intent, values)
