@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from artifacts.errors import BundleIntegrityError
+from artifacts.graphmap import preset
 from artifacts.graphschema import (
     GRAPH_DB_FILENAME,
     NODE_TABLES,
@@ -21,6 +22,7 @@ from artifacts.graphschema import (
     graph_digest,
     name_key,
     open_graph,
+    schema_tables,
 )
 from artifacts.records import Document, Link
 from indexer.graph import GraphStats, write_graph
@@ -92,8 +94,11 @@ CHUNK_IDS = {"a.md": ["a.md#0", "a.md#1"], AWKWARD_PATH: [f"{AWKWARD_PATH}#0"]}
 
 # The generic mapping fills only these tables (the documents have no headings); the rest are empty.
 # Persons: "Ján Novák" and "jan novak" fold to one name, so one Person (plus Eva Malá)
-EXPECTED_NODES = {t.name: 0 for t in NODE_TABLES} | {"Document": 4, "Person": 2, "Tag": 2, "Category": 2, "Year": 2}
-EXPECTED_RELS = {t.name: 0 for t in REL_TABLES} | {
+# the generic preset (the default mapping) declares relations (owner, team, maintainer): its graphs have
+# the FieldValue / HAS_FIELD tables too
+GENERIC_NODES, GENERIC_RELS = schema_tables(bool(preset("generic").relations))
+EXPECTED_NODES = {t.name: 0 for t in GENERIC_NODES} | {"Document": 4, "Person": 2, "Tag": 2, "Category": 2, "Year": 2}
+EXPECTED_RELS = {t.name: 0 for t in GENERIC_RELS} | {
     "AUTHORED_BY": 4, "TAGGED": 5, "IN_CATEGORY": 2, "IN_YEAR": 2, "LINKS_TO": 5,
 }
 
@@ -295,7 +300,7 @@ def test_digest_changes_with_content(
 def test_empty_docs_give_a_valid_empty_graph(tmp_path: Path) -> None:
     graph_dir = tmp_path / "graph"
     stats = write_graph([], {}, graph_dir, work_dir=tmp_path / "work")
-    assert set(stats.nodes.values()) == {0} and set(stats.nodes) == {t.name for t in NODE_TABLES}
+    assert set(stats.nodes.values()) == {0} and set(stats.nodes) == {t.name for t in GENERIC_NODES}
     assert set(stats.relationships.values()) == {0}
     assert stats.digest == hashlib.sha256(b"").hexdigest()
     assert [p.name for p in graph_dir.iterdir()] == [GRAPH_DB_FILENAME]
@@ -394,3 +399,20 @@ def test_bulk_load_of_6000_documents(tmp_path: Path) -> None:
     assert stats.nodes["Document"] == 6000
     assert 59_000 < stats.relationships["LINKS_TO"] <= 60_000  # a few random duplicates merge
     assert stats.seconds < 60
+
+
+def test_field_tables_only_with_relations_and_values_of_front_matter_fields(tmp_path: Path) -> None:
+    """A mapping without ``relations`` writes exactly the base schema (its graphs and digests are what
+    they were before relations existed); one with relations writes a FieldValue per (relation, value)."""
+    plain = write_graph(make_docs(), CHUNK_IDS, tmp_path / "plain", work_dir=tmp_path / "w1",
+                        mapping=preset("obsidian"))
+    assert set(plain.nodes) == {t.name for t in NODE_TABLES}
+    assert set(plain.relationships) == {t.name for t in REL_TABLES}
+    docs = [make_docs()[0].model_copy(update={"front_matter": {"owner": ["Alice", " Bob ", "", True], "team": 7}})]
+    graph_dir = tmp_path / "fields"
+    stats = write_graph(docs, CHUNK_IDS, graph_dir, work_dir=tmp_path / "w2")
+    assert (stats.nodes["FieldValue"], stats.relationships["HAS_FIELD"]) == (3, 3)
+    assert query(graph_dir, "MATCH (d:Document)-[r:HAS_FIELD]->(v:FieldValue) RETURN v.id, v.relation, r.relation, "
+                            "v.name ORDER BY v.id") == [["owner:Alice", "owner", "owner", "Alice"],
+                                                        ["owner:Bob", "owner", "owner", "Bob"],
+                                                        ["team:7", "team", "team", "7"]]
