@@ -139,16 +139,17 @@ def _dispatch(out: Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
         # about a name the pages mention but the graph has no person for is answered the same way.
         return out.unsupported("The question asks what (or who) something is, which the graph does not "
                                "describe; try /search.")
-    # a name nobody has: unknown_person whatever was asked (but a page title is no person); only a
-    # run that looks like a person's name counts, unless the question asks who: "Ministry of Defence",
-    # "Open Data Day", "Česko.Digital Mastodon" are no persons
-    who = a.has("who")
+    # a name nobody has: unknown_person only when the name stands where a person does (but a page
+    # title is no person): the subject of "Who is X?", a run that looks like a person's name ("Peter
+    # Lukáč"; "Ministry of Defence", "Open Data Day", "Česko.Digital Mastodon" do not), or a single word
+    # in a question with a person slot ("Aké práce má Eva?").  Any other "who" asks for a person without
+    # making the name one: "Who founded Open Data Day?", "Who is responsible for Grafana?" name things
+    # the text may know, not "a person nobody has"
+    who_is = definition is not None and definition.kind == "person"
     slot = (needs_person and a.intent != "needs_person") or a.has(*(c for c in _PERSON_CONCEPTS
                                                                     if c not in _GENERIC_CONCEPTS))
-    unknown = [run for run in a.unmatched_names if len(run) >= 2 and (who or looks_like_person_name(run))]
-    # a single word counts as a name only in a question with a person slot ("Aké práce má Eva?"),
-    # not in "What is Code for Germany?"
-    named = [run for run in a.unmatched_names if who or looks_like_person_name(run)
+    unknown = [run for run in a.unmatched_names if len(run) >= 2 and (who_is or looks_like_person_name(run))]
+    named = [run for run in a.unmatched_names if who_is or looks_like_person_name(run)
              or (slot and looks_like_person_name(run, single=True, lexicon=False))]
     if not a.persons and not a.pages and a.intent not in ("links_unknown_page", "unknown_page", "ambiguous_page") and (
             unknown or (needs_person and (named or a.document_authors))):

@@ -44,6 +44,10 @@ _PREMISES = {"year_of_work", "start_year_of_person", "supervisor_of_work", "tags
 """Intents whose fact a premise question ("Je pravda, že ...?", ``premise`` words) states and the graph
 checks: a work's year, a start year, a supervisor (a document author named), tags (tag values named)."""
 """Intents that take several years joined by and / or / but not (:data:`_COMBINES`)."""
+_NAMES_NO_PERSON = {"author_of_document", "tags_of_document", "topics_of_document", "documents_with_tag",
+                    "persons_with_tag", "links", "persons_started", "persons_with_work"}
+"""Intents whose slots take no person: a capitalised word of the question that names nobody and nothing
+the graph has is a word the intent does not explain, so the question is not understood."""
 # Intents whose answer is a year: "rok"/"kedy" without a year value is what they ask.
 _ASKS_YEAR = {"year_of_work", "start_year_of_person", "works_of_person", "persons_with_work"}
 
@@ -55,6 +59,8 @@ def intent_of(a: Analysis, index: GraphIndex) -> str:
     if declared is not None:
         return declared
     intent = _choose_intent(a, index)
+    if a.unmatched_names and intent in _NAMES_NO_PERSON:
+        return "unsupported"  # "In welcher Programmiersprache ist der Server geschrieben?": a word nothing explains
     if intent == "links" and (a.years or any(w.isdigit() for w in a.unexplained)):
         return "unsupported"  # links have no year or number
     if intent == "links" and a.has(*_NOT_LINKS):

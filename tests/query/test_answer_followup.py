@@ -258,6 +258,7 @@ def test_person_name_shapes(words: str, single: bool, expected: bool) -> None:
     "Kolik lidí přišlo na Open Data Day v Praze?",
     "What is Code for Germany?",
     "Kdy vzniklo Česko.Digital?",
+    "Who founded Open Data Day?",  # asks for a person, but "Open Data Day" is none (issue 22 item 6)
 ])
 def test_capital_runs_that_are_no_names_are_no_unknown_person(blog: dict[str, Any], question: str) -> None:
     body = answer_graph(blog["bundle"], {"question": question})
@@ -269,7 +270,6 @@ def test_capital_runs_that_are_no_names_are_no_unknown_person(blog: dict[str, An
 @pytest.mark.parametrize("question", [
     "Kdo je Petr Kratochvíl?",
     "Jakou roli hrál Zdeněk Hřib v Česko.Digital?",
-    "Who founded Open Data Day?",
 ])
 def test_unknown_names_and_who_questions_stay_unknown_person(blog: dict[str, Any], question: str) -> None:
     body = answer_graph(blog["bundle"], {"question": question})

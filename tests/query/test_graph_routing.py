@@ -1,0 +1,66 @@
+"""Route to the graph only what the graph can hold (issue 22 item 6): a capitalised word that names
+nobody and nothing the graph has is not an unknown person, and a question whose words the graph does
+not explain goes to the text.  A small German and English handbook (real Git, ladybug, hash embedder)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from indexer.build import build_bundle
+from query.bundle import open_bundle
+from query.graph.dispatch import answer_graph
+from tests.conftest import RepoBuilder
+from tests.query.answer_fixtures import ask_extractive
+
+
+def page(title: str, body: str, **front: Any) -> str:
+    lines = [f"title: {title}"] + [f"{k}: {v}" for k, v in front.items()]
+    return "---\n" + "\n".join(lines) + f"\n---\n\n# {title}\n\n{body}\n"
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
+    tmp = tmp_path_factory.mktemp("routing")
+    repo = RepoBuilder(tmp / "repo")
+    repo.write("de/server.md", page("Server", "Der Server ist in Go geschrieben. Er läuft auf Port 8080.",
+                                    author="Anna Berg", tags="[backend]"))
+    repo.write("de/hotfix.md", page("Hotfix-Prozess", "Den Hotfix-Prozess leitet das Release-Team.",
+                                    author="Anna Berg"))
+    repo.write("en/deploy.md", page("Deploy Guide", "Deploys run from the main branch with Kubernetes.",
+                                    author="Mary Jones", tags="[ops]"))
+    result = build_bundle(repo.path, tmp / "store", repo.commit("docs"), embedder=hash_embedder)
+    bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
+    yield bundle
+    bundle.close()
+
+
+@pytest.mark.parametrize("question", [
+    "In welcher Programmiersprache ist der Server geschrieben?",  # "Server" is a page, "geschrieben" an author word
+    "Who is responsible for Grafana?",  # a thing nobody's pages name, asked with "who"
+    "Was macht Kubernetes?",
+    "Welche Java-Version wird benötigt?",
+])
+def test_a_name_that_resolves_to_nothing_goes_to_the_text(docs: Any, question: str) -> None:
+    body = answer_graph(docs, {"query": question})
+    assert (body["status"], body["reason"]) == ("no_answer", "unsupported_question"), question
+    assert ask_extractive(docs, question)["engine"] == "text", question
+
+
+@pytest.mark.parametrize("question", ["Which pages did Peter Lukáč write?",
+                                      "Welche Seiten hat Peter Lukáč geschrieben?"])
+def test_unknown_person_only_when_the_question_is_about_a_person(docs: Any, question: str) -> None:
+    body = answer_graph(docs, {"query": question})
+    assert (body["status"], body["reason"]) == ("no_answer", "unknown_person"), question
+
+
+@pytest.mark.parametrize(("question", "intent"), [
+    ("Who wrote the Deploy Guide?", "author_of_document"),
+    ("Welche Artikel hat Anna Berg geschrieben?", "documents_of_author"),
+    ("Which documents are tagged backend?", "documents_with_tag"),
+])
+def test_questions_whose_slots_resolve_stay_with_the_graph(docs: Any, question: str, intent: str) -> None:
+    body = answer_graph(docs, {"query": question})
+    assert (body["status"], body["intent"]) == ("ok", intent), question
+    assert ask_extractive(docs, question)["engine"] == "graph", question
