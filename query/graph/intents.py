@@ -40,10 +40,10 @@ _NOT_LINKS = ("supervisor", "start", "category", "common", "tag")
 _YEAR_SLOT = {"works_of_person", "title_of_work", "supervisor_of_work", "persons_with_work", "persons_started",
               "supervised_by", "documents_of_author", "documents_with_tag"}  # documents: the year of their date
 _YEARS_COMBINED = {"persons_with_work", "persons_started", "supervised_by"}
+"""Intents that take several years joined by and / or / but not (:data:`query.graph.combined._COMBINES`)."""
 _PREMISES = {"year_of_work", "start_year_of_person", "supervisor_of_work", "tags_of_person"}
 """Intents whose fact a premise question ("Je pravda, že ...?", ``premise`` words) states and the graph
 checks: a work's year, a start year, a supervisor (a document author named), tags (tag values named)."""
-"""Intents that take several years joined by and / or / but not (:data:`_COMBINES`)."""
 _NAMES_NO_PERSON = {"author_of_document", "tags_of_document", "topics_of_document", "documents_with_tag",
                     "persons_with_tag", "links", "persons_started", "persons_with_work"}
 """Intents whose slots take no person: a capitalised word of the question that names nobody and nothing
