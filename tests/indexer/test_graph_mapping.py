@@ -262,3 +262,15 @@ def test_obsidian_and_thesis_wiki_are_detected(tmp_path: Path) -> None:
     plain = [doc("a.md", "# A\n\ntext\n"), doc("b.md", "# B\n\n[a](a.md)\n")]
     mapping, choice = detect_mapping(plain, {}, {})
     assert (mapping, choice.name) == (preset("generic"), "generic")
+
+
+def test_preset_files_keep_the_canonical_forms_of_the_python_strings() -> None:
+    """The thesis-wiki and obsidian presets moved from Python strings to artifacts/graphpresets/*.yaml with
+    the same canonical form, so bundles built with them keep their config fingerprint; a mapping without
+    relations or intents has neither key in its canonical form."""
+    from artifacts.graphmap import preset
+
+    assert preset("thesis-wiki").digest() == "64ddd26b187ac70d02e88af9fe07775c3187bed3fc25d76c86b84b305dc2a849"
+    assert preset("obsidian").digest() == "d5305543de6db2681765b8cd75f7395450fda9dc38eec30630b6d95e98061b14"
+    assert not {"relations", "intents"} & set(preset("thesis-wiki").canonical())
+    assert set(preset("generic").intents) >= {"owner_of_page", "pages_of_team", "maintainer_of_page"}
