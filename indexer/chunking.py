@@ -62,6 +62,25 @@ def count_tokens(text: str) -> int:
     return len(get_encoding().encode_ordinary(text))
 
 
+_MAX_TOKEN_BYTES = 128
+"""The longest ``cl100k_base`` token, in bytes (tests/indexer check it): a text of ``n`` characters has at
+least ``n / 128`` tokens, since a character is at least one byte."""
+
+
+def _count(text: str, cap: int) -> int:
+    """Return ``count_tokens(text)`` when it is at most ``cap``, else some number above ``cap``.
+
+    Cost bounded by ``cap``, not by ``len(text)``: tiktoken's BPE is superlinear in the length of one
+    pre-tokenized piece (a 2 MiB line of backticks, ``[`` or letters is one piece: 8x the text, about
+    15-20x the time), and the chunker only asks whether a section, block or frame line is over a
+    limit.  A text longer than ``(cap + 1) * 128`` characters has more than ``cap`` tokens and is not
+    encoded at all.
+    """
+    if len(text) > (cap + 1) * _MAX_TOKEN_BYTES:
+        return cap + 1
+    return count_tokens(text)
+
+
 def chunk_document(doc: Document, config: ChunkConfig) -> list[Chunk]:
     """Chunk ``doc.body`` (Markdown) into retrievable pieces.
 
@@ -144,7 +163,7 @@ def _chunk_body(body: str, config: ChunkConfig) -> list[_Piece]:
     max_t = config.max_tokens
     overlap = min(config.overlap_tokens, max_t // 2)
     lines, kinds, titles = _scan(body)
-    sections = _merge_small(_sections(lines, kinds, titles), config)
+    sections = _merge_small(_sections(lines, kinds, titles, max_t), config)
     pieces: list[_Piece] = []
     big = [sec.tokens > max_t for sec in sections] + [False]
     # A small section right before an oversized one is packed into that one's first piece.
@@ -192,8 +211,9 @@ def _scan(body: str) -> tuple[list[str], list[str], dict[int, tuple[int, str]]]:
     return lines, kinds, titles
 
 
-def _sections(lines: list[str], kinds: list[str], titles: dict[int, tuple[int, str]]) -> list[_Piece]:
-    """Split scanned lines at headings; drop whitespace-only sections."""
+def _sections(lines: list[str], kinds: list[str], titles: dict[int, tuple[int, str]], max_t: int) -> list[_Piece]:
+    """Split scanned lines at headings; drop whitespace-only sections.  A section's ``tokens`` is exact
+    up to ``max_t``, above it only known to be over (:func:`_count`)."""
     starts: list[tuple[int, tuple[str, ...]]] = [(0, ())]
     stack: list[tuple[int, str]] = []
     for i in sorted(titles):
@@ -206,7 +226,7 @@ def _sections(lines: list[str], kinds: list[str], titles: dict[int, tuple[int, s
     for (start, path), (end, _) in zip(starts, [*starts[1:], (len(lines), ())], strict=True):
         text = _clean("\n".join(lines[start:end]))
         if text:
-            sections.append(_Piece(text, text, count_tokens(text), path, start, end))
+            sections.append(_Piece(text, text, _count(text, max_t), path, start, end))
     return sections
 
 
@@ -272,7 +292,7 @@ def _section_units(blocks: list[tuple[str, str, str]], max_t: int, overlap: int)
     """Turn the blocks of an oversized section into units of at most ``max_t`` tokens each."""
     units: list[_Unit] = []
     for kind, sep, text in blocks:
-        tokens = count_tokens(text)
+        tokens = _count(text, max_t)
         if tokens <= max_t:
             units.append(_Unit(text, text, tokens, sep, kind != "text"))
             continue
@@ -292,7 +312,7 @@ def _text_units(text: str, limit: int, sep: str) -> list[_Unit]:
         if k % 2 or not part.strip():
             pending += part
             continue
-        for piece in [part] if count_tokens(part) <= limit else _split_long(part, limit):
+        for piece in [part] if _count(part, limit) <= limit else _split_long(part, limit):
             if stripped := piece.strip():
                 lead = piece[: len(piece) - len(piece.lstrip())]
                 units.append(_Unit(stripped, stripped, count_tokens(stripped), pending + lead, False))
@@ -307,7 +327,7 @@ def _line_units(lines: list[str], limit: int) -> list[_Unit]:
     for line in lines:
         sep += "\n"  # blank lines only widen the separator
         if line.strip():
-            for piece in [line] if count_tokens(line) <= limit else _split_long(line, limit):
+            for piece in [line] if _count(line, limit) <= limit else _split_long(line, limit):
                 units.append(_Unit(piece, piece, count_tokens(piece), sep, False))
                 sep = ""
     return units
@@ -321,12 +341,12 @@ def _split_framed(kind: str, text: str, sep: str, max_t: int, overlap: int) -> l
     if kind == "table":
         frame, inner = ("\n".join(lines[:2]), ""), lines[2:]
     least, units = max(_MIN_SPLIT_BUDGET + 2, max_t // 4), []
-    if kind == "fence" and max_t - _frame_cost(frame) < least:
+    if kind == "fence" and max_t - _frame_cost(frame, max_t) < least:
         # The opening line is too long to repeat: keep it in an empty fence, go on with bare ones.
         bare = lines[-1].strip()
         first = f"{lines[0]}\n{bare}"
-        units, frame, sep = [_Unit(first, lines[0], count_tokens(first), sep, True)], (bare, bare), "\n"
-    cost, opened = _frame_cost(frame), bool(units)
+        units, frame, sep = [_Unit(first, lines[0], _count(first, max_t), sep, True)], (bare, bare), "\n"
+    cost, opened = _frame_cost(frame, max_t), bool(units)
     # Leave room for a preceding heading or text in the same chunk when the frame allows it.
     limit = max_t - overlap if max_t - overlap - cost >= least else max_t
     if limit - cost < least or (units and units[0].tokens > max_t):
@@ -344,8 +364,9 @@ def _frame(body: str, frame: tuple[str, str]) -> str:
     return "\n".join(part for part in (frame[0], body, frame[1]) if part)
 
 
-def _frame_cost(frame: tuple[str, str]) -> int:
-    return count_tokens(frame[0]) + count_tokens(frame[1]) + 2 if any(frame) else 0
+def _frame_cost(frame: tuple[str, str], cap: int) -> int:
+    """Tokens a frame adds to a piece: exact up to ``cap``, above it only known to be over (:func:`_count`)."""
+    return _count(frame[0], cap) + _count(frame[1], cap) + 2 if any(frame) else 0
 
 
 def _join(units: list[_Unit]) -> str:
@@ -361,7 +382,7 @@ def _pack(
     or has its single unit cut."""
     # Separator estimate: a newline costs 1 token, a space merges into the next word (0).
     units = list(units)
-    budget = max_t - _frame_cost(frame)
+    budget = max_t - _frame_cost(frame, max_t)
     out: list[tuple[str, str, int]] = []
     head: list[_Unit] = []
     i = 0
@@ -432,26 +453,51 @@ def _cut_class(data: bytes, offset: int) -> int:
     return 1 if prev in b" \t" else 0
 
 
+_WINDOW_CHARS = 65536
+"""Characters of a long text encoded at once by :func:`_split_long` (a text up to this long in one go)."""
+
+
 def _split_long(text: str, budget: int) -> list[str]:
     """Cut ``text`` at token boundaries into pieces of at most ``budget`` tokens (re-counted,
     also stripped) that concatenate back to ``text``; never inside a UTF-8 character.  Cuts prefer
-    line ends, then sentence ends, then spaces, within the last half of each window."""
-    data, offsets = _token_offsets(text)
-    n = len(offsets) - 1
+    line ends, then sentence ends, then spaces, within the last half of each window.
+
+    A text over :data:`_WINDOW_CHARS` characters is encoded window by window (:func:`_window`), so the
+    cost stays linear in its length; a window is used only while more than ``2 * budget`` of its tokens
+    lie beyond the next cut, so its end never decides a cut (and each piece is re-counted anyway).
+    """
     pieces: list[str] = []
-    start = 0
-    while start < n:
-        hi = min(n, start + budget)
-        while True:
-            end = _choose_cut(data, offsets, start, hi)
-            piece = data[offsets[start] : offsets[end]].decode("utf-8")
-            excess = max(count_tokens(piece), count_tokens(piece.strip())) - budget
-            if excess <= 0 or hi <= start + 1:
-                break
-            hi = max(start + 1, min(hi, end) - excess)
-        pieces.append(piece)
-        start = end
+    pos = 0  # characters of text already cut into pieces
+    while pos < len(text):
+        data, offsets, complete = _window(text, pos, budget)
+        n = len(offsets) - 1
+        start = 0
+        while start < n and (complete or n - start > 2 * budget):
+            hi = min(n, start + budget)
+            while True:
+                end = _choose_cut(data, offsets, start, hi)
+                piece = data[offsets[start] : offsets[end]].decode("utf-8")
+                excess = max(count_tokens(piece), count_tokens(piece.strip())) - budget
+                if excess <= 0 or hi <= start + 1:
+                    break
+                hi = max(start + 1, min(hi, end) - excess)
+            pieces.append(piece)
+            start, pos = end, pos + len(piece)
     return pieces
+
+
+def _window(text: str, pos: int, budget: int) -> tuple[bytes, list[int], bool]:
+    """Return :func:`_token_offsets` of ``text[pos:pos + k]`` and whether that reaches the end of ``text``;
+    ``k`` starts at :data:`_WINDOW_CHARS` and doubles until the window holds more than ``4 * budget``
+    tokens (or all of the rest)."""
+    chars = max(_WINDOW_CHARS, 8 * budget)
+    while True:
+        window = text[pos : pos + chars]
+        data, offsets = _token_offsets(window)
+        complete = pos + len(window) >= len(text)
+        if complete or len(offsets) - 1 > 4 * budget:
+            return data, offsets, complete
+        chars *= 2
 
 
 def _choose_cut(data: bytes, offsets: list[int], start: int, hi: int) -> int:
