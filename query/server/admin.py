@@ -72,6 +72,7 @@ async def handle_health(request: web.Request) -> web.Response:
             "swaps": holder.swaps,
             "bundle": _bundle_summary(holder, bundle) if bundle is not None else None,
             "history_cache": holder.cache.info(),
+            "warm_s": holder.last_warm,
         }
         if holder.replica is not None:
             body["replica"] = holder.replica.status()

@@ -55,6 +55,7 @@ from query.server.state import (
     WATCHER,
     WORKER,
 )
+from query.server.warm import make_probe
 from query.server.workers import WorkerSlot
 
 log = logging.getLogger("gitrag.server")
@@ -115,6 +116,7 @@ def create_app(store_dir: Path | str, *, options: SearchOptions | None = None,
     app[MCP_SESSION] = {}
     app[ANSWER_CACHE] = AnswerCache(config.answer.cache_entries, config.answer.cache_megabytes * 1024 * 1024)
     app[GENERATORS] = generators or default_generators(config)
+    app[HOLDER].probe = make_probe(app[OPTIONS])  # every route warmed before a swap
     app[METRICS] = ServerMetrics(app[HOLDER], store.root, worker=worker.index if worker is not None else None)
     app[HOLDER].wrap_embedder = app[METRICS].time_embedder
     if replica is not None:

@@ -154,7 +154,7 @@ class HealthResponse(BaseModel):
     """Readiness.  ``auth`` says whether API keys are required; ``message`` says what to do when not ready.
 
     On a server with API keys, the details (``bundle``, ``last_reload_error``, ``failed_bundle``,
-    ``swaps``, ``history_cache``) are present only for a request with a valid key (any role).
+    ``swaps``, ``history_cache``, ``warm_s``) are present only for a request with a valid key (any role).
     """
 
     status: str
@@ -167,6 +167,8 @@ class HealthResponse(BaseModel):
     swaps: int | None = None
     bundle: BundleSummary | None = None
     history_cache: dict[str, Any] | None = None
+    warm_s: dict[str, float] | None = Field(None, description="seconds per warm-up probe (search, graph, document, "
+                                            "answer, total) of the last bundle warmed before it was served")
     worker: dict[str, int] | None = Field(None, description="with `gitrag serve --workers N`: the answering "
                                           "worker's index (0..N-1) and N")
 
