@@ -18,6 +18,20 @@ the hostile requests of issue 12 (a 60 KB ``filter.tags`` list, then a 1,000-let
     .venv/bin/python bench/server_load.py --store STORE [--concurrency 1,8,32] [--seconds 5] \
         [--workers 1,2] [--compare-tree DIR] [--rounds 1] [--hostile]
 
+``--swap A,B`` (two bundle ids of the store, or prefixes) measures swaps under load instead: one server
+at a time (``--compare-tree`` adds a second, run after the first: both read the store's ``CURRENT``),
+``--concurrency`` clients (the first level) send a mix of ``/search``, ``/graph``, ``/answer`` and
+``/document`` for ``--before`` seconds, then ``POST /admin/use`` flips ``CURRENT`` ``--swaps`` times
+between A and B, one every ``--swap-every`` seconds, then ``--after`` seconds more.  Each request is
+put in one phase by the time it started: ``before`` (no swap yet), ``during`` (from a swap's start
+until 1 s after its end: the requests that arrive right after a swap), ``between`` (the rest after the
+first swap).  One JSON line per server, phase and route (``all`` = every route): requests, failed,
+p50/p99/max (ms); one line per swap (seconds the swap took, the warm-up probes' seconds from
+``/health``); a summary line per server (failed, ``during`` vs ``before`` p99, the slowest request
+that started within 2 s after a swap ended)::
+
+    .venv/bin/python bench/server_load.py --store STORE --swap A,B --concurrency 8 --swaps 10
+
 The store is built beforehand, e.g. from the obsidian-help corpus::
 
     git clone ../shared/corpora/obsidian-help.bundle /tmp/obsidian-help
@@ -126,6 +140,114 @@ async def _level(base: str, concurrency: int, seconds: float, limit: int, hostil
             "max_ms": round(max(latencies, default=float("nan")) * 1000, 1)}
 
 
+MIX = [("/search", 4), ("/graph", 2), ("/answer", 1), ("/document", 1)]
+"""Routes of the ``--swap`` load and their shares."""
+
+
+def _mixed_body(route: str, i: int, path: str) -> dict[str, object]:
+    query = QUERIES[i % len(QUERIES)]
+    if route == "/document":
+        return {"path": path}
+    if route == "/answer":
+        return {"query": query}  # the extractive generator: no model provider
+    return {"query": query, "limit": 10} if route == "/search" else {"query": query}
+
+
+def _stats(latencies: list[float]) -> dict[str, float]:
+    if not latencies:
+        return {"p50_ms": float("nan"), "p99_ms": float("nan"), "max_ms": float("nan")}
+    qs = statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else latencies * 99
+    return {"p50_ms": round(qs[49] * 1000, 1), "p99_ms": round(qs[98] * 1000, 1),
+            "max_ms": round(max(latencies) * 1000, 1)}
+
+
+async def _swap_run(server: Server, bundles: list[str], concurrency: int, before: float, swaps: int,
+                    every: float, after: float) -> list[dict[str, object]]:
+    """Steady mixed load on ``server`` while ``/admin/use`` flips between ``bundles``; rows to print."""
+    done: list[tuple[str, float, float, int]] = []  # route, started, ended (monotonic s), status (0: failed)
+    swap_log: list[dict[str, object]] = []
+    stop = asyncio.Event()
+    weighted = [route for route, share in MIX for _ in range(share)]
+    connector = aiohttp.TCPConnector(limit=concurrency + 2)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        async with http.post(server.base + "/search", json={"query": QUERIES[0]}) as resp:
+            path = str((await resp.json())["results"][0]["document_path"])
+        for k, (route, _) in enumerate(MIX):  # each route once: what a process pays once is not in "before"
+            async with http.post(server.base + route, json=_mixed_body(route, k, path),
+                                 timeout=aiohttp.ClientTimeout(total=300)) as resp:
+                await resp.read()
+
+        async def client(offset: int) -> None:
+            i = offset
+            while not stop.is_set():
+                route = weighted[i % len(weighted)]
+                body = _mixed_body(route, i, path)
+                i += 1
+                started = time.monotonic()
+                status = 0
+                try:
+                    async with http.post(server.base + route, json=body,
+                                         timeout=aiohttp.ClientTimeout(total=120)) as resp:
+                        await resp.read()
+                        status = resp.status
+                except (TimeoutError, aiohttp.ClientError):
+                    status = 0
+                done.append((route, started, time.monotonic(), status))
+
+        async def swapper() -> None:
+            await asyncio.sleep(before)
+            for k in range(swaps):
+                target = bundles[(k + 1) % 2]
+                started = time.monotonic()
+                async with http.post(server.base + "/admin/use", json={"bundle": target},
+                                     timeout=aiohttp.ClientTimeout(total=600)) as resp:
+                    reply = await resp.json()
+                ended = time.monotonic()
+                async with http.get(server.base + "/health") as resp:
+                    health = await resp.json()
+                swap_log.append({"server": server.name, "swap": k + 1, "target": target[:20],
+                                 "status": resp.status, "served": str(reply.get("served"))[:20],
+                                 "swap_s": round(ended - started, 2), "warm_s": health.get("warm_s"),
+                                 "started": started, "ended": ended,
+                                 "load_avg_1m": round(os.getloadavg()[0], 1)})
+                await asyncio.sleep(max(0.0, every - (ended - started)))
+            await asyncio.sleep(after)
+            stop.set()
+
+        first = time.monotonic()
+        await asyncio.gather(swapper(), *(client(k) for k in range(concurrency)))
+        total_s = time.monotonic() - first
+    windows = [(float(s["started"]), float(s["ended"])) for s in swap_log]  # type: ignore[arg-type]
+
+    def phase(started: float) -> str:
+        if not windows or started < windows[0][0]:
+            return "before"
+        if any(a <= started <= b + 1.0 for a, b in windows):
+            return "during"
+        return "between"
+
+    rows: list[dict[str, object]] = []
+    for name in ("before", "during", "between"):
+        for route in ["all"] + [r for r, _ in MIX]:
+            picked = [(e - s, status) for r, s, e, status in done if phase(s) == name and route in ("all", r)]
+            lat = [d for d, status in picked if status == 200]
+            rows.append({"server": server.name, "phase": name, "route": route, "requests": len(picked),
+                         "failed": sum(1 for _, status in picked if status != 200), **_stats(lat)})
+    after_swap = [e - s for _, s, e, status in done if any(b < s <= b + 2.0 for _, b in windows)]
+    by = {(r["phase"], r["route"]): r for r in rows}
+    summary = {"summary": server.name, "concurrency": concurrency, "swaps": len(swap_log),
+               "requests": len(done), "failed": sum(1 for *_, status in done if status != 200),
+               "rps": round(len(done) / total_s, 2),
+               "p99_before_ms": by[("before", "all")]["p99_ms"], "p99_during_ms": by[("during", "all")]["p99_ms"],
+               "p99_between_ms": by[("between", "all")]["p99_ms"],
+               "max_within_2s_after_swap_ms": round(max(after_swap, default=float("nan")) * 1000, 1),
+               "swap_s_max": max((float(s["swap_s"]) for s in swap_log), default=float("nan")),  # type: ignore[arg-type]
+               "load_avg_1m": round(os.getloadavg()[0], 1)}
+    for s in swap_log:
+        s.pop("started"), s.pop("ended")
+    return [*swap_log, *rows, summary]
+
+
 class Server:
     """A ``gitrag serve`` process importing gitrag from ``tree`` (``None``: as installed / ``PYTHONPATH``)."""
 
@@ -137,7 +259,8 @@ class Server:
         gitrag = str(Path(sys.executable).with_name("gitrag"))
         config = Path(tempfile.mkdtemp(prefix="gitrag-bench-")) / "server.toml"  # not in the store: may be read-only
         self.config_dir = config.parent
-        config.write_text("rate_limit_per_minute = 1000000\nrate_limit_burst = 100000\n", encoding="utf-8")
+        config.write_text("rate_limit_per_minute = 1000000\nrate_limit_burst = 100000\n"
+                          "poll_interval = 3600.0\n", encoding="utf-8")  # swaps come from the bench only
         env = {k: v for k, v in os.environ.items() if not k.startswith("GITRAG_") or k == "GITRAG_EMBEDDER"}
         if tree is not None:
             env["PYTHONPATH"] = str(Path(tree).resolve())
@@ -201,7 +324,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--hostile", action="store_true", help="also run each level beside a hostile client")
     parser.add_argument("--workers", default="1", help="comma-separated worker counts, one server each (1,2)")
+    parser.add_argument("--swap", default=None, help="A,B: measure swaps between these two bundles under load")
+    parser.add_argument("--swaps", type=int, default=10)
+    parser.add_argument("--swap-every", type=float, default=8.0, help="seconds from one swap's start to the next")
+    parser.add_argument("--before", type=float, default=20.0, help="seconds of load before the first swap")
+    parser.add_argument("--after", type=float, default=8.0, help="seconds of load after the last swap")
     args = parser.parse_args()
+    if args.swap:
+        return _main_swap(args)
     counts = [int(w) for w in args.workers.split(",")]
     specs: list[tuple[str, str | None, int]] = [("gitrag" if counts == [1] else f"gitrag-w{w}", None, w)
                                                 for w in counts]
@@ -243,6 +373,37 @@ def main() -> int:
             server.proc.terminate()
         for server in servers:
             server.stop()
+    return 0
+
+
+def _main_swap(args: argparse.Namespace) -> int:
+    bundles = args.swap.split(",")
+    if len(bundles) != 2:
+        raise SystemExit("--swap takes two bundles: A,B")
+    specs: list[tuple[str, str | None]] = [("gitrag", None)]
+    if args.compare_tree:
+        specs.append(("gitrag-compare", args.compare_tree))
+    concurrency = int(args.concurrency.split(",")[0])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    for bundle in (bundles[1], bundles[0]):  # both verified once now (remembered), every server starts on A
+        subprocess.run([str(Path(sys.executable).with_name("gitrag")), "use", "--store", args.store, bundle],
+                       check=True, stdout=subprocess.DEVNULL)
+    for name, tree in specs:  # one at a time: they share the store's CURRENT
+        server = Server(name, args.store, tree)
+        try:
+            async def run(server: Server = server) -> None:
+                await server.wait_ready()
+                print(json.dumps({"server": server.name, "ready_s": server.ready_s,
+                                  "load_avg_1m": round(os.getloadavg()[0], 1)}), flush=True)
+                for row in await _swap_run(server, bundles, concurrency, args.before, args.swaps, args.swap_every,
+                                           args.after):
+                    print(json.dumps(row), flush=True)
+
+            asyncio.run(run())
+        finally:
+            server.stop()
+        subprocess.run([str(Path(sys.executable).with_name("gitrag")), "use", "--store", args.store, bundles[0]],
+                       check=True, stdout=subprocess.DEVNULL)
     return 0
 
 
