@@ -69,7 +69,7 @@ def grid() -> dict[str, dict[str, Any]]:
     }
     out: dict[str, dict[str, Any]] = {}
     for level, k, wv, (cname, conf), anchor in itertools.product(
-            ("chunk", "document"), (5, 10, 20, 30, 60), (0.25, 0.5, 0.75, 1.0, 1.25, 1.5), confidence.items(),
+            ("chunk", "document"), (5, 10, 20, 60), (0.25, 0.5, 0.75, 1.0, 1.5), confidence.items(),
             (True, False)):
         name = f"{level} k={k} wv={wv} {cname} anchor={'top1' if anchor else 'off'}"
         out[name] = {"fusion_level": level, "rrf_k": k, "vector_weight": wv, "anchor": anchor,
@@ -209,6 +209,7 @@ def main() -> None:
     if args.json is not None:
         args.json.write_text(json.dumps({
             "embedder": args.embedder, "chosen": chosen, "settings": fields,
+            "questions": {f"{k[0]}/{k[1]}": len(rows) for k, rows in groups.items()},
             "arms": {f"{k[0]}/{k[1]}": v for k, v in arms.items()},
             "figures": {n: {f"{k[0]}/{k[1]}": v for k, v in f.items()} for n, f in figures.items()},
             "objective": {n: objective(n) for n in settings}}, indent=1), encoding="utf-8")
