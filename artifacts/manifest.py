@@ -16,6 +16,10 @@ ones; readers reject another ``format_version`` and ignore unknown fields):
   manifest without the field is complete.  A reader of feature 3 or older refuses a lexical bundle
   when it opens its vectors (``RetrievalUnavailableError``); every bundle it could read before
   reads as before.
+* format 1, feature 5 — ``fusion``: the hybrid-ranking settings of the bundle's embedder
+  (:mod:`artifacts.fusion`: ``{"profile": name, <SearchOptions field>: value, ...}``), which a reader
+  ranks with; a manifest without it ranks with the reader's built-in defaults (the ``default``
+  profile, the settings of feature 4).
 
 Nothing hashed into ``content_digest`` depends on wall-clock time; ``built_at`` and ``timings`` are
 informational only.
@@ -34,7 +38,7 @@ from .errors import BundleIntegrityError, FormatVersionError
 from .records import SkippedFile
 
 FORMAT_VERSION = 1
-FEATURE_VERSION = 4
+FEATURE_VERSION = 5
 MANIFEST_NAME = "manifest.json"
 STAGES = ("complete", "lexical")
 """Values of :attr:`Manifest.stage`: every part built, or published before the vectors (feature 4)."""
@@ -103,6 +107,9 @@ class Manifest(BaseModel):
     stats: BuildStats = Field(default_factory=BuildStats)
     stage: Literal["complete", "lexical"] = Field(
         "complete", description="complete, or lexical: published before its vectors (BM25 + graph only; feature 4)")
+    fusion: dict[str, Any] | None = Field(
+        None, description="hybrid-ranking settings of the embedder's fusion profile (artifacts.fusion; feature 5); "
+                          "null: the reader's defaults")
 
     @property
     def engines(self) -> list[str]:

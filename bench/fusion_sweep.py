@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from artifacts.fusion import load_profiles  # noqa: E402
 from query.bundle import open_bundle  # noqa: E402
 from query.eval.retrieval import document_ranking, load_questions, select_questions  # noqa: E402
 from query.search.anchor import apply_anchor  # noqa: E402
@@ -52,6 +53,9 @@ def main() -> None:
     parser.add_argument("--no-grid", action="store_true",
                         help="score only the arms, the default, blind RRF and the confidence thresholds, not the "
                              "RRF grid (k, weights, level, anchor): quicker on large question files")
+    parser.add_argument("--profile", default=None, metavar="NAME",
+                        help="also score this profile of artifacts/fusion_profiles.json (default: the bundle's own "
+                             "manifest.fusion, when it has one)")
     parser.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
                         help="also score the default with these SearchOptions fields changed (repeatable; e.g. "
                              "confidence_top_floor=0.5,confidence_top_depth=5)")
@@ -71,7 +75,7 @@ def main() -> None:
     questions, _ = select_questions(qset, args.split, bundle.manifest.commit)
     base = SearchOptions()
     # Rankings carry the unrestricted lexical anchor; each variant below restricts it itself.
-    unrestricted = base.model_copy(update={"anchor_bm25_rank": 10**9})
+    unrestricted = base.model_copy(update={"anchor_bm25_rank": 10**9, "anchor": True})
     if args.from_dump is not None and (args.vectors_from is not None or args.dump is not None):
         parser.error("--from-dump cannot be combined with --vectors-from or --dump")
     dumped: dict[str, list[tuple[str, float]]] | None = None
@@ -100,6 +104,10 @@ def main() -> None:
             ranking.vector = dumped[q.id]
         runs.append((q, ranking))
 
+    # Documents each question can reach (its filter), as rank_chunks tells fuse_rankings.
+    reach = {id(r): (len(allowed_paths(bundle, q.filter, True)) if q.filter is not None and not q.filter.is_empty()
+                     else None) for q, r in runs}
+    bm25_docs = {id(r): document_ranking(bundle, r.chunk_ids("bm25")) for _, r in runs}
     if args.dump is not None:
         with args.dump.open("w", encoding="utf-8") as fh:
             for q, r in runs:
@@ -107,15 +115,12 @@ def main() -> None:
                     return [[cid, bundle.chunks[bundle.chunk_index[cid]].path, round(sc, 6)] for cid, sc in hits]
                 fh.write(json.dumps({"id": q.id, "relevant": sorted(q.relevant), "bm25": rows(r.bm25),
                                      "vector": rows(r.vector), "anchor": r.anchor,
-                                     "words": len(q.question.split()), "split": q.split}, ensure_ascii=False) + "\n")
+                                     "words": len(q.question.split()), "split": q.split,
+                                     "reach": reach[id(r)] or len(bundle.docs)}, ensure_ascii=False) + "\n")
 
     def score(order_of: Callable[[object], list[str]]) -> dict[str, float]:
         return mean_scores([score_question(document_ranking(bundle, order_of(r)), q.relevant) for q, r in runs])
 
-    bm25_docs = {id(r): document_ranking(bundle, r.chunk_ids("bm25")) for _, r in runs}
-    # Documents each question can reach (its filter), as rank_chunks tells fuse_rankings.
-    reach = {id(r): (len(allowed_paths(bundle, q.filter, True)) if q.filter is not None and not q.filter.is_empty()
-                     else None) for q, r in runs}
 
     def fused(ranking, opts: SearchOptions, anchor_rank: int | None = None) -> list[str]:  # type: ignore[no-untyped-def]
         order, scores, info = fuse_rankings(bundle, ranking.bm25, ranking.vector, opts, reach[id(ranking)])
@@ -131,6 +136,18 @@ def main() -> None:
         "vector": score(lambda r: r.chunk_ids("vector")),  # type: ignore[attr-defined]
     }
     rows["hybrid (default)"] = score(lambda r: fused(r, base, base.anchor_bm25_rank))
+    if args.profile is not None:
+        table = load_profiles()
+        chosen = next((p for p in (table.default, *table.profiles) if p.name == args.profile), None)
+        if chosen is None:
+            parser.error(f"--profile {args.profile!r}: not in artifacts/fusion_profiles.json")
+        fusion: dict | None = chosen.manifest_value()
+    else:
+        fusion = bundle.manifest.fusion
+    if fusion:
+        own = base.for_bundle(fusion)
+        rows[f"hybrid (profile {fusion.get('profile')})"] = score(lambda r: fused(r, own, own.anchor_bm25_rank
+                                                                                  if own.anchor else 0))
     blind = base.model_copy(update={"vector_confidence": False})
     rows["hybrid (blind RRF: no confidence)"] = score(lambda r: fused(r, blind, base.anchor_bm25_rank))
     for z_none, z_full in ((1.0, 2.5), (2.0, 4.0), (3.0, 5.0), (4.0, 8.0)):

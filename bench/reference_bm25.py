@@ -62,6 +62,9 @@ def fts_query(question: str) -> str | None:
     words = list(dict.fromkeys(w.lower() for w in WORD.findall(question)))
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words) if words else None
 
+DUMP_DEPTH = 100
+"""Documents kept per question by ``--dump`` (RRF with the dense arm needs more than the ten scored)."""
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -72,6 +75,9 @@ def main() -> None:
                         help="what is indexed per chunk: the chunk text, or title, headings, tags, authors and text")
     parser.add_argument("--depth", type=int, default=1000, help="chunks fetched per question")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help=f"also write each question's document ranking (JSON lines: id, ranking: at most "
+                             f"{DUMP_DEPTH} paths) for bench/fusion_calibrate.py --fts5")
     args = parser.parse_args()
 
     try:
@@ -90,6 +96,8 @@ def main() -> None:
     except (ArtifactError, OSError) as exc:
         sys.exit(f"{args.bundle} is not a readable gitrag bundle: {exc}")
     db = build_fts(chunks, docs, args.text)
+    keep = DUMP_DEPTH if args.dump is not None else DOC_DEPTH
+    dump = args.dump.open("w", encoding="utf-8") if args.dump is not None else None
     scores, rows = [], []
     for q in chosen:
         match = fts_query(q.question)
@@ -102,10 +110,14 @@ def main() -> None:
                     continue
                 if path not in ranking:
                     ranking.append(path)
-                    if len(ranking) == DOC_DEPTH:
+                    if len(ranking) == keep:
                         break
-        scores.append(score_question(ranking, q.relevant))
-        rows.append({"id": q.id, "rank": first_relevant_rank(ranking, q.relevant)})
+        scores.append(score_question(ranking[:DOC_DEPTH], q.relevant))
+        rows.append({"id": q.id, "rank": first_relevant_rank(ranking[:DOC_DEPTH], q.relevant)})
+        if dump is not None:
+            dump.write(json.dumps({"id": q.id, "ranking": ranking}, ensure_ascii=False) + "\n")
+    if dump is not None:
+        dump.close()
     result = {"engine": "fts5", "sqlite": sqlite3.sqlite_version, "text": args.text,
               "bundle_id": manifest.bundle_id, "dataset_sha256": qset.sha256, "split": args.split,
               "evaluated": len(chosen), "skipped": skipped, "metrics": mean_scores(scores)}

@@ -36,6 +36,7 @@ from artifacts.embedding import (
     open_build_embedder,
     resolve_embedder_name,
 )
+from artifacts.fusion import profile_for
 from artifacts.hashing import combine_digests, digest_lines
 from artifacts.layout import BM25_DIR, CHUNKS_FILE, DOCS_FILE, GRAPH_DIR, TEXT_DIR, VECTORS_DIR
 from artifacts.manifest import BuildStats, Counts, Manifest, SourceInfo, read_manifest
@@ -503,6 +504,7 @@ def _make_manifest(facts: _BuildFacts, bundle_id: str, graph, text_reuse: dict[s
         built_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         stats=BuildStats(embeddings_computed=computed, embeddings_reused=len(chunks) - computed),
         stage=stage,
+        fusion=profile_for(facts.config.embedder).manifest_value(),
         changes=_change_summary(base, docs_by_path, facts.changed),
         vectors_donor=donor.bundle_id if donor is not None else None,
         index_reuse={"text": text_reuse, "vectors": vector_reuse},

@@ -301,7 +301,7 @@ def make_result(bundle: OpenedBundle, qset: QuestionSet, split: str, engines: tu
         "tool_commit": tool_commit(),
         "config": {
             "split": split, "engines": list(engines), "published_only": published_only, "doc_depth": DOC_DEPTH,
-            "search": options.retrieval_config(), "build": m.config.model_dump(mode="json"),
+            "search": options.for_bundle(m.fusion).retrieval_config(), "build": m.config.model_dump(mode="json"),
             "config_fingerprint": m.config_fingerprint, "repo": repo, "store": store, "rev": rev,
         },
         "timings": {"seconds": outcome["seconds"]},

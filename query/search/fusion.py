@@ -122,7 +122,7 @@ def rank_chunks(bundle: OpenedBundle, text: str, *, depth: int, published_only: 
 
     ``depth``: chunks taken from each arm.  An arm not in ``engines`` is skipped (empty ranking).
     """
-    opts = options or SearchOptions()
+    opts = (options or SearchOptions()).for_bundle(bundle.manifest.fusion)
     text = normalize_text(text).strip()
     paths = allowed_paths(bundle, flt, published_only)
     terms = query_terms(text)

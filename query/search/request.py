@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from artifacts.fusion import FUSION_FIELDS
 from query.contract import validate_request
 from query.search.confidence import CONFIDENCE_DEPTH, CONFIDENCE_TOP_FLOOR, CONFIDENCE_Z
 
@@ -79,6 +80,9 @@ class SearchRequest(BaseModel):
 class SearchOptions(BaseModel):
     """Server-side retrieval settings (not per request).
 
+    The fusion fields (:data:`artifacts.fusion.FUSION_FIELDS`) not given explicitly are taken from
+    the bundle's fusion profile (``manifest.fusion``, chosen per embedder at build time, see
+    :meth:`for_bundle`); the defaults below are the ``default`` profile, used for bundles without one.
     Fusion defaults (k = 5, vector weight 0.5, chunk level, anchor on BM25's first document) were
     chosen with ``bench/fusion_sweep.py`` as the setting with the smallest worst-case loss of hybrid
     nDCG@10 against the better arm on the dev sets with both the English MiniLM and the multilingual
@@ -118,6 +122,20 @@ class SearchOptions(BaseModel):
     confidence_top_floor: float = Field(CONFIDENCE_TOP_FLOOR, ge=0, le=1)
     confidence_top_depth: int = Field(CONFIDENCE_DEPTH, ge=1)
     base_url: str | None = None
+
+    def for_bundle(self, fusion: dict[str, Any] | None) -> SearchOptions:
+        """Return these options with the fusion fields not set explicitly taken from a bundle's profile.
+
+        ``fusion``: ``manifest.fusion`` (:mod:`artifacts.fusion`), or ``None`` (then ``self``).  A
+        field is explicit when it was passed to the constructor or to ``model_copy(update=...)``;
+        the result has every field explicit, so applying it twice changes nothing.
+        """
+        if not fusion:
+            return self
+        update = {k: v for k, v in fusion.items() if k in FUSION_FIELDS and k not in self.model_fields_set}
+        if not update:
+            return self
+        return SearchOptions.model_validate({**self.model_dump(), **update})
 
     def retrieval_config(self) -> dict[str, Any]:
         """Return the settings that change rankings (everything but ``base_url``)."""

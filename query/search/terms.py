@@ -15,6 +15,7 @@ from whoosh import query as wq
 
 from artifacts.analysis import EXACT_FIELDS, FIELD_BOOSTS, FOLDED_FIELDS, exact_analyzer, fold_token, normalize_text
 from query.bundle import OpenedBundle
+from query.search.typos import near_terms
 from query.search.weighting import bm25_matrix
 
 MAX_QUERY_TERMS = 64
@@ -135,13 +136,24 @@ def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], ty
             words.append(QueryWord(term, narrow_stem=narrow))
             continue
         expanded += 1
-        fuzzy = tuple((f, forms) for f in FOLDED_FIELDS
-                      if (forms := tuple(sorted(w for w in searcher.reader().terms_within(f, word, maxdist, prefix=1)
-                                                if _indexed(bundle, searcher, f, w)))))
+        fuzzy = tuple((f, forms) for f in FOLDED_FIELDS if (forms := _typo_forms(bundle, searcher, f, word, maxdist)))
         # Levenshtein distance counts a swap of two neighbours as 2 edits; add swapped forms that exist.
         swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)} - {word}
         words.append(QueryWord(term, fuzzy, tuple(w for w in sorted(swaps) if _known(bundle, searcher, w)), narrow))
     return words
+
+
+def _typo_forms(bundle: OpenedBundle, searcher: Any, fieldname: str, word: str, maxdist: int) -> tuple[str, ...]:
+    """Return the indexed words of ``fieldname`` within ``maxdist`` edits of ``word`` sharing its first letter, sorted.
+
+    On the BM25 matrix's one vocabulary when the bundle has one (:func:`query.search.typos.near_terms`,
+    numpy over the words of that first letter); else Whoosh's automaton walk over each segment.
+    """
+    matrix = bm25_matrix(bundle)
+    if matrix is not None:
+        return tuple(near_terms(bundle, matrix, fieldname, word, maxdist))
+    return tuple(sorted(w for w in searcher.reader().terms_within(fieldname, word, maxdist, prefix=1)
+                        if _indexed(bundle, searcher, fieldname, w)))
 
 
 def _narrow_stem(bundle: OpenedBundle, searcher: Any, word: str) -> bool:

@@ -2,13 +2,61 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
+from artifacts.analysis import normalize_text
 from artifacts.records import chunk_path
 from query.bundle import OpenedBundle
 from query.search.filters import unpublished_paths
+
+QUERY_VECTOR_CACHE = 1024
+"""Query vectors kept per bundle (least recently used dropped first; 1.5 KB each at 384 dimensions)."""
+
+
+class QueryVectorCache:
+    """An LRU of query vectors, keyed by the normalised query text (NFC, stripped).
+
+    With the default model the query embedding is most of a hybrid search's CPU; a query asked again
+    (a reload, a popular question, the answer path retrieving for the same question twice) is not
+    embedded again.  Thread-safe; the model runs outside the lock, so two threads that miss on the
+    same query at once both embed it (the result is the same).  Cached arrays are read-only.
+    """
+
+    def __init__(self, size: int = QUERY_VECTOR_CACHE) -> None:
+        self._size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, embedder: Any, text: str) -> np.ndarray:
+        """Return ``embedder.embed_query(text)`` (float32 (dim,), L2-normalised), from the cache when present."""
+        key = normalize_text(text).strip()
+        with self._lock:
+            vector = self._vectors.get(key)
+            if vector is not None:
+                self._vectors.move_to_end(key)
+                self.hits += 1
+                return vector
+            self.misses += 1
+        vector = np.asarray(embedder.embed_query(key), dtype=np.float32)
+        vector.setflags(write=False)
+        with self._lock:
+            self._vectors[key] = vector
+            self._vectors.move_to_end(key)
+            while len(self._vectors) > self._size:
+                self._vectors.popitem(last=False)
+        return vector
+
+
+def query_vector(bundle: OpenedBundle, text: str) -> np.ndarray:
+    """Return the query vector of ``text`` by ``bundle``'s embedder, through the bundle's :class:`QueryVectorCache`."""
+    cache: QueryVectorCache = bundle.derive("query_vectors", QueryVectorCache)
+    return cache.get(bundle.embedder, text)
 
 
 def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: bool,
@@ -24,7 +72,7 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
         return []
     if paths is not None and not paths:
         return []
-    qvec = bundle.embedder.embed_query(text)
+    qvec = query_vector(bundle, text)
     ids = bundle.chunks.ids  # label -> chunk id: no chunk record is read per visited node or hit
     if paths is not None:
         def accept(label: int) -> bool:
