@@ -321,14 +321,6 @@ def _load(
     conn.execute(f"COPY {table} FROM {_cypher_string(str(path))} ({COPY_OPTIONS})")
 
 
-def select_graph_mapping(repo: pygit2.Repository, tree: str, option: str | None) -> dict[str, Any]:
-    """Return the canonical graph mapping of a build (recorded as ``BuildConfig.graph_mapping``).
-
-    The same choice as :func:`choose_graph_mapping`, without the reason.
-    """
-    return choose_graph_mapping(repo, tree, option)[0]
-
-
 DETECTION_SAMPLE = 200
 """At most this many Markdown files (evenly spread over the sorted paths) are parsed to detect a preset."""
 
