@@ -50,7 +50,7 @@ from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from whoosh import query as wq
@@ -156,7 +156,7 @@ class PostingRecorder:
                 slot.weights.append(item[3])
             _add(item)
 
-        pool.add = record
+        pool.add = record  # type: ignore[union-attr]  # pool is not None: it has an add
 
     def matrix(self, chunk_ids: Sequence[str]) -> BM25Matrix:
         """Return the recorded postings as a :class:`BM25Matrix`; row ``i`` is Whoosh document ``i`` = ``chunk_ids[i]``.
@@ -287,7 +287,7 @@ class BM25Matrix:
             fields = tuple(meta["fields"])
             raw = (directory / CHUNK_IDS_FILE).read_bytes()
             chunk_ids = same_ids[1] if same_ids is not None and raw == same_ids[0] else json.loads(raw)
-            mode = "r" if mmap else None
+            mode: Literal["r"] | None = "r" if mmap else None
             columns = {}
             terms = {}
             for name in fields:
