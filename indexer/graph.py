@@ -354,7 +354,7 @@ def choose_graph_mapping(
         entry = root[REPO_MAPPING_FILE]  # type: ignore[index]
         if entry.type_str == "blob":
             try:
-                text = repo[entry.id].data.decode("utf-8")  # type: ignore[union-attr]
+                text = repo[entry.id].data.decode("utf-8")  # type: ignore[attr-defined]
             except UnicodeDecodeError:
                 raise GraphMappingError(f"{REPO_MAPPING_FILE} is not UTF-8") from None
             mapping = select_mapping(None, text)
@@ -379,7 +379,7 @@ def _detect(repo: pygit2.Repository, root: Any, include: list[str] | None = None
     for path, entry in _data_files(repo, root, ""):
         if entry.size <= MAX_AUTHOR_FILE_BYTES:
             try:
-                data_files[path] = repo[entry.id].data.decode("utf-8")  # type: ignore[union-attr]
+                data_files[path] = repo[entry.id].data.decode("utf-8")  # type: ignore[attr-defined]
             except UnicodeDecodeError:
                 continue
     return detect_mapping(docs, data_files, url_links)
@@ -395,7 +395,7 @@ def _sample(repo: pygit2.Repository, entries: list[tuple[str, Any]]) -> tuple[li
         if entry.filemode == pygit2.GIT_FILEMODE_LINK or entry.size > MAX_AUTHOR_FILE_BYTES * 2:
             continue
         try:
-            doc = parse_markdown(path, repo[entry.id].data, blob_id=str(entry.id),  # type: ignore[union-attr]
+            doc = parse_markdown(path, repo[entry.id].data, blob_id=str(entry.id),  # type: ignore[attr-defined]
                                  max_bytes=MAX_AUTHOR_FILE_BYTES * 2)
         except Exception:  # noqa: BLE001 - a file the build will skip with a reason
             continue

@@ -14,6 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pygit2
@@ -43,7 +44,7 @@ def find_base_bundle(store: Store, repo: pygit2.Repository, commit: str, config_
     available = {name for name in _listdir(store.bundles_dir) if name.endswith("." + config_fingerprint[:8])}
     if not available:
         return None
-    start = repo[commit]
+    start = cast(pygit2.Commit, repo[commit])
     seen = 0
     node = start
     while node.parents and seen < MAX_ANCESTOR_WALK:

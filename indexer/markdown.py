@@ -130,7 +130,7 @@ def _link_label_end(state: StateInline, start: int, disableNested: bool = False)
         for opener in stack:
             ends[opener] = -1
         state.pos = old
-    end = ends[start]
+    end: int = ends[start]
     if end >= 0 and disableNested:
         first = bisect.bisect_right(nested, start)
         if first < len(nested) and nested[first] < end:
