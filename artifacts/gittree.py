@@ -7,7 +7,7 @@ the same paths, so both must agree on how a raw Git name becomes a path.
 from __future__ import annotations
 
 import unicodedata
-from typing import Any
+from typing import Any, cast
 
 import pygit2
 
@@ -41,14 +41,15 @@ def unindexable_entries(repo: pygit2.Repository, tree: pygit2.Tree) -> list[tupl
 def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, out: list[tuple[str, Any]],
           skipped: list[tuple[str, str, str]] | None, valid: bool = True) -> None:
     for entry in tree:
-        raw = entry.raw_name if hasattr(entry, "raw_name") else entry.name.encode()
+        # a tree entry always has a name (pygit2's stubs say bytes | None)
+        raw = cast(bytes, entry.raw_name if hasattr(entry, "raw_name") else str(entry.name).encode())
         try:
             name, ok = unicodedata.normalize("NFC", raw.decode("utf-8")), valid
         except UnicodeDecodeError:
             name, ok = raw.decode("utf-8", errors="backslashreplace"), False
         path = prefix + name
         if entry.type_str == "tree":
-            _walk(repo, repo[entry.id], path + "/", out, skipped, ok)
+            _walk(repo, cast(pygit2.Tree, repo[entry.id]), path + "/", out, skipped, ok)
         elif entry.type_str == "commit":
             if skipped is not None:
                 skipped.append((path, "submodule", f"submodule at commit {str(entry.id)[:12]} is not indexed"))

@@ -383,7 +383,7 @@ def _base_words() -> dict[str, Any]:
     data = yaml.safe_load(QUESTION_WORDS_FILE.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not isinstance(data.get("concepts"), dict):
         raise GraphMappingError("graphwords.yaml must hold a mapping with 'concepts'")
-    return data  # type: ignore[no-any-return]
+    return data
 
 
 def _merge(base: Any, extra: Any) -> Any:

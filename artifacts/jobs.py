@@ -243,7 +243,7 @@ class JobQueue:
             if replay_key is not None:
                 db.execute("INSERT OR REPLACE INTO deliveries (delivery_id, job_id, received) VALUES (?, ?, ?)",
                            (replay_key, job_id, now))
-            job = self._get(db, job_id)  # type: ignore[arg-type]
+            job = self._get(db, job_id)
         assert job is not None
         return Enqueued(job, coalesced=coalesced)
 

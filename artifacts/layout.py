@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 DOCS_FILE = "docs.jsonl"
 CHUNKS_FILE = "chunks.jsonl"
 TEXT_DIR = "text"
@@ -13,7 +15,7 @@ GRAPH_DIR = "graph"
 BM25_DIR = "bm25"
 """Per-field BM25 inputs as arrays (:mod:`artifacts.bm25matrix`); since feature version 2, optional."""
 
-HNSW_SPACE = "ip"
+HNSW_SPACE: Final = "ip"
 """Inner product on L2-normalised vectors = cosine similarity."""
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200

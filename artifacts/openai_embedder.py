@@ -32,6 +32,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -94,7 +95,8 @@ class OpenAIEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """Return float32 (dim,), L2-normalised (``input_type`` query)."""
-        return self._embed([text], "query")[0]
+        row: np.ndarray = self._embed([text], "query")[0]
+        return row
 
     def _embed(self, texts: list[str], kind: str) -> np.ndarray:
         body = {"model": self.model, "input": texts, "encoding_format": "float"}
@@ -113,7 +115,7 @@ class OpenAIEmbedder:
         norms[norms == 0] = 1.0
         return np.ascontiguousarray(vectors / norms, dtype=np.float32)
 
-    def _post(self, body: dict) -> dict:
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(API_KEY_ENV)
         if key:
@@ -130,7 +132,8 @@ class OpenAIEmbedder:
                 with self._lock:
                     self.requests += 1
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - configured URL
-                    return json.loads(response.read())
+                    reply: dict[str, Any] = json.loads(response.read())
+                    return reply
             except urllib.error.HTTPError as exc:
                 if exc.code == 400 and "input_type" in body:  # a server that takes no input_type field
                     self._send_input_type = False

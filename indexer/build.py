@@ -22,8 +22,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
+import pygit2
 
 from artifacts import __version__
 from artifacts.bm25matrix import PostingRecorder
@@ -89,7 +91,7 @@ class BuildResult:
     stopped: str | None = None
     """Set (``"superseded"``) when embedding stopped for newer work: this result is then the lexical bundle's."""
 
-    def summary(self) -> dict[str, object]:
+    def summary(self) -> dict[str, Any]:
         """Return the JSON summary printed by ``gitrag build --json``."""
         m = self.manifest
         return {
@@ -397,7 +399,7 @@ class _BuildFacts:
     config: BuildConfig
     fingerprint: str
     branch: str | None
-    repo: object
+    repo: pygit2.Repository
     base: BaseBundle | None
     donor: BaseBundle | None
     docs: list[Document]
@@ -469,7 +471,7 @@ def _write_graph_part(staging: Path, facts: _BuildFacts, report: Progress):  # t
 
 def _make_manifest(facts: _BuildFacts, bundle_id: str, graph, text_reuse: dict[str, object],  # type: ignore[no-untyped-def]
                    vector_reuse: dict[str, object] | None, computed: int, resumed: int, n_rows: int,
-                   model: Embedder, *, stage: str = "complete") -> Manifest:
+                   model: Embedder, *, stage: Literal["complete", "lexical"] = "complete") -> Manifest:
     """The manifest of a bundle of ``facts``: ``stage`` ``"lexical"`` has no vectors and no ``vectors`` digest."""
     info, docs, chunks, docs_by_path, base, donor = (facts.info, facts.docs, facts.chunks, facts.docs_by_path,
                                                      facts.base, facts.donor)
@@ -488,7 +490,7 @@ def _make_manifest(facts: _BuildFacts, bundle_id: str, graph, text_reuse: dict[s
         parent_commits=info.parents,
         commit_time=info.time,
         commit_summary=info.summary,
-        source=SourceInfo(repo=str(Path(facts.repo.path).resolve()), ref=facts.branch),  # type: ignore[attr-defined]
+        source=SourceInfo(repo=str(Path(facts.repo.path).resolve()), ref=facts.branch),
         config=facts.config,
         config_fingerprint=facts.fingerprint,
         built_from=base.bundle_id if base else None,

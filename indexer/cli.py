@@ -136,7 +136,7 @@ def build_command(repo: str, store_dir: str, rev: str, embedder: str | None, max
     state = "already built" if result.reused else "built"
     click.echo(f"{state} {summary['bundle_id']}: {summary['documents']} documents, {summary['chunks']} chunks, "
                f"{len(summary['skipped'])} skipped")
-    for skip in summary["skipped"]:  # type: ignore[union-attr]
+    for skip in summary["skipped"]:
         click.echo(f"  skipped {skip['path']}: {skip['reason']}")
     choice = summary.get("graph_mapping_choice")
     if isinstance(choice, dict):

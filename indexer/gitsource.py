@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pygit2
 
@@ -39,7 +40,7 @@ class SourceFile:
 
     def read(self) -> bytes:
         """Return the blob's bytes."""
-        return self.repo[self.blob_id].data  # type: ignore[union-attr,no-any-return]
+        return cast(pygit2.Blob, self.repo[self.blob_id]).data
 
 
 def open_repo(path: Path | str) -> pygit2.Repository:
@@ -76,11 +77,11 @@ def iter_markdown(repo: pygit2.Repository, tree_sha: str) -> Iterator[SourceFile
     left out (:func:`unindexable_files` names them); symlinks are yielded with ``symlink=True``
     (see :func:`artifacts.gittree.markdown_entries`).
     """
-    for path, entry in markdown_entries(repo, repo[tree_sha]):
+    for path, entry in markdown_entries(repo, cast(pygit2.Tree, repo[tree_sha])):
         yield SourceFile(path=path, blob_id=str(entry.id), size=entry.size, repo=repo,
                          symlink=entry.filemode == pygit2.GIT_FILEMODE_LINK)
 
 
 def unindexable_files(repo: pygit2.Repository, tree_sha: str) -> list[tuple[str, str, str]]:
     """``[(path, reason, detail)]`` of the tree's submodules and non-UTF-8 ``*.md`` paths (recorded as skipped)."""
-    return unindexable_entries(repo, repo[tree_sha])
+    return unindexable_entries(repo, cast(pygit2.Tree, repo[tree_sha]))

@@ -321,14 +321,6 @@ def _load(
     conn.execute(f"COPY {table} FROM {_cypher_string(str(path))} ({COPY_OPTIONS})")
 
 
-def select_graph_mapping(repo: pygit2.Repository, tree: str, option: str | None) -> dict[str, Any]:
-    """Return the canonical graph mapping of a build (recorded as ``BuildConfig.graph_mapping``).
-
-    The same choice as :func:`choose_graph_mapping`, without the reason.
-    """
-    return choose_graph_mapping(repo, tree, option)[0]
-
-
 DETECTION_SAMPLE = 200
 """At most this many Markdown files (evenly spread over the sorted paths) are parsed to detect a preset."""
 
@@ -362,7 +354,7 @@ def choose_graph_mapping(
         entry = root[REPO_MAPPING_FILE]  # type: ignore[index]
         if entry.type_str == "blob":
             try:
-                text = repo[entry.id].data.decode("utf-8")  # type: ignore[union-attr]
+                text = repo[entry.id].data.decode("utf-8")  # type: ignore[attr-defined]
             except UnicodeDecodeError:
                 raise GraphMappingError(f"{REPO_MAPPING_FILE} is not UTF-8") from None
             mapping = select_mapping(None, text)
@@ -387,7 +379,7 @@ def _detect(repo: pygit2.Repository, root: Any, include: list[str] | None = None
     for path, entry in _data_files(repo, root, ""):
         if entry.size <= MAX_AUTHOR_FILE_BYTES:
             try:
-                data_files[path] = repo[entry.id].data.decode("utf-8")  # type: ignore[union-attr]
+                data_files[path] = repo[entry.id].data.decode("utf-8")  # type: ignore[attr-defined]
             except UnicodeDecodeError:
                 continue
     return detect_mapping(docs, data_files, url_links)
@@ -403,7 +395,7 @@ def _sample(repo: pygit2.Repository, entries: list[tuple[str, Any]]) -> tuple[li
         if entry.filemode == pygit2.GIT_FILEMODE_LINK or entry.size > MAX_AUTHOR_FILE_BYTES * 2:
             continue
         try:
-            doc = parse_markdown(path, repo[entry.id].data, blob_id=str(entry.id),  # type: ignore[union-attr]
+            doc = parse_markdown(path, repo[entry.id].data, blob_id=str(entry.id),  # type: ignore[attr-defined]
                                  max_bytes=MAX_AUTHOR_FILE_BYTES * 2)
         except Exception:  # noqa: BLE001 - a file the build will skip with a reason
             continue

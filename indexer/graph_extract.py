@@ -287,7 +287,8 @@ def _work_section(
     candidates = [h for h in headings if h.level == level and pattern.search(h.text) and h.ordinal not in used]
     same_year = [h for h in candidates if (m := _YEAR.search(h.text)) and int(m.group(0)) == year]
     no_year = [h for h in candidates if not _YEAR.search(h.text)]
-    return (same_year or no_year or [None])[0]
+    found = same_year or no_year
+    return found[0] if found else None
 
 
 def _topic_pages(docs: Sequence[Document], mapping: GraphMapping) -> dict[str, str]:
@@ -312,8 +313,8 @@ def _topics(doc: Document, topic_pages: dict[str, str], mapping: GraphMapping, o
     by_key = {name_key(t): t for t in topic_pages.values()}
     if topics.from_tags:
         for tag in doc.tags:
-            if (topic := by_key.get(name_key(tag))) is not None:
-                out.add("HAS_TOPIC", (doc.path, topic, "tag", doc.path))
+            if (tagged := by_key.get(name_key(tag))) is not None:
+                out.add("HAS_TOPIC", (doc.path, tagged, "tag", doc.path))
     if topics.from_links:
         lines = _topic_link_lines(doc.body, topics.link_lines)
         for link in doc.links:

@@ -14,6 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pygit2
@@ -43,7 +44,7 @@ def find_base_bundle(store: Store, repo: pygit2.Repository, commit: str, config_
     available = {name for name in _listdir(store.bundles_dir) if name.endswith("." + config_fingerprint[:8])}
     if not available:
         return None
-    start = repo[commit]
+    start = cast(pygit2.Commit, repo[commit])
     seen = 0
     node = start
     while node.parents and seen < MAX_ANCESTOR_WALK:
@@ -90,14 +91,12 @@ class BaseBundle:
         """Number of vector rows (= hnswlib labels in use) of the ancestor bundle."""
         return int(self.vectors.shape[0])
 
-    def rows_for(self, key: str) -> np.ndarray | None:
-        """Return the ancestor's row numbers (int64, segment order) for an embedding-input hash, or ``None``."""
-        return self.rows_by_key.get(key)
-
     def rows_of_chunk(self, chunk_id: str, key: str) -> np.ndarray | None:
-        """Return the rows of chunk ``chunk_id`` when its embedding-input hash was ``key``, else :meth:`rows_for`.
+        """Return the ancestor's row numbers (int64, segment order) to reuse for chunk ``chunk_id``, or ``None``.
 
-        Two chunks with the same input then each keep their own rows (and hnswlib labels).
+        ``key``: the chunk's embedding-input hash now (:func:`embedding_key`).  The chunk's own rows
+        when its hash was ``key`` then too, else the rows of any ancestor chunk with that hash, so two
+        chunks with the same input each keep their own rows (and hnswlib labels).
         """
         own = self.rows_by_chunk.get(chunk_id)
         return own[1] if own is not None and own[0] == key else self.rows_by_key.get(key)

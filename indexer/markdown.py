@@ -130,7 +130,7 @@ def _link_label_end(state: StateInline, start: int, disableNested: bool = False)
         for opener in stack:
             ends[opener] = -1
         state.pos = old
-    end = ends[start]
+    end: int = ends[start]
     if end >= 0 and disableNested:
         first = bisect.bisect_right(nested, start)
         if first < len(nested) and nested[first] < end:
@@ -234,7 +234,10 @@ class Outline:
     ``heading`` (a heading's first line), ``heading_cont`` (a setext underline or further
     heading line), ``fence_open``, ``code`` or ``fence_close``; ``unclosed``: ``(last line,
     opening marker)`` of each fenced block left open; ``headings``; ``links`` (``resolved`` unset);
-    ``urls``: see :func:`url_destinations`.
+    ``urls``: destinations of the body's Markdown links that are web URLs or site paths, in order,
+    de-duplicated (links in code and HTML comments do not count, reference links resolve through their
+    definitions): ``http(s)://`` URLs and ``/site/paths`` (not ``//host``), URL-decoded; ``.md`` targets
+    (those are :func:`extract_links`' business), fragments only, ``mailto:`` and other schemes are left out.
     """
 
     lines: tuple[str, ...]
@@ -407,7 +410,7 @@ def lines_outside_code(body: str) -> list[str]:
 
 
 def _url_hrefs(children: list[Token]) -> Iterable[str]:
-    """Destinations of one inline token's links that are web URLs or site paths (see :func:`url_destinations`)."""
+    """Destinations of one inline token's links that are web URLs or site paths (see :attr:`Outline.urls`)."""
     for child in children:
         if child.type != "link_open":
             continue
@@ -417,17 +420,6 @@ def _url_hrefs(children: list[Token]) -> Iterable[str]:
             continue
         if (bare.startswith("/") and not bare.startswith("//")) or bare.lower().startswith(("http://", "https://")):
             yield href
-
-
-def url_destinations(body: str) -> list[str]:
-    """Destinations of a body's Markdown links that are web URLs or site paths, in order, de-duplicated.
-
-    From the one CommonMark parse (:func:`outline`, like :func:`extract_links`; so links in code and
-    HTML comments do not count, and reference links resolve through their definitions):
-    ``http(s)://`` URLs and ``/site/paths`` (not ``//host``), URL-decoded; ``.md`` targets (those
-    are :func:`extract_links`' business), fragments only, ``mailto:`` and other schemes are left out.
-    """
-    return list(outline(body).urls)
 
 
 def outline_record(parsed: Outline) -> dict[str, Any]:

@@ -159,7 +159,7 @@ def update_vectors(base_dir: Path, plan: LabelPlan, blocks: list[np.ndarray], ve
     out[copied] = base_vectors[plan.source[copied]]
     for label, (i, s) in plan.put.items():
         out[label] = blocks[i][s]
-    moved = [label for label in np.flatnonzero(copied) if plan.source[label] != label]
+    moved = [int(label) for label in np.flatnonzero(copied) if plan.source[label] != label]
     writes = sorted([*plan.put, *moved])
     if total > index.get_max_elements():
         index.resize_index(total)

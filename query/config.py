@@ -163,7 +163,7 @@ def is_loopback(host: str) -> bool:
         infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
         return False
-    addresses = {info[4][0].split("%", 1)[0] for info in infos}
+    addresses = {str(info[4][0]).split("%", 1)[0] for info in infos}  # IPv6 scope ids dropped
     return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
 
 
@@ -173,7 +173,7 @@ def load_config(path: Path | str | None = None, environ: dict[str, str] | None =
     Raises :class:`ConfigError` for an unreadable file or invalid values (keys are not echoed).
     """
     env = os.environ if environ is None else environ
-    data: dict = {}
+    data: dict[str, Any] = {}
     if path is not None:
         try:
             data = tomllib.loads(Path(path).read_text(encoding="utf-8"))

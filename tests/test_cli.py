@@ -1,8 +1,7 @@
-"""The gitrag command: help texts, README in sync, package dependency direction, and a real-model run."""
+"""The gitrag command: help texts, README in sync, package layers (import contracts), and a real-model run."""
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import shutil
@@ -44,22 +43,12 @@ def test_readme_starts_with_the_two_setup_commands() -> None:
     assert "make test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
-def _imports(package: str) -> set[str]:
-    found = set()
-    for path in (ROOT / package).rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                found |= {alias.name.split(".")[0] for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.add(node.module.split(".")[0])
-    return found
-
-
-def test_package_dependency_direction() -> None:
-    assert not _imports("artifacts") & {"indexer", "query", "hooks"}
-    assert not _imports("indexer") & {"query", "hooks"}
-    assert not _imports("query") & {"indexer", "hooks"}
+def test_package_layers_follow_the_import_contracts(capsys: pytest.CaptureFixture[str]) -> None:
+    """The import-linter contracts of pyproject.toml ([tool.importlinter]): package direction, query's
+    layers, no cycle; imports inside functions and under TYPE_CHECKING count."""
+    cli = pytest.importorskip("importlinter.cli", reason="import-linter is in the test extra")
+    status = cli.lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
+    assert status == 0, capsys.readouterr().out
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

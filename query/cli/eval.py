@@ -38,7 +38,8 @@ def _build(repo: str, store: str, rev: str, build_args: list[str]) -> dict[str, 
         except SystemExit as exc:
             if exc.code:
                 raise click.ClickException(f"building {rev} failed: {out.getvalue().strip()}") from exc
-    return json.loads(out.getvalue())
+    summary: dict[str, Any] = json.loads(out.getvalue())
+    return summary
 
 
 

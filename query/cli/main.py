@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from artifacts.errors import ArtifactError, BundleIntegrityError
 from query.contract import error_body
 from query.errors import QueryError, from_artifact_error
+
+if TYPE_CHECKING:  # the server is imported when a command runs, not when the CLI starts
+    from query.server.replica import Replica
 
 
 def fail(exc: QueryError | ArtifactError, as_json: bool) -> None:
@@ -213,7 +217,7 @@ def _replica_args(store_dir: str | None, remote_url: str | None, cache_dir: str 
 
 
 def _make_replica(remote_url: str, cache_dir: str, cache_max_gb: float, endpoint_url: str | None,
-                  remote_poll_interval: float):  # type: ignore[no-untyped-def]
+                  remote_poll_interval: float) -> Replica:
     """The :class:`query.server.replica.Replica` of ``serve --from`` (a bad URL or a missing boto3: a click error)."""
     from artifacts.remote import RemoteStore
     from artifacts.store import Store

@@ -45,7 +45,7 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from artifacts import __version__
 from artifacts.analysis import fold
@@ -159,7 +159,7 @@ def load_answer_questions(path: Path | str) -> tuple[list[AnswerQuestion], str, 
             if not isinstance(should, bool):
                 problems.append(f"question {base.id!r}: 'should_answer' must be true or false")
                 continue
-            kind = obj.get("kind") if isinstance(obj.get("kind"), str) and obj.get("kind") else "jsonl"
+            kind = cast(str, obj.get("kind") if isinstance(obj.get("kind"), str) and obj.get("kind") else "jsonl")
             questions.append(AnswerQuestion(base.id, base.question, kind, should, tuple(strings), base.relevant,
                                             base.split, base.commit,
                                             filter=obj.get("filter")))
@@ -199,7 +199,7 @@ def _all_titles(bundle: OpenedBundle) -> set[str]:
     cached = bundle.graph_cache.get("eval_titles")
     if cached is None:
         cached = bundle.graph_cache["eval_titles"] = {_norm_quote(d.title) for d in bundle.docs.values() if d.title}
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 def recheck_claim(bundle: OpenedBundle, claim: dict[str, Any]) -> list[str]:

@@ -26,7 +26,7 @@ import time
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -132,8 +132,9 @@ def _parse_question(obj: Any, where: str, problems: list[str], *, gold: bool) ->
                             f"{', '.join(fields)}; allowed: path_prefix, tags, categories, year)")
     if len(problems) > before:
         return None
-    return Question(id=qid, question=text, relevant=tuple(dict.fromkeys(_nfc(p) for p in relevant)),
-                    split=split, filter=flt, commit=commit)
+    # no problem was found, so id and question are strings
+    return Question(id=cast(str, qid), question=cast(str, text),
+                    relevant=tuple(dict.fromkeys(_nfc(p) for p in relevant)), split=split, filter=flt, commit=commit)
 
 
 def load_questions(path: Path | str) -> QuestionSet:

@@ -4,7 +4,7 @@ shows of them."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from query.bundle import OpenedBundle
 from query.contract import source_url
@@ -38,7 +38,7 @@ def answer_list(body: dict[str, Any]) -> tuple[list[str], int] | None:
         return None
     agg = body.get("aggregation")
     count = agg.get("count") if isinstance(agg, dict) and isinstance(agg.get("count"), int) else len(entries)
-    return [str(e) for e in entries], int(count)
+    return [str(e) for e in entries], int(cast(int, count))  # an int count or len(entries)
 
 
 def shown_entries(body: dict[str, Any], facts: Iterable[dict[str, Any]]) -> int | None:

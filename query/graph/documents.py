@@ -4,7 +4,7 @@ authors of a page."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from artifacts.graphschema import fetch_rows
 from query.graph.analysis import Analysis
@@ -130,7 +130,7 @@ def answer_documents_of_author(out: Answer, index: GraphIndex, persons: list[Per
     the second), with ``years`` only those dated in one of them (each document's matching tags and
     year are facts too)."""
     conn = out.bundle.graph_connection()
-    items = []
+    items: list[dict[str, Any]] = []
     targets: list[tuple[str, str, str]] = [(p.name, p.id, "MATCH (d:Document)-[:AUTHORED_BY]->(:Person {id: $id}) ")
                                            for p in persons]
     for match in authors:
@@ -186,7 +186,7 @@ def answer_authors_of_document(out: Answer, a: Analysis) -> dict[str, Any]:
     rows += fetch_rows(conn, "MATCH (d:Document {path: $path})-[:HAS_DOCUMENT_AUTHOR]->(a:DocumentAuthor) "
                              "RETURN a.name, a.name ORDER BY a.name", {"path": page.path})
     for ident, name in rows:
-        out.fact(page.path, "authored_by", name, page.path, object_id=ident)
+        out.fact(cast(str, page.path), "authored_by", name, page.path, object_id=ident)  # a page has a path
     out.source(page.path)
     answer = {"document": page.path, "title": page.label, "authors": [r[1] for r in rows],
               "author_ids": [r[0] for r in rows]}
@@ -205,7 +205,7 @@ def answer_tags_of_document(out: Answer, a: Analysis) -> dict[str, Any]:
     values = [r[0] for r in fetch_rows(out.bundle.graph_connection(), cypher, {"path": page.path})]
     out.source(page.path)
     for value in values:
-        out.fact(page.path, "tagged" if tags else "has_topic", value, page.path)
+        out.fact(cast(str, page.path), "tagged" if tags else "has_topic", value, page.path)  # a page has a path
     answer = {"document": page.path, "title": page.label, "tags" if tags else "topics": values}
     if not values:
         return out.body("no_answer", "no_matching_sources", complete=True, answer=answer,

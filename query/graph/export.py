@@ -23,7 +23,7 @@ _GRAPHML_TYPES = {"STRING": "string", "INT64": "long", "BOOL": "boolean"}
 
 def read_graph(conn: ladybug.Connection) -> dict[str, list[dict[str, Any]]]:
     """Return ``{"nodes": [{id, label, properties}], "edges": [{source, target, type, properties}]}``."""
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     for table in NODE_TABLES:
         stored = stored_properties(conn, table.name)  # an older schema's graph lacks newer properties
         names = [n for n, _ in table.properties if n in stored]

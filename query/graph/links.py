@@ -95,7 +95,7 @@ def answer_links(out: Answer, index: GraphIndex, a: Analysis, persons: list[Pers
         src, dst = (other, path) if incoming else (path, other)
         out.fact(src, "links_to", dst, src)
     a.intent = "links_to" if incoming else "links_from"
-    answer = {"page": path, "document": path, "title": title, "direction": direction,
+    answer: dict[str, Any] = {"page": path, "document": path, "title": title, "direction": direction,
               "documents": [r[0] for r in rows], "titles": [r[1] for r in rows]}
     if a.has("count") and not out.truncation:  # "Koľko študentov je uvedených na stránke X?": an exact count
         answer["count"] = len(rows)

@@ -248,7 +248,7 @@ def phrasing(lang: str | None) -> Phrasing:
     :raises GraphMappingError: the shared vocabulary file has no usable ``answers`` section.
     """
     data = answer_words()
-    chosen = lang if isinstance(data.get(lang or ""), dict) else str(data["default"])
+    chosen = lang if lang is not None and isinstance(data.get(lang), dict) else str(data["default"])
     words = data[chosen]
     quotes = tuple(str(q) for q in words.get("quotes") or ("„", "“"))
     return Phrasing(

@@ -101,7 +101,7 @@ def as_written(out: Answer, path: str | None, name: str) -> str | None:
 def _supervised_fact(out: Answer, subject: str, name: str, path: str | None, subject_id: str) -> str:
     """Add the ``supervised_by`` fact of one page; returns the name as the page writes it."""
     written = as_written(out, path, name)
-    extra = {"as_written": written} if written else {}
+    extra: dict[str, Any] = {"as_written": written} if written else {}
     out.fact(subject, "supervised_by", name, path, subject_id=subject_id, **extra)
     return written or name
 

@@ -82,7 +82,8 @@ def lexical_anchor(bundle: OpenedBundle, text: str, paths: set[str] | None, publ
         return [_chunk_id(bundle, searcher, n) for _, n in results.top_n]
 
     def whoosh_df(word: str) -> int:
-        return searcher.doc_frequency("title", word) + searcher.doc_frequency("body", word)
+        df: int = searcher.doc_frequency("title", word) + searcher.doc_frequency("body", word)
+        return df
 
     def whoosh_word_chunks(word: str, limit: int) -> list[str]:
         return search_ids(wq.Or([wq.Term("title", word), wq.Term("body", word)]), limit, True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ class FilterIndex:
     years: dict[int, frozenset[str]]
 
 
-def _build_filter_index(docs: dict[str, Any]) -> FilterIndex:
+def _build_filter_index(docs: Mapping[str, Any]) -> FilterIndex:
     tags: dict[str, set[str]] = {}
     categories: dict[str, set[str]] = {}
     years: dict[int, set[str]] = {}

@@ -16,7 +16,7 @@ from query.bundle import OpenedBundle
 from query.search.filters import filter_index
 
 
-class RSJBM25F(scoring.BM25F):
+class RSJBM25F(scoring.BM25F):  # type: ignore[misc]  # whoosh's names are Any ([tool.mypy])
     """Whoosh BM25F with the Robertson-Sparck Jones idf ``log(1 + (N - n + 0.5) / (n + 0.5))``.
 
     Whoosh's default idf ``log(N / (n + 1)) + 1`` never falls below 1, so words found in nearly every

@@ -27,7 +27,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 import mcp_types as types
@@ -261,7 +261,7 @@ async def handle_mcp(request: web.Request) -> web.StreamResponse:
                 await asyncio.wait_for(finished.wait(), 0.5)
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         nonlocal response
         if message["type"] == "http.response.start":
             response = web.StreamResponse(status=message["status"])

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
@@ -93,7 +94,7 @@ class ServerMetrics:
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry, path=self.multiprocess_dir)
+        multiprocess.MultiProcessCollector(registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
         registry.register(self.state)
         return generate_latest(registry)
 
@@ -228,7 +229,7 @@ def _route_label(request: web.Request) -> str:
 
 
 @web.middleware
-async def metrics_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Count every request and its latency by route, method and status (outermost middleware)."""
     metrics: ServerMetrics = request.app[METRICS]
     started = time.perf_counter()

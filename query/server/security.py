@@ -39,6 +39,7 @@ import time
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from artifacts.errors import ArtifactError
 from query.config import ServerConfig
@@ -300,7 +301,7 @@ def _cors_headers(config: ServerConfig, request: web.Request) -> dict[str, str]:
 
 
 @web.middleware
-async def headers_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+async def headers_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Answer CORS pre-flights and add CORS and security headers to every response."""
     config = request.app[CONFIG]
     if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
@@ -320,7 +321,7 @@ async def headers_middleware(request: web.Request, handler: Any) -> web.StreamRe
 
 
 @web.middleware
-async def envelope_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+async def envelope_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Turn every error into the contract's envelope with a stable reason and no echoed input.
 
     An error answered before the body was read to its end closes the connection, so aiohttp does
@@ -362,7 +363,7 @@ def _envelope(exc: Exception) -> web.Response:
 
 
 @web.middleware
-async def auth_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Check the Host (no keys), cross-site state changes (no keys), failed-key limit, role, rate limit."""
     config: ServerConfig = request.app[CONFIG]
     if not config.keys_configured and not is_loopback_host_header(request.headers.get("Host")):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from query.answer.evidence import Generator
 from query.answer.pipeline import AnswerCache
 from query.search.request import SearchOptions
 from query.server.holder import BundleHolder
@@ -20,7 +21,8 @@ HOLDER = web.AppKey("holder", BundleHolder)
 CONNECTION_LIMITS = web.AppKey("connection_limits", object)
 OPTIONS = web.AppKey("options", SearchOptions)
 ANSWER_CACHE = web.AppKey("answer_cache", AnswerCache)
-GENERATORS = web.AppKey("generators", Callable)
+# name -> generator (query.server.answers.default_generators); a Callable is no class, so the key names its type here
+GENERATORS: web.AppKey[Callable[[str | None], Generator]] = web.AppKey("generators", Callable)  # type: ignore[arg-type]
 WATCHER = web.AppKey("watcher", asyncio.Task)
 WORKER = web.AppKey("worker", WorkerSlot)
 """Set on a worker of ``gitrag serve --workers N`` (:mod:`query.server.workers`); absent on a single server."""

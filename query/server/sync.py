@@ -8,7 +8,7 @@ import hmac
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
@@ -109,7 +109,8 @@ def webhook_handler(provider: str) -> Callable[[web.Request], Any]:
         payload = decode_json(raw)
         if not isinstance(payload, dict):
             raise InvalidRequestError("body must be a JSON object")
-        repository = payload.get("repository") if isinstance(payload.get("repository"), dict) else {}
+        found = payload.get("repository")
+        repository = cast(dict[str, Any], found if isinstance(found, dict) else {})
         if repository.get("full_name") != hook.repository:
             return web.json_response({"status": "ok", "accepted": False, "ignored": "repository"})
         if payload.get("ref") != f"refs/heads/{hook.branch}":

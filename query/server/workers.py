@@ -162,7 +162,7 @@ class Supervisor:
             code = worker.proc.wait()
         from prometheus_client import multiprocess
 
-        multiprocess.mark_process_dead(worker.proc.pid, self.metrics_dir)  # its live gauges (in flight)
+        multiprocess.mark_process_dead(worker.proc.pid, self.metrics_dir)  # type: ignore[no-untyped-call]  # its live gauges
         if self.stopping:
             return
         if not worker.ready:
