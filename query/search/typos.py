@@ -68,7 +68,8 @@ def levenshtein_within(word: str, codes: np.ndarray, lengths: np.ndarray, maxdis
         best[:, 0] = i
         best[:, 1:] = np.minimum(prev[:, 1:] + 1, prev[:, :-1] + cost)
         prev = np.minimum.accumulate(best - steps, axis=1) + steps
-    return prev[np.arange(n), lengths] <= maxdist
+    within: np.ndarray = prev[np.arange(n), lengths] <= maxdist
+    return within
 
 
 def near_terms(bundle: OpenedBundle, matrix: BM25Matrix, fieldname: str, word: str, maxdist: int) -> list[str]:
