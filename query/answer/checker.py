@@ -941,7 +941,6 @@ def _rescue(question: str, items: list[EvidenceItem], graph: dict[str, Any] | No
             attempts: list[dict[str, Any]], *, above: float | None = None) -> list[Claim]:
     """The best-scoring evidence unit (with the list or code block it introduces) as verbatim claims, if it
     passes the attribution checks; ``above``: only when its score is higher than this (else ``[]``)."""
-    from query.answer.generators import shown_text  # generators imports this module
 
     ranked = best_units(scorer, items)
     if not ranked or (above is not None and ranked[0][0] <= above):
@@ -950,19 +949,24 @@ def _rescue(question: str, items: list[EvidenceItem], graph: dict[str, Any] | No
     group = [unit]
     if unit.leads is not None:
         group += [u for u in text_units(item.text) if u.list_id == unit.leads]
-    claims = tuple(Claim(text=u.text if u.kind == "code" else shown_text(u.text), evidence=(item.evidence_id,),
-                         quote=" ".join(u.text.split())) for u in group)
-    reply = GeneratorReply(claims)
+    reply = GeneratorReply(tuple(_unit_claims(item, group)))
     verdicts = check_reply(question, reply, items, graph=graph)
     attempts.append(_attempt_record(3, reply, verdicts))
     return [v.claim for v in verdicts if v.ok]
+
+
+def _unit_claims(item: EvidenceItem, units: list[Any]) -> list[Claim]:
+    """Verbatim claims of ``units`` of ``item`` (a code block's text as written, other units as displayed)."""
+    from query.answer.generators import shown_text  # generators imports this module
+
+    return [Claim(text=u.text if u.kind == "code" else shown_text(u.text), evidence=(item.evidence_id,),
+                  quote=" ".join(u.text.split())) for u in units]
 
 
 def _with_blocks(question: str, claims: list[Claim], items: list[EvidenceItem],
                  graph: dict[str, Any] | None) -> list[Claim]:
     """``claims`` with, after each one that quotes a list introduction, the items or code block it introduces
     (verbatim claims that pass the attribution checks): "run these commands:" is no answer without them."""
-    from query.answer.generators import shown_text  # generators imports this module
 
     by_id = {it.evidence_id: it for it in items}
     have = {(c.evidence, " ".join(c.quote.split())) for c in claims}
@@ -973,9 +977,8 @@ def _with_blocks(question: str, claims: list[Claim], items: list[EvidenceItem],
         unit = find_unit(claim.quote, item) if item is not None and item.kind == "chunk" else None
         if unit is None or unit.leads is None:
             continue
-        block = [Claim(text=u.text if u.kind == "code" else shown_text(u.text), evidence=(item.evidence_id,),
-                       quote=" ".join(u.text.split())) for u in text_units(item.text) if u.list_id == unit.leads]
-        block = [c for c in block if (c.evidence, c.quote) not in have]
+        block = [c for c in _unit_claims(item, [u for u in text_units(item.text) if u.list_id == unit.leads])
+                 if (c.evidence, c.quote) not in have]
         if block:
             out.extend(v.claim for v in check_reply(question, GeneratorReply(tuple(block)), items, graph=graph)
                        if v.ok)
