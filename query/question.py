@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from artifacts.analysis import normalize_text
-from artifacts.text.profile import detect_language, frame_patterns, question_type, text_languages, word_class
+from artifacts.text.profile import detect_language, frame_patterns, question_languages, question_type, word_class
 from artifacts.text.words import analyze, content_words, fold_word, stop_words
 
 VALUE_TYPES = frozenset({"count", "quantity", "time", "person", "place", "procedure", "definition"})
@@ -62,7 +62,7 @@ def analyse_question(text: str) -> QuestionAnalysis:
 # detected language and its close languages, :func:`artifacts.text.profile.text_languages`):
 # ``question_frame`` (words that frame a question and are never its topic), ``time_word`` (words that only
 # say a time is asked), ``grade_cue``, ``count_cue`` / ``amount_cue`` / ``count_noun``, ``determiner`` and
-# ``head_pronoun`` (what the thing asked for follows), ``copula``, ``article``.
+# ``head_pronoun`` (what the thing asked for follows), ``question_copula``, ``article``.
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class QuestionFocus:
 
 def question_focus(question: str) -> QuestionFocus:
     """Return the :class:`QuestionFocus` of ``question`` (cue words of the question's profiles, matched folded)."""
-    codes = text_languages(question)
+    codes = question_languages(question)
     tokens = analyze(question)
     kind: str | None = None
     if any(word_class("grade_cue", codes).has(t) for t in tokens):
@@ -106,7 +106,7 @@ def question_focus(question: str) -> QuestionFocus:
     if kind == "count":
         words = [w for w in words if not word_class("count_noun", codes).has(w)]
     determiners, pronouns = word_class("determiner", codes), word_class("head_pronoun", codes)
-    copulas, articles = word_class("copula", codes), word_class("article", codes)
+    copulas, articles = word_class("question_copula", codes), word_class("article", codes)
     head = thing = None
     for i, token in enumerate(tokens):
         if determiners.has(token):  # "aké je heslo", "koľko grafických kariet", "which dataset"
@@ -158,7 +158,7 @@ def definition_question(question: str) -> DefinitionQuestion | None:
     contains no lower-case stop word (a leading article is dropped) and no possessive: "What is the title of
     X's thesis?" and "Čo je v zadaní práce?" ask for something else.
     """
-    codes = text_languages(question)
+    codes = question_languages(question)
     # particles ("Co to vlastně je X?") do not change what is asked
     particles = word_class("definition_particle", codes)
     text = " ".join(w for w in normalize_text(question).split() if not particles.has(fold_word(w))).rstrip(" ?!.")

@@ -113,6 +113,12 @@ class Profile:
                 return True
         return False
 
+    def raw_words(self, name: str) -> tuple[str, ...]:
+        """Return the entries of class ``name`` as written (lower case, not folded): for classes compared with
+        text that keeps its diacritics (``infinitive_ending``: "vedoucí" ends in no infinitive, "péci" does)."""
+        classes = self.raw.get("classes") or {}
+        return tuple(str(w).lower() for w in classes.get(name) or ())
+
     def has_class(self, name: str) -> bool:
         """True when the profile defines the class ``name`` (even as an empty list)."""
         return name in self.classes
@@ -211,6 +217,16 @@ def language_group(code: str | None) -> tuple[str, ...]:
 def text_languages(text: str) -> tuple[str, ...]:
     """Return :func:`language_group` of the language :func:`detect_language` finds in ``text`` (cached)."""
     return language_group(detect_language(text))
+
+
+_QUOTED = re.compile(r"\"[^\"]*\"|„[^“”]*[“”]|“[^”]*”|«[^»]*»|‚[^‘’]*[‘’]")
+
+
+@lru_cache(maxsize=8192)
+def question_languages(question: str) -> tuple[str, ...]:
+    """Return :func:`language_group` of a question's language, told without its quoted spans: "Which posts link
+    to "Dobrovolníci a datové sady"?" is asked in English (a quoted title is a name, not the question's words)."""
+    return text_languages(_QUOTED.sub(" ", question))
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,15 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from artifacts.text.profile import available, class_names, load_profile, text_languages, union, word_class
+from artifacts.text.profile import (
+    available,
+    class_names,
+    load_profile,
+    question_languages,
+    text_languages,
+    union,
+    word_class,
+)
 from artifacts.text.words import analyze, fold_word, stop_words, verb_words, words_match
 
 _TOKEN = re.compile(r"\d+(?:[.,:/]\d+)+\+?|\w+(?:[-–'’.]\w+)*\+?|[.,!?;:%€$£–—]")
@@ -118,7 +126,7 @@ def count_focus(question: str) -> CountFocus | None:
     tokens = analyze(question)
     stops = stop_words()
     verbs = verb_words(question)
-    codes = text_languages(question)
+    codes = question_languages(question)
     cues = word_class("count_cue_word", codes)
     endings = tuple(union("adjective_ending", codes))
     for i, token in enumerate(tokens):
@@ -261,7 +269,7 @@ def _counted_before(before: list[_Token], nouns: tuple[str, ...], codes: tuple[s
 def _opened(question: str) -> tuple[list[str], tuple[str, ...]]:
     """The folded tokens of ``question`` without the ``conjunction_and`` words that open it ("A kdo …?",
     "And who …?"), and the question's profile codes."""
-    codes = text_languages(question)
+    codes = question_languages(question)
     tokens = analyze(question)
     openers = word_class("conjunction_and", codes)
     while tokens and openers.has(tokens[0]):
@@ -298,7 +306,7 @@ def asks_people(question: str) -> bool:
     """True when ``question`` asks for a list of people: a who question (:func:`asks_person`) with an
     ``all_people`` word ("všechno / všichni / all / alle"): "Kdo všechno patří k zakládajícímu triu?" is not
     answered by a sentence naming one of them."""
-    codes = text_languages(question)
+    codes = question_languages(question)
     return asks_person(question) and any(word_class("all_people", codes).has(t) for t in analyze(question))
 
 
