@@ -34,7 +34,7 @@ CMO, <radka@…>, 734 420 216" lists a person, it says nothing about founding).
 Number words come from num2words (well kept; the ``num2words`` code of each language profile) rather than
 a hand list; the words of what a number may count are data: word classes of the language profiles
 (``artifacts/text/profiles/<code>.yaml``: ``count_cue_word``, ``people``, ``multiplier``, ``not_count``,
-``not_count_after``, ``beneficiary``, ``count_noun``, ``count_qualifier``, ``adjective_ending``, ``who``,
+``not_count_after``, ``percent``, ``beneficiary``, ``count_noun``, ``count_qualifier``, ``adjective_ending``, ``who``,
 ``which_person``, ``all_people``, ``action_*``, ``phone_cue``, ``clock_unit``, ``range_to``), read for the
 question's languages on the question and for the text's languages on a quote
 (:func:`artifacts.text.profile.text_languages`).  A counted noun is a question word whose language this
@@ -215,12 +215,12 @@ def states_count(text: str, nouns: tuple[str, ...] = (), *, beneficiary: bool = 
         if not nouns:
             return True  # "Kolik stojí …?": any amount, a price too
         following = tokens[i + 1].folded if i + 1 < len(tokens) else ""
-        if following == "%":
-            following = "procent"
+        percent = following == "%"  # "40 %" reads as "40 percent" (a ``percent`` word)
         previous = tokens[i - 1] if i else None
-        if amount and _counts_noun(following, nouns, codes):
+        if amount and (any(word_class("percent").has(n) for n in nouns) if percent
+                       else _counts_noun(following, nouns, codes)):
             return True  # "Kolik procent …?" answered by "40 %", "Kolik korun …?" by "200 Kč"
-        if not_counts.has(following) or (previous is not None and (
+        if percent or not_counts.has(following) or (previous is not None and (
                 previous.text in ("$", "€", "£") or not_after.has(previous.folded)
                 or (not beneficiary and beneficiaries.has(previous.folded)))):
             continue
