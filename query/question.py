@@ -59,7 +59,8 @@ def analyse_question(text: str) -> QuestionAnalysis:
 # --------------------------------------------------------------------------- what a question asks
 #
 # Word classes of the question's profiles (artifacts/text/profiles/<code>.yaml, read for the question's
-# detected language and its close languages, :func:`artifacts.text.profile.text_languages`):
+# detected language and its close languages, quoted titles left out,
+# :func:`artifacts.text.profile.question_languages`):
 # ``question_frame`` (words that frame a question and are never its topic), ``time_word`` (words that only
 # say a time is asked), ``grade_cue``, ``count_cue`` / ``amount_cue`` / ``count_noun``, ``determiner`` and
 # ``head_pronoun`` (what the thing asked for follows), ``question_copula``, ``article``.

@@ -18,7 +18,7 @@ gets its English rules.  pysbd costs ~7 ms per 450-token chunk, so paragraphs wi
 sentence end skip it and results are cached per text.
 
 Content words: the BM25 folding analyzer's tokens (:func:`artifacts.analysis.folding_analyzer`)
-minus stop words (stopwords-iso lists for sk, cs, en, de, pl, folded; numbers are never stop
+minus stop words (the stopwords-iso list of every language profile, folded; numbers are never stop
 words).  Inflected forms match by :func:`words_match` (a shared prefix).
 """
 

@@ -29,6 +29,7 @@ def test_polish_is_installed_by_its_file() -> None:
     ("Co to jest Allegro?", "definition"),
 ])
 def test_a_polish_question_is_polish_and_gets_its_answer_type(question: str, answer_type: str) -> None:
+    assert detect_language(question) == "pl"
     analysis = analyse_question(question)
     assert analysis.language == "pl"
     assert analysis.answer_type == answer_type
