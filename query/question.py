@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from artifacts.analysis import normalize_text
-from artifacts.text.profile import detect_language, frame_patterns, question_languages, question_type, word_class
+from artifacts.text.profile import (
+    detect_language,
+    frame_patterns,
+    possessive,
+    question_languages,
+    question_type,
+    word_class,
+)
 from artifacts.text.words import analyze, content_words, fold_word, stop_words
 
 VALUE_TYPES = frozenset({"count", "quantity", "time", "person", "place", "procedure", "definition"})
@@ -180,7 +187,8 @@ def definition_question(question: str) -> DefinitionQuestion | None:
     articles = word_class("article", codes)
     while raw and articles.has(fold_word(raw[0])):
         raw = raw[1:]
-    if not 1 <= len(raw) <= 5 or re.search(r"['’]s\b", subject):
+    owner = possessive(codes)
+    if not 1 <= len(raw) <= 5 or (owner is not None and owner.search(subject)):
         return None
     if kind == "person" and len(raw) >= 2 and raw[0].islower() and is_role(raw[0], codes, bounded=False):
         return None  # "Kdo je zakladatelem Česko.Digital?" asks who holds a role, not who someone is

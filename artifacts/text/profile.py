@@ -290,6 +290,17 @@ def alphabet_language(text: str) -> str:
     return next((code for code in available() if not load_profile(code).alphabet), available()[0])
 
 
+@lru_cache(maxsize=64)
+def possessive(codes: tuple[str, ...] | None = None) -> re.Pattern[str] | None:
+    """A pattern of the ``possessive_ending`` entries (as written) of the profiles ``codes`` (every profile when
+    None) at the end of a word ("Bača's"), or None when they have none."""
+    endings = {w for code in (codes if codes is not None else available())
+               for w in load_profile(code).raw_words("possessive_ending")}
+    if not endings:
+        return None
+    return re.compile(r"(?<=\w)(?:" + "|".join(re.escape(e) for e in sorted(endings, key=len, reverse=True)) + r")\b")
+
+
 def class_names(prefix: str, codes: tuple[str, ...] | None = None) -> tuple[str, ...]:
     """Return the names of the classes beginning with ``prefix`` in the profiles ``codes`` (every profile when
     None), in the order the files list them (``("action_found", "action_lead", "action_create")``)."""
