@@ -27,9 +27,9 @@ What is not language knowledge, by rule and not by a list of words:
   it compares (a dict literal's key, a subscript, a keyword argument's value, a parameter default, a
   ``==``/``!=`` operand, a ``Literal[...]`` member), and every key of the packages' YAML data files whose
   value is a list or a mapping (a class or concept the data names: ``who`` of ``graphwords.yaml``; not the
-  words of ``question_words`` or ``number_words``, whose values are scalars).  A word list or alternation of identifiers only
-  (``("queued", "running", "failed")``, ``(?:json|JSON)``, field names, reason codes, format names) passes;
-  one word that is no identifier makes it language material;
+  words of ``question_words`` or ``number_words``, whose values are scalars).  So a word list or
+  alternation of identifiers (``("queued", "running", "failed")``, ``(?:json|JSON)``, field names, reason
+  codes, format names) passes; one language word that is no identifier makes it language material;
 - **sentences**: a string with letters outside ASCII that is a sentence (four or more words and a final
   ``.``, ``!``, ``?`` or ``:``) is text shown to people (a message, a probe text), not a word table;
 - **Unicode categories**: the names of Unicode general categories (``"Cf"``, ``"Zl"``) are codes;
