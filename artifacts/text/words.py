@@ -92,6 +92,8 @@ def _is_verb(word: str, codes: tuple[str, ...]) -> bool:
     lower = word.lower()
     for code in codes:
         prof = load_profile(code)
+        if prof.simplemma is None:
+            continue
         lemma = simplemma.lemmatize(lower, lang=prof.simplemma).lower()
         if lemma != lower and lemma.endswith(prof.raw_words("infinitive_ending")):
             return True
