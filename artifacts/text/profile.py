@@ -2,8 +2,11 @@
 
 A profile (``artifacts/text/profiles/<code>.yaml``) holds, for one language:
 
-- ``code`` (ISO 639-1), ``name``; ``pysbd`` and ``simplemma``: the language code those libraries use
-  for this language (``null`` when they have none);
+- ``code`` (ISO 639-1), ``name``; ``pysbd``, ``simplemma``, ``num2words`` and ``stopwords`` (stopwords-iso):
+  the language code those libraries use for this language (``null`` when they have none);
+- ``alphabet``: every lower-case letter outside ASCII the language writes (``""`` for English): text whose
+  language cannot be told is segmented by the rules of the profile whose alphabet holds most of its letters
+  (:func:`alphabet_language`);
 - ``letters``: letters that are typical of the language and rare in the others (detection only);
 - ``function_words``: the most frequent function words (articles, prepositions, pronouns, auxiliaries)
   of the language, used by :func:`detect_language` only;
@@ -14,8 +17,20 @@ A profile (``artifacts/text/profiles/<code>.yaml``) holds, for one language:
   ``choice``, ``yes_no``);
 - ``number_words``: cardinal numbers spelled as words, ``word: value``;
 - ``months`` and ``weekdays``: names (stems allowed, ending in ``*``);
+- ``frames``: named question frames, each a list of patterns with one ``{x}`` slot (the subject):
+  words separated by spaces, ``(a|b)`` one of the alternatives, ``[a|b]`` optionally one of them (``_``
+  joins the words of one alternative: ``(mean|stand_for)``),
+  ``{x}`` one or more words (:func:`frame_patterns`; matched case-insensitively on the text in NFC,
+  not folded: ``"[a] co [to] (je|jsou) {x}"``);
+- ``cognates``: regular letter correspondences with a ``close`` language, ``folded letters: folded letters``
+  (Slovak ``ie`` = Czech ``í``: ``{ie: i}``), merged by :func:`artifacts.text.words.cognate_key`;
 - ``close``: codes of languages so close that a short text often cannot be told from this one (Slovak
   and Czech): a detection tie among them returns the first code (alphabetically) of the tie.
+
+Which profiles are read: a question's words from the profiles of the question's detected language,
+an evidence text's words from those of the text's language (:func:`language_group`: the detected
+language and its ``close`` languages, since a short Slovak or Czech text is often detected as the other
+one; every profile when the language cannot be told).
 
 Adding a language is adding a file; code reads the classes by name and never names a word.  Every
 list is folded with :func:`artifacts.analysis.fold` when read (lower case, no diacritics), so entries
@@ -26,6 +41,7 @@ Errors: :class:`ProfileError` (a :class:`ValueError`) for a missing or malformed
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -76,6 +92,11 @@ class Profile:
     months: frozenset[str]
     weekdays: frozenset[str]
     close: frozenset[str] = frozenset()
+    num2words: str | None = None
+    stopwords: str | None = None
+    frames: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    cognates: Mapping[str, str] = field(default_factory=dict)
+    alphabet: frozenset[str] = frozenset()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def words(self, name: str) -> frozenset[str]:
@@ -91,6 +112,12 @@ class Profile:
             elif token == entry:
                 return True
         return False
+
+    def raw_words(self, name: str) -> tuple[str, ...]:
+        """Return the entries of class ``name`` as written (lower case, not folded): for classes compared with
+        text that keeps its diacritics (``infinitive_ending``: "vedoucí" ends in no infinitive, "péci" does)."""
+        classes = self.raw.get("classes") or {}
+        return tuple(str(w).lower() for w in classes.get(name) or ())
 
     def has_class(self, name: str) -> bool:
         """True when the profile defines the class ``name`` (even as an empty list)."""
@@ -114,6 +141,11 @@ def _profile_from(data: Mapping[str, Any], source: str) -> Profile:
         if not isinstance(key, str):
             raise ProfileError(f"language profile {source}: question word {key!r} must be a quoted string")
     numbers = {" ".join(fold(str(w)).split()): int(v) for w, v in (data.get("number_words") or {}).items()}
+    frames_raw = data.get("frames") or {}
+    if not isinstance(frames_raw, Mapping) or not all(
+            isinstance(v, list) and all(isinstance(f, str) and f.count("{x}") == 1 for f in v)
+            for v in frames_raw.values()):
+        raise ProfileError(f"language profile {source}: 'frames' must map names to lists of patterns with one {{x}}")
     return Profile(
         code=data["code"],
         name=str(data.get("name", data["code"])),
@@ -127,6 +159,11 @@ def _profile_from(data: Mapping[str, Any], source: str) -> Profile:
         months=_fold_all(data.get("months") or ()),
         weekdays=_fold_all(data.get("weekdays") or ()),
         close=frozenset(str(c) for c in data.get("close") or ()),
+        num2words=data.get("num2words"),
+        stopwords=data.get("stopwords"),
+        frames={str(k): tuple(v) for k, v in frames_raw.items()},
+        cognates={fold(str(k)): fold(str(v)) for k, v in (data.get("cognates") or {}).items()},
+        alphabet=frozenset(str(data.get("alphabet") or "")),
         raw=dict(data),
     )
 
@@ -166,6 +203,140 @@ def union(name: str, codes: Iterable[str] | None = None) -> frozenset[str]:
     for code in codes if codes is not None else available():
         out |= load_profile(code).words(name)
     return frozenset(out)
+
+
+def language_group(code: str | None) -> tuple[str, ...]:
+    """Return the profile codes to read for a text of language ``code``: ``code`` and its ``close`` languages
+    (``("cs", "sk")`` for ``sk``), sorted; every installed profile when ``code`` is None or not installed."""
+    if code is None or code not in available():
+        return available()
+    return tuple(sorted({code} | {c for c in load_profile(code).close if c in available()}))
+
+
+@lru_cache(maxsize=8192)
+def text_languages(text: str) -> tuple[str, ...]:
+    """Return :func:`language_group` of the language :func:`detect_language` finds in ``text`` (cached)."""
+    return language_group(detect_language(text))
+
+
+_QUOTED = re.compile(r"\"[^\"]*\"|„[^“”]*[“”]|“[^”]*”|«[^»]*»|‚[^‘’]*[‘’]")
+
+
+@lru_cache(maxsize=8192)
+def question_languages(question: str) -> tuple[str, ...]:
+    """Return :func:`language_group` of a question's language, told without its quoted spans: "Which posts link
+    to "Dobrovolníci a datové sady"?" is asked in English (a quoted title is a name, not the question's words)."""
+    return text_languages(_QUOTED.sub(" ", question))
+
+
+@dataclass(frozen=True)
+class WordClass:
+    """One word class over some profiles, for look-ups of folded words: ``exact`` words, ``prefixes`` (entries
+    that end in ``*``, matching every alphabetic word they begin) and ``phrases`` (entries of several words)."""
+
+    exact: frozenset[str]
+    prefixes: tuple[str, ...]
+    phrases: tuple[str, ...]
+
+    def has(self, folded: str) -> bool:
+        """True when the folded word ``folded`` is an exact entry or an alphabetic word a prefix entry begins."""
+        return folded in self.exact or (folded.isalpha() and folded.startswith(self.prefixes))
+
+    def starts(self, folded: str) -> bool:
+        """True when a prefix entry, or an exact entry taken as a prefix, begins ``folded`` (stems such as ``jun``)."""
+        return folded.startswith(self.prefixes) or folded.startswith(tuple(self.exact))
+
+    def in_text(self, tokens: Iterable[str]) -> bool:
+        """True when a word of the class is one of the folded ``tokens`` or a phrase of it occurs in them."""
+        words = list(tokens)
+        if any(self.has(t) for t in words):
+            return True
+        flat = " " + " ".join(words) + " "
+        return any(f" {p} " in flat for p in self.phrases)
+
+
+@lru_cache(maxsize=1024)
+def word_class(name: str, codes: tuple[str, ...] | None = None) -> WordClass:
+    """Return the class ``name`` over the profiles ``codes`` (every profile when None) as a :class:`WordClass`."""
+    entries = union(name, codes)
+    return WordClass(frozenset(e for e in entries if not e.endswith("*")),
+                     tuple(sorted(e[:-1] for e in entries if e.endswith("*") and " " not in e)),
+                     tuple(sorted(e for e in entries if " " in e and not e.endswith("*"))))
+
+
+@lru_cache(maxsize=64)
+def date_words(codes: tuple[str, ...] | None = None) -> WordClass:
+    """Return the ``months`` and ``weekdays`` of the profiles ``codes`` (every profile when None) as one
+    :class:`WordClass` (stems ending in ``*`` are prefixes)."""
+    entries: set[str] = set()
+    for code in codes if codes is not None else available():
+        entries |= load_profile(code).months | load_profile(code).weekdays
+    return WordClass(frozenset(e for e in entries if not e.endswith("*")),
+                     tuple(sorted(e[:-1] for e in entries if e.endswith("*"))), ())
+
+
+def alphabet_language(text: str) -> str:
+    """Return the code of the profile whose ``alphabet`` holds the most letters of ``text`` (the first code of a
+    tie); when none holds any, the first profile with an empty alphabet (else the first profile)."""
+    letters = [ch for ch in text.lower() if ch.isalpha() and not ch.isascii()]
+    best, best_code = 0, None
+    for code in available():
+        alphabet = load_profile(code).alphabet
+        count = sum(1 for ch in letters if ch in alphabet)
+        if count > best:
+            best, best_code = count, code
+    if best_code is not None:
+        return best_code
+    return next((code for code in available() if not load_profile(code).alphabet), available()[0])
+
+
+@lru_cache(maxsize=64)
+def possessive(codes: tuple[str, ...] | None = None) -> re.Pattern[str] | None:
+    """A pattern of the ``possessive_ending`` entries (as written) of the profiles ``codes`` (every profile when
+    None) at the end of a word ("Bača's"), or None when they have none."""
+    endings = {w for code in (codes if codes is not None else available())
+               for w in load_profile(code).raw_words("possessive_ending")}
+    if not endings:
+        return None
+    return re.compile(r"(?<=\w)(?:" + "|".join(re.escape(e) for e in sorted(endings, key=len, reverse=True)) + r")\b")
+
+
+def class_names(prefix: str, codes: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """Return the names of the classes beginning with ``prefix`` in the profiles ``codes`` (every profile when
+    None), in the order the files list them (``("action_found", "action_lead", "action_create")``)."""
+    names: dict[str, None] = {}
+    for code in codes if codes is not None else available():
+        names.update(dict.fromkeys(n for n in load_profile(code).classes if n.startswith(prefix)))
+    return tuple(names)
+
+
+@lru_cache(maxsize=256)
+def frame_patterns(name: str, codes: tuple[str, ...] | None = None) -> tuple[re.Pattern[str], ...]:
+    """Return the compiled frames ``name`` of the profiles ``codes`` (every profile when None), in file order.
+
+    Each pattern (format in the module docstring) becomes a regular expression with the group ``x`` for the
+    slot, anchored by :meth:`re.Pattern.fullmatch`, case-insensitive; words are separated by any white space.
+    """
+    out: list[re.Pattern[str]] = []
+    for code in codes if codes is not None else available():
+        for frame in load_profile(code).frames.get(name, ()):
+            out.append(re.compile(_frame_regex(frame), re.IGNORECASE))
+    return tuple(out)
+
+
+def _frame_regex(frame: str) -> str:
+    tokens = frame.split()
+    pieces: list[str] = []
+    for i, token in enumerate(tokens):
+        last = i == len(tokens) - 1
+        if token == "{x}":
+            pieces.append("(?P<x>.+)" if last else r"(?P<x>.+?)\s+")
+            continue
+        optional = token.startswith("[") and token.endswith("]")
+        inner = token[1:-1] if optional or (token.startswith("(") and token.endswith(")")) else token
+        alternatives = "|".join(r"\s+".join(re.escape(w) for w in alt.split("_")) for alt in inner.split("|"))
+        pieces.append(f"(?:(?:{alternatives})\\s+)?" if optional else f"(?:{alternatives})" + ("" if last else r"\s+"))
+    return "".join(pieces)
 
 
 @lru_cache(maxsize=16)

@@ -3,8 +3,10 @@
 The one word tokenizer of index and question alike: :func:`analyze` yields the BM25 folding analyzer's
 tokens (:func:`artifacts.analysis.folding_analyzer`: NFC, lower case, diacritics removed), so
 ``Česko.Digital`` is the same token(s) for the index and for a question.  Content words are those
-tokens minus stop words (stopwords-iso lists, folded; numbers are never stop words).  Inflected forms
-match by :func:`words_match` (a shared prefix), Slovak/Czech cognates by :func:`cognate_key`.
+tokens minus stop words (the stopwords-iso list of every language profile, folded; numbers are never
+stop words).  Inflected forms match by :func:`words_match` (a shared prefix), cognates of close languages
+(Slovak/Czech) by :func:`cognate_key` (the profiles' ``cognates``).  The language knowledge is in the
+profiles (:mod:`artifacts.text.profile`); this module names no language.
 """
 
 from __future__ import annotations
@@ -14,16 +16,18 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from artifacts.analysis import fold_token, folded_spans, folding_analyzer, normalize_text
-
-_STOP_LANGS = ("sk", "cs", "en", "de", "pl")
+from artifacts.text.profile import available, load_profile, text_languages
 
 
 @lru_cache(maxsize=1)
 def stop_words() -> frozenset[str]:
-    """Folded stop words of sk, cs, en, de and pl (stopwords-iso), without numbers."""
+    """Folded stop words of every installed language profile (the stopwords-iso list its ``stopwords`` names),
+    without numbers.  One set for every text: a question mixes languages ("Aký je default timeout?") and
+    reading one language's list would keep the other's function words as content words."""
     import stopwordsiso
 
-    listed = [word for lang in _STOP_LANGS for word in stopwordsiso.stopwords(lang)
+    langs = [lang for lang in (load_profile(code).stopwords for code in available()) if lang]
+    listed = [word for lang in langs for word in stopwordsiso.stopwords(lang)
               if not any(ch.isdigit() for ch in word)]
     # The analyzer's tokens of each word: one line per word, folded in one pass (a line break is no
     # token character, so no token spans two words).
@@ -57,45 +61,64 @@ def content_words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in analyze(text) if w not in stops and (len(w) > 1 or w.isdigit())))
 
 
-_INFINITIVE = re.compile(r"(?:[aeiouyáéěíóúůý]|ou)(?:t|ť|ti)$|ci$")
-"""A Czech/Slovak infinitive ending (``sejít``, ``vybudovať``, ``pracovat``, ``ísť``, ``péci``)."""
+@lru_cache(maxsize=1)
+def verb_languages() -> tuple[str, ...]:
+    """Codes of the profiles whose verb forms :func:`verb_words` tells: those with an ``infinitive_ending``
+    class and a simplemma language (Slovak and Czech)."""
+    return tuple(code for code in available()
+                 if load_profile(code).words("infinitive_ending") and load_profile(code).simplemma)
 
 
 def verb_words(text: str) -> frozenset[str]:
-    """Return the folded words of ``text`` that are Czech or Slovak verb forms.
+    """Return the folded words of ``text`` that are verb forms in the text's languages (of :func:`verb_languages`).
 
-    A word is a verb form when simplemma (cs, sk) lemmatises it to another word that ends like an
-    infinitive: ``sešlo`` -> ``sejít``, ``vybudoval`` -> ``vybudovat``.  Words simplemma leaves as
-    they are (``kontrakt``, ``student``, unknown words like ``hackdayi``) and capitalised words (names)
-    are not.  Used to tell what a question is about (its nouns) from what it says happened (a verb the
-    pages may paraphrase).
+    A word is a verb form when simplemma (in a language of the text's profiles,
+    :func:`artifacts.text.profile.text_languages`) lemmatises it to another word that ends like an
+    infinitive (the profile's ``infinitive_ending``, as written): ``sešlo`` -> ``sejít``, ``vybudoval`` ->
+    ``vybudovat``.  Words simplemma leaves as they are (``kontrakt``, ``student``, unknown words like
+    ``hackdayi``) and capitalised words (names) are not.  Used to tell what a question is about (its nouns)
+    from what it says happened (a verb the pages may paraphrase).
     """
-    return frozenset(fold_word(w) for w in re.findall(r"[^\W\d_]+", text) if w.islower() and _is_verb(w))
+    codes = tuple(code for code in text_languages(text) if code in verb_languages())
+    if not codes:
+        return frozenset()
+    return frozenset(fold_word(w) for w in re.findall(r"[^\W\d_]+", text) if w.islower() and _is_verb(w, codes))
 
 
 @lru_cache(maxsize=16384)
-def _is_verb(word: str) -> bool:
+def _is_verb(word: str, codes: tuple[str, ...]) -> bool:
     import simplemma
 
     lower = word.lower()
-    for lang in ("cs", "sk"):
-        lemma = simplemma.lemmatize(lower, lang=lang).lower()
-        if lemma != lower and _INFINITIVE.search(lemma):
+    for code in codes:
+        prof = load_profile(code)
+        if prof.simplemma is None:
+            continue
+        lemma = simplemma.lemmatize(lower, lang=prof.simplemma).lower()
+        if lemma != lower and lemma.endswith(prof.raw_words("infinitive_ending")):
             return True
     return False
 
 
-_COGNATE = re.compile(r"ie|ou")
+@lru_cache(maxsize=1)
+def _cognates() -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    table: dict[str, str] = {}
+    for code in available():
+        table.update(load_profile(code).cognates)
+    if not table:
+        return None, table
+    return re.compile("|".join(re.escape(k) for k in sorted(table, key=len, reverse=True))), table
 
 
 def cognate_key(word: str) -> str:
-    """Return the folded word with the regular Slovak/Czech vowel correspondences merged.
+    """Return the folded word with the regular letter correspondences of close languages merged.
 
-    Slovak ``ie`` = Czech ``í`` (``ciele``/``cíle``, ``miesto``/``místo``) and Czech ``ou`` =
-    Slovak ``ú`` (``mouka``/``múka``) become ``i`` and ``u``; diacritics are already folded, so
-    ``ô``/``ů``, ``ä``/``ě`` and ``ř``/``r`` need nothing more.
+    The ``cognates`` of the profiles: Slovak ``ie`` = Czech ``í`` (``ciele``/``cíle``, ``miesto``/``místo``)
+    and Czech ``ou`` = Slovak ``ú`` (``mouka``/``múka``) become ``i`` and ``u``; diacritics are already
+    folded, so ``ô``/``ů``, ``ä``/``ě`` and ``ř``/``r`` need nothing more.
     """
-    return _COGNATE.sub(lambda m: m.group(0)[-1] if m.group(0) == "ou" else "i", word)
+    pattern, table = _cognates()
+    return pattern.sub(lambda m: table[m.group(0)], word) if pattern is not None else word
 
 
 def _prefix_match(a: str, b: str) -> bool:

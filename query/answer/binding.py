@@ -57,6 +57,7 @@ from itertools import combinations, permutations
 
 from artifacts.analysis import fold
 from artifacts.text.profile import Profile, available, load_profile
+from artifacts.text.words import verb_languages
 from query.answer.evidence import Claim, ClaimVerdict, EvidenceItem
 
 _WORD = re.compile(r"\w+(?:['’-]\w+)*")  # a hyphenated compound is one word ("ignore-case", "Prompt-Antworten")
@@ -119,7 +120,7 @@ def _lexicon() -> _Lexicon:
         addressee[code] = _phrases(prof.words("addressee"))
         words = set(prof.function_words)
         for name, cls in prof.classes.items():
-            if name != "negation":
+            if name not in ("negation", "multiplier"):  # a multiplier ("tisíc") is a number word, no other word
                 words |= {w for w in cls if not w.endswith("*")}
         other[code] = frozenset((words - negation[code]) | prof.words("not_negation"))
         lemmas[code] = prof.simplemma
@@ -256,7 +257,7 @@ def _lemmas(word: str) -> frozenset[str]:
     out = {word}
     for code in available():
         lang = _lexicon().simplemma[code]
-        if lang in ("sk", "cs"):  # the dictionaries query.answer.sentences already loads (verb forms)
+        if code in verb_languages():  # the dictionaries artifacts.text.words.verb_words already loads
             out.add(fold(simplemma.lemmatize(word, lang=lang)))
     return frozenset(out)
 

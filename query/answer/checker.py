@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from artifacts.text.profile import crosses_language
+from artifacts.text.profile import crosses_language, possessive, question_languages, text_languages, union
 from artifacts.text.words import WordSet, content_words, fold_word, stop_words, verb_words, word_set
 from query.answer.answerability import best_units, find_unit, gate_claims
 from query.answer.asked import (
@@ -83,7 +83,6 @@ _DATE_SPACED = re.compile(r"(?<!\d)(\d{1,2})\.\s+(\d{1,2})\.\s*(\d{4})(?!\d)")
 _NUMBER = re.compile(r"(?<![\w])\d+(?:[.,:/]\d+)*")
 _DATE = re.compile(r"\d{1,2}[./]\d{1,2}[./](\d{4})")
 _YEAR = re.compile(r"(?:1[5-9]|20)\d{2}")
-_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b")
 _SENTENCE_END = re.compile(r"[.!?:;]\s*[\"'„“”»)*_]*\s*$")
 _MIN_PIECE_WORDS = 3
 _MAX_PIECE_SEARCH_WORDS = 150  # longer non-verbatim quotes are simply "fabricated" (bounds the search)
@@ -288,10 +287,19 @@ def _graph_lists(graph: dict[str, Any]) -> list[set[str]]:
     return lists
 
 
+def _list_parts(text: str, punctuation: str, codes: tuple[str, ...] | None = None) -> list[str]:
+    """``text`` split at ``punctuation`` and at the one-word ``conjunction_and`` words of the profiles ``codes``
+    (the text's own when None): "Jan Novák a Petra Malá", "Jan Novák and Petra Malá" are two names."""
+    words = sorted((w for w in union("conjunction_and", codes or text_languages(text)) if " " not in w),
+                   key=len, reverse=True)
+    conjunctions = r"|\s(?:" + "|".join(re.escape(w) for w in words) + r")\s" if words else ""
+    return re.split(punctuation + conjunctions, text)
+
+
 def _name_runs(text: str) -> list[str]:
     """Runs of two or more adjacent capitalised words (names) within one list element, normalised."""
     out = []
-    for part in re.split(r"[,;:()/]|\s(?:a|i|aj|and|und|et)\s", text):
+    for part in _list_parts(text, r"[,;:()/]"):
         for run in capital_runs(tokenize(part), set()):
             if len(run) >= 2:
                 out.append(normalize_quote(" ".join(t.text for t in run)))
@@ -856,8 +864,10 @@ def question_names(question: str) -> list[tuple[str, ...]]:
     """
     stops = stop_words()
     names = []
-    text = _POSSESSIVE.sub("", unicodedata.normalize("NFC", question))
-    for part in re.split(r"[,;:()/?!.]|\s(?:a|i|aj|and|und|et)\s", text):
+    owner = possessive(question_languages(question))  # the profiles' possessive_ending
+    text = unicodedata.normalize("NFC", question)
+    text = owner.sub("", text) if owner is not None else text
+    for part in _list_parts(text, r"[,;:()/?!.]", question_languages(question)):
         for run in capital_runs(tokenize(part), set()):
             piece: list[str] = []
             for word in [t.text for t in run] + [""]:

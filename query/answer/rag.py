@@ -48,10 +48,10 @@ import tiktoken
 
 from artifacts.analysis import fold
 from artifacts.config import TOKENIZER
-from artifacts.text.profile import crosses_language
+from artifacts.text.profile import crosses_language, union
 from artifacts.text.words import analyze, fold_word, word_set
 from query.answer.evidence import EvidenceItem
-from query.answer.sentences import DEFINING_VERBS, defines, text_language, text_units
+from query.answer.sentences import defines, text_language, text_units
 from query.bundle import OpenedBundle
 from query.contract import Source, source_url
 from query.graph.words import Phrasing, phrasing
@@ -327,8 +327,9 @@ def _defining_chunks(bundle: OpenedBundle, definition: DefinitionQuestion, publi
     if not terms:
         return []
     # cheap pre-check before sentence splitting: X followed by a copula, dash, bracket or comma, or "(X)"
+    # (the defining verbs of every profile: the chunk's language is told per sentence by defines())
     name = r"[\W_]+".join(re.escape(w) for w in definition.names)
-    verbs = "|".join(re.escape(fold(v)) for v in DEFINING_VERBS)
+    verbs = "|".join(re.escape(v) for v in sorted(union("defining_verb"), key=len, reverse=True))
     maybe = re.compile(rf"(?<!\w){name}[*_)\]\"'”“»]*(?:\s*[-–—(,]|\s+(?:{verbs})\b)|\(\s*{name}\s*\)")
     searcher: Any = ranking_searcher(bundle)
     hits = searcher.search(wq.And([wq.Or([wq.Term("body", t), wq.Term("title", t)]) for t in terms]),

@@ -18,7 +18,7 @@ gets its English rules.  pysbd costs ~7 ms per 450-token chunk, so paragraphs wi
 sentence end skip it and results are cached per text.
 
 Content words: the BM25 folding analyzer's tokens (:func:`artifacts.analysis.folding_analyzer`)
-minus stop words (stopwords-iso lists for sk, cs, en, de, pl, folded; numbers are never stop
+minus stop words (the stopwords-iso list of every language profile, folded; numbers are never stop
 words).  Inflected forms match by :func:`words_match` (a shared prefix).
 """
 
@@ -29,18 +29,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from artifacts.text.profile import detect_language, load_profile
-from artifacts.text.words import analyze, fold_word, stop_words, words_match
-from query.question import (
-    ARTICLES,
-    RELATIVES,
-    SUBJECT_WORD,
-    DefinitionQuestion,
-    is_category,
-    is_role,
+from artifacts.text.profile import (
+    alphabet_language,
+    date_words,
+    detect_language,
+    load_profile,
+    text_languages,
+    union,
+    word_class,
 )
+from artifacts.text.words import analyze, fold_word, stop_words, words_match
+from query.question import SUBJECT_WORD, DefinitionQuestion, is_category, is_role
 
-_SLAVIC_LETTERS = set("áäčďéěíĺľňóôŕřšťúůýžÁÄČĎÉĚÍĹĽŇÓÔŔŘŠŤÚŮÝŽ")
 _INNER_END = re.compile(r"[.!?…][\"'”’»)\]]*\s+\S")
 _LIST_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
 _HEADING_MARKER = re.compile(r"[ \t]*#{1,6}[ \t]+")
@@ -76,12 +76,11 @@ class Unit:
 
 def _language(text: str) -> str:
     """The pysbd rules for ``text``: those of its detected profile (:func:`artifacts.text.profile.detect_language`),
-    else Slovak for text with Slovak/Czech letters, else English."""
+    else those of the profile whose ``alphabet`` holds most of its letters
+    (:func:`artifacts.text.profile.alphabet_language`: Slovak rules for a short text with Czech letters)."""
     code = detect_language(text)
     rules = load_profile(code).pysbd if code is not None else None
-    if rules:
-        return rules
-    return "sk" if any(ch in _SLAVIC_LETTERS for ch in text) else "en"
+    return rules or load_profile(alphabet_language(text)).pysbd or "en"
 
 
 @lru_cache(maxsize=8)
@@ -124,9 +123,9 @@ def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
             break
         previous = flat[spans[-1][0]:spans[-1][1]] if spans else ""
         if spans and (
-            (_ABBREVIATION_END.search(previous) and _CONTINUES.match(piece))
-            or (_ORDINAL_END.search(previous) and _CONTINUES_ORDINAL.match(piece))
-            or ((_ORDINAL_START.match(piece) or _LOWER_START.match(piece)) and not _TERMINAL_END.search(previous))
+            (_ABBREVIATION_END.search(previous) and (_CONTINUES.match(piece) or piece[:1].islower()))
+            or (_ORDINAL_END.search(previous) and (_CONTINUES_ORDINAL.match(piece) or piece[:1].islower()))
+            or ((_ORDINAL_START.match(piece) or piece[:1].islower()) and not _TERMINAL_END.search(previous))
         ):
             # "z. s. (UNIPA), nezisková", "ve čtvrtek 28. 11. od 9.00", "Potom 1. ledna": one sentence
             spans[-1] = (spans[-1][0], at + len(piece))
@@ -138,15 +137,14 @@ def _sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
 
 _ABBREVIATION_END = re.compile(r"(?:^|[\s(])[^\W\d]\.$")
 """A piece ending in a one-letter abbreviation (``z.`` of ``z. s.``, ``s. r. o.``, ``a. s.``)."""
-_CONTINUES = re.compile(r"[(\[,;]|[^\W\d]\.(?:\s|$)|[a-záäčďéěíĺľňóôŕřšťúůýž]")
-"""A piece that cannot open a sentence: lower case, a bracket, or another one-letter abbreviation."""
+_CONTINUES = re.compile(r"[(\[,;]|[^\W\d]\.(?:\s|$)")
+"""A piece that cannot open a sentence: a bracket or another one-letter abbreviation (or a lower-case letter)."""
 _ORDINAL_END = re.compile(r"(?:^|[\s(])\d{1,3}\.$")
 """A piece ending in an ordinal or a day/month of a date (``28.`` of ``28. 11. 2019``, ``2.`` of ``2. ročník``)."""
-_CONTINUES_ORDINAL = re.compile(r"\d|[(\[,;]|[a-záäčďéěíĺľňóôŕřšťúůýž]")
-"""After an ordinal: a number (the month or year of a date), lower case (``ledna``, ``ročník``) or a bracket."""
+_CONTINUES_ORDINAL = re.compile(r"\d|[(\[,;]")
+"""After an ordinal: a number (the month or year of a date) or a bracket (or lower case: ``ledna``, ``ročník``)."""
 _ORDINAL_START = re.compile(r"\d{1,3}\.(?:\s|$)")
 """A piece opening with an ordinal (``1. ledna``); pysbd may cut it (or ``o 2. ročník``) off the words before it."""
-_LOWER_START = re.compile(r"[a-záäčďéěíĺľňóôŕřšťúůýž]")
 _TERMINAL_END = re.compile(r"[.!?…:][\"'”’»)\]*]*$")
 """A piece that ends like a sentence (terminal punctuation, maybe closing quotes or brackets)."""
 
@@ -316,22 +314,12 @@ def link_only(text: str) -> bool:
 
 # --------------------------------------------------------------------------- what a question asks
 
-_MONTHS_DAYS = (
-    "januar", "februar", "marec", "marc", "april", "maj", "jun", "jul", "august", "septemb", "oktob", "novemb",
-    "decemb", "leden", "ledn", "unor", "brezen", "brezn", "duben", "dubn", "kveten", "kvetn", "cerven", "cerven",
-    "cervenec", "srpen", "srpn", "zari", "rijen", "rijn", "listopad", "prosinec", "prosinc", "january",
-    "february", "march", "june", "july", "october", "december", "pondel", "utor", "ster", "stred", "stvrt",
-    "ctvrt", "piat", "patek", "sobot", "nedel", "monday", "tuesday", "wednesday", "thursday", "friday",
-    "saturday", "sunday", "noc", "nocn", "nightly", "night", "midnight", "polnoc", "pulnoc", "rano", "vecer",
-    "poobed", "odpoled", "dopoled", "dopolud", "morning", "evening", "afternoon", "daily", "denne", "weekly",
-    "tyzden", "tyden", "tydne", "monthly", "mesacn", "mesicn", "yearly", "rocne", "rocn", "semest",
-)
-_GRADE_VALUE = re.compile(r"(?<![\w])(?:A|B|C|D|E|FX|Fx|[1-5])(?![\w])")
-_GRADE_WORDS_VALUE = ("vyborn", "velmi dobr", "chvaliteb", "uspokojiv", "dostatocn", "dostatecn", "nedostat",
-                      "excellent", "pass", "fail")
+_GRADE_VALUE = re.compile(r"(?<![\w])(?:[A-E]|F[Xx]|[1-5])(?![\w])")
+"""A grade of the A-E/FX scale (ECTS) or 1-5 standing alone."""
 _DATE_OR_TIME = re.compile(r"(?<!\d)(?:\d{1,2}\.\s?\d{1,2}\.(?:\s?\d{4})?|\d{4}-\d{2}(?:-\d{2})?|"
-                           r"\d{1,2}[:.]\d{2}(?:\s?(?:h|hod|am|pm|utc|cet))?|(?:1[89]|20)\d{2}|\d{1,2}\s?(?:am|pm|h))(?!\d)",
-                           re.IGNORECASE)
+                           r"\d{1,2}[:.]\d{2}|(?:1[89]|20)\d{2})(?!\d)")
+_HOUR = re.compile(r"(?<!\d)\d{1,2}\s?([^\W\d_]+)")
+"""A number and the word right after it: an hour when the word is a ``clock_unit`` ("9 h", "10am")."""
 
 
 def carries_value(kind: str | None, text: str) -> bool:
@@ -341,7 +329,9 @@ def carries_value(kind: str | None, text: str) -> bool:
     (:func:`query.answer.asked.states_count`); the other kinds are read in the text as displayed (a year in a
     link's address is no date); ``time``: a date, year, clock time, month,
     weekday or period word (``nightly``, ``každú noc``, ``ráno``); ``grade``: a grade letter
-    (A-E, FX), digit 1-5 standing alone, or a grade word (výborne, veľmi dobre, ...).
+    (A-E, FX), digit 1-5 standing alone, or a grade word (výborne, veľmi dobre, ...).  The words (months,
+    weekdays, ``time_period``, ``clock_unit``, ``grade_word``; minus ``not_date``) are those of the text's
+    profiles (:func:`artifacts.text.profile.text_languages`).
     """
     if kind is None:
         return True
@@ -353,11 +343,18 @@ def carries_value(kind: str | None, text: str) -> bool:
 
     text = display_text(text)  # what a reader sees: the year in a link's address dates nothing
     folded_words = analyze(text)
+    codes = text_languages(text)
     if kind == "time":
-        return bool(_DATE_OR_TIME.search(text)) or any(w.startswith(_MONTHS_DAYS) for w in folded_words)
+        if _DATE_OR_TIME.search(text):
+            return True
+        units = word_class("clock_unit", codes)
+        if any(units.has(fold_word(m.group(1))) for m in _HOUR.finditer(text)):
+            return True
+        dates, periods, not_dates = date_words(codes), word_class("time_period", codes), word_class("not_date", codes)
+        return any((dates.has(w) or periods.has(w)) and not not_dates.has(w) for w in folded_words)
     if kind == "grade":
         flat = " ".join(folded_words)
-        return bool(_GRADE_VALUE.search(text)) or any(g in flat for g in _GRADE_WORDS_VALUE)
+        return bool(_GRADE_VALUE.search(text)) or any(g.rstrip("*") in flat for g in union("grade_word", codes))
     return True
 
 
@@ -367,28 +364,75 @@ def text_language(text: str) -> str | None:
     return detect_language(text)
 
 
-DEFINING_VERBS = (
-    "je", "jsou", "byl", "byla", "bylo", "byli", "sú", "bol", "bola", "bolo", "boli", "is", "are", "was", "were",
-    "ist", "sind", "war", "waren", "znamená", "znamenal", "means", "stands for", "představuje", "predstavuje",
-    "označuje", "refers to", "bedeutet",
-)
-"""Verbs that state what a subject is (copulas and "means"), cs/sk/en/de."""
 _AFTER_SUBJECT = re.compile(r"[)\]\"'”“»*_]*")
-_COPULA_AFTER = re.compile(r"\s+(?:" + "|".join(re.escape(v) for v in DEFINING_VERBS) + r")\s+\S+\s+\S", re.I)
-_APPOSITION_COPULA_AFTER = re.compile(
-    r"\s*,\s+[^,;.]{3,80},\s+(?:" + "|".join(re.escape(v) for v in DEFINING_VERBS) + r")\s+\S", re.I)
 _DASH_AFTER = re.compile(r"\s*(?:\s[-–—]|[–—])\s+\S")
-_LOWER = "a-záäčďéěíĺľňóôŕřšťúůýžöüß"
-_PAREN_AFTER = re.compile(rf"\s*\(\s*(?:[{_LOWER}][^\W\d]*[\s,)]|[^\W\d{_LOWER}][^\W\d]*\s+\w|[A-Z]{{2,}}[\s,])")
-"""A bracket after X opening with a description (lower-case word, a capitalised word followed by more, or an
-acronym with more): "Jehlomat (aplikace pro ...)", "Jan Kotara (COO, ...)"; not a bare name ("Preventivka (Loono)")."""
-_SUBJECT_RELATIVES = tuple(r for r in RELATIVES if r not in ("kterou", "ktorú"))
-"""Relative pronouns that stand for X as the subject of the clause ("UNIPA, která sdružuje …"); after
-"kterou / ktorú" the clause says what others do with X ("Umapa, kterou dnes rozvíjí 18 dobrovolníků")."""
-_RELATIVE_AFTER = re.compile(r"\s*,\s+(?:" + "|".join(_SUBJECT_RELATIVES) + r")\s+\S", re.I)
-_APPOSITION_AFTER = re.compile(rf"\s*,\s+(?:(?:a|an|the)\s+)?((?:[{_LOWER}][\w-]*\s+)?[{_LOWER}][\w-]*)")
-"""X followed by an apposition, a noun and at most one word before it: ", a non-profit organization …",
-", neziskové organizaci" (not a list: ", informace a šikovný web")."""
+
+
+@lru_cache(maxsize=64)
+def _copula_after(codes: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
+    """X followed by a ``defining_verb`` of the profiles ``codes`` (copulas and "means", folded), directly
+    ("X je/is/ist ...") or after an apposition ("X, ..., je ..."); matched on the folded text after X."""
+    verbs = sorted(union("defining_verb", codes), key=len, reverse=True)
+    if not verbs:
+        return None
+    alternatives = "|".join(r"\s+".join(re.escape(w) for w in verb.split()) for verb in verbs)
+    return (re.compile(r"\s+(?:" + alternatives + r")\s+\S+\s+\S"),
+            re.compile(r"\s*,\s+[^,;.]{3,80},\s+(?:" + alternatives + r")\s+\S"))
+
+
+def _copula_follows(after: str, codes: tuple[str, ...]) -> bool:
+    patterns = _copula_after(codes)
+    folded = fold_word(after)
+    return patterns is not None and any(p.match(folded) for p in patterns)
+
+
+_PAREN_WORD = re.compile(r"\s*\(\s*([^\W\d]+)")
+
+
+def _paren_after(after: str) -> bool:
+    """A bracket after X opening with a description (a lower-case word, a capitalised word followed by more, or
+    an acronym with more): "Jehlomat (aplikace pro ...)", "Jan Kotara (COO, ...)"; not a bare name
+    ("Preventivka (Loono)")."""
+    match = _PAREN_WORD.match(after)
+    if match is None:
+        return False
+    word, rest = match.group(1), after[match.end():]
+    if word[0].islower():
+        return rest[:1].isspace() or rest[:1] in (",", ")")
+    acronym = len(word) >= 2 and word.isupper() and (rest[:1].isspace() or rest[:1] == ",")
+    return acronym or bool(re.match(r"\s+\w", rest))
+
+
+def _relative_follows(after: str, codes: tuple[str, ...]) -> bool:
+    """X followed by a relative clause of which X is the subject ("UNIPA, která sdružuje …"): a ``relative`` of the
+    profiles ``codes`` that is no ``relative_object`` ("Umapa, kterou dnes rozvíjí 18 dobrovolníků" says what
+    others do with X)."""
+    match = re.match(r"\s*,\s+(\w+)\s+\S", after)
+    if match is None:
+        return False
+    word = fold_word(match.group(1))
+    return word_class("relative", codes).has(word) and not word_class("relative_object", codes).has(word)
+
+
+def _apposition(after: str, codes: tuple[str, ...]) -> tuple[str, ...]:
+    """The words of an apposition after X: after a comma (and an ``article`` of the profiles ``codes``), a
+    lower-case word and at most one lower-case word before it (", a non-profit organization …", ", neziskové
+    organizaci"; not a list: ", informace a šikovný web"); ``()`` when none follows."""
+    match = re.match(r"\s*,\s+(\S+)(?:\s+(\S+))?(?:\s+(\S+))?", after)
+    if match is None:
+        return ()
+    words = [w for w in match.groups() if w]
+    if len(words) > 1 and word_class("article", codes).has(fold_word(words[0])):
+        words = words[1:]
+    out: list[str] = []
+    for word in words[:2]:
+        head = re.match(r"[\w-]*", word).group(0)  # type: ignore[union-attr]
+        if not head or not head[0].isalpha() or not head[0].islower():
+            break
+        out.append(head)
+        if head != word:
+            break
+    return tuple(out)
 
 
 def _subject_spans(words: list[re.Match[str]], wanted: tuple[str, ...]) -> Iterable[tuple[int, int, bool]]:
@@ -402,13 +446,11 @@ def _subject_spans(words: list[re.Match[str]], wanted: tuple[str, ...]) -> Itera
             yield i, i + n - 1, all(f == w for f, w in pairs)
 
 
-def _ranks(after: str) -> bool:
+def _ranks(after: str, codes: tuple[str, ...]) -> bool:
     """Whether the copula after a subject is followed by a rank ("byl prvním z projektů", "was our third
-    project"; ``definition.ranks`` of ``query/asked.yaml``) within its first two words."""
-    from query.answer.asked import in_table
-
+    project"; ``rank`` of the profiles ``codes``) within its first two words."""
     words = [fold_word(w) for w in SUBJECT_WORD.findall(after)[1:3]]
-    return any(in_table(w, "definition", "ranks") for w in words)
+    return any(word_class("rank", codes).has(w) for w in words)
 
 
 def defines(definition: DefinitionQuestion, text: str) -> int:
@@ -435,6 +477,8 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
 
     flat = " ".join(display_text(text).split())
     words = list(SUBJECT_WORD.finditer(flat))
+    codes = text_languages(flat)  # the sentence's own words (articles, copulas, nouns of a kind) are its language's
+    articles = word_class("article", codes)
     best = 0
     own = set(definition.words)
     for wanted in dict.fromkeys((definition.words, definition.names)):
@@ -443,31 +487,31 @@ def defines(definition: DefinitionQuestion, text: str) -> int:
             before = flat[:start].rstrip(" *_\"'„“")
             after = flat[end + len(_AFTER_SUBJECT.match(flat, end).group(0)):]  # type: ignore[union-attr]
             lead = words[:first]
-            opening = first <= 3 and all(fold_word(w.group(0)) in own or w.group(0).lower() in ARTICLES
-                                         or (i == first - 1 and is_category(w.group(0), definition.kind))
+            opening = first <= 3 and all(fold_word(w.group(0)) in own or articles.has(fold_word(w.group(0)))
+                                         or (i == first - 1 and is_category(w.group(0), definition.kind, codes))
                                          for i, w in enumerate(lead))
             # "vládní iniciativa Digitální Česko", "Koordinátor projektu Vojta Petrus": a noun of its kind
             # right before X, itself qualified by a word that is no stop word ("na projektu X" is not)
             # ... and the noun tells more than the question does ("úspěšným projektem Dáme roušky" says
             # nothing of "Co byl projekt Dáme roušky?")
-            kind_before = (first >= 2 and is_category(lead[-1].group(0), definition.kind)
+            kind_before = (first >= 2 and is_category(lead[-1].group(0), definition.kind, codes)
                            and flat[lead[-1].end():start].strip() == ""
                            and fold_word(lead[-2].group(0)) not in stop_words() and not lead[-2].group(0).isdigit()
                            and not any(words_match(fold_word(lead[-1].group(0)), w) for w in own)
-                           and not (definition.kind == "thing" and is_role(lead[-2].group(0))))
-            apposition = _APPOSITION_AFTER.match(after)
+                           and not (definition.kind == "thing" and is_role(lead[-2].group(0), codes)))
+            apposition = _apposition(after, codes)
             acronym = flat[start:end]
             if (before.endswith("(") and flat[end:end + 1] == ")" and len(words[:first]) >= 2
                     and not any(c.islower() for c in acronym)
                     and any(fold_word(w.group(0))[:1] == fold_word(acronym)[:1]
                             for w in words[max(0, first - 8):first])):
                 best = max(best, 4)
-            elif exact and opening and (_COPULA_AFTER.match(after) or _APPOSITION_COPULA_AFTER.match(after)):
-                best = max(best, 1 if _ranks(after) else 4)
-            elif exact and (_DASH_AFTER.match(after) or _PAREN_AFTER.match(after) or (
-                    apposition and any(is_category(w, definition.kind) for w in apposition.group(1).split()))):
+            elif exact and opening and _copula_follows(after, codes):
+                best = max(best, 1 if _ranks(after, codes) else 4)
+            elif exact and (_DASH_AFTER.match(after) or _paren_after(after) or any(
+                    is_category(w, definition.kind, codes) for w in apposition)):
                 best = max(best, 3)
-            elif _RELATIVE_AFTER.match(after):
+            elif _relative_follows(after, codes):
                 best = max(best, 2)
             elif kind_before:
                 best = max(best, 1)
