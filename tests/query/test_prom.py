@@ -76,9 +76,10 @@ def test_metrics_counters_match_the_requests_made(history: dict[str, str], hash_
                      status="200", le="+Inf") == 5
         assert value(parsed, "gitrag_http_request_duration_seconds_sum", route="/search", method="POST",
                      status="200") > 0
-        # One query embedding per accepted search (served bundle: 3; historical: 2), none for the rejected one,
+        # One query embedding per distinct accepted query and bundle (each bundle keeps an LRU of query vectors:
+        # the served bundle's three identical searches embed once; historical: 2), none for the rejected one,
         # plus the warm-up embedding of each bundle opened (served + one historical).
-        assert value(parsed, "gitrag_query_embedding_seconds_count") == 5 + 2
+        assert value(parsed, "gitrag_query_embedding_seconds_count") == 1 + 2 + 2
         served = Store(history["store"]).current_id()
         digest = app[HOLDER].bundle.manifest.content_digest
         assert value(parsed, "gitrag_bundle_info", commit=history["c2"], bundle_id=served, content_digest=digest,
