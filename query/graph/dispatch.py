@@ -148,8 +148,12 @@ def _dispatch(out: Answer, index: GraphIndex, a: Analysis) -> dict[str, Any]:
     who_is = definition is not None and definition.kind == "person"
     slot = (needs_person and a.intent != "needs_person") or a.has(*(c for c in _PERSON_CONCEPTS
                                                                     if c not in _GENERIC_CONCEPTS))
-    unknown = [run for run in a.unmatched_names if len(run) >= 2 and (who_is or looks_like_person_name(run))]
-    named = [run for run in a.unmatched_names if who_is or looks_like_person_name(run)
+    # a name the pages use is no "person nobody has" (a thing, or a person the text knows): the text answers
+    # or refuses ("Wie viele Urlaubstage gibt es pro Jahr?": a capitalised noun the pages hold)
+    unmatched = [run for run in a.unmatched_names if who_is or not _named_in_pages(out.bundle, run,
+                                                                                   out.request.published_only)]
+    unknown = [run for run in unmatched if len(run) >= 2 and (who_is or looks_like_person_name(run))]
+    named = [run for run in unmatched if who_is or looks_like_person_name(run)
              or (slot and looks_like_person_name(run, single=True, lexicon=False))]
     if not a.persons and not a.pages and a.intent not in ("links_unknown_page", "unknown_page", "ambiguous_page") and (
             unknown or (needs_person and (named or a.document_authors))):

@@ -28,6 +28,7 @@ def docs(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
                                     author="Anna Berg", tags="[backend]"))
     repo.write("de/hotfix.md", page("Hotfix-Prozess", "Den Hotfix-Prozess leitet das Release-Team.",
                                     author="Anna Berg"))
+    repo.write("de/urlaub.md", page("Urlaub", "Alle haben Anspruch auf 28 Urlaubstage pro Jahr.", author="Anna Berg"))
     repo.write("en/deploy.md", page("Deploy Guide", "Deploys run from the main branch with Kubernetes.",
                                     author="Mary Jones", tags="[ops]"))
     result = build_bundle(repo.path, tmp / "store", repo.commit("docs"), embedder=hash_embedder)
@@ -41,6 +42,8 @@ def docs(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
     "Who is responsible for Grafana?",  # a thing nobody's pages name, asked with "who"
     "Was macht Kubernetes?",
     "Welche Java-Version wird benötigt?",
+    # a capitalised noun the pages use, in a count question with a year word: no person slot it could fill
+    "Wie viele Urlaubstage gibt es pro Jahr?",
 ])
 def test_a_name_that_resolves_to_nothing_goes_to_the_text(docs: Any, question: str) -> None:
     body = answer_graph(docs, {"query": question})
