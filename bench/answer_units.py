@@ -25,8 +25,6 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SHORTLIST = 24
-"""Units scored with the model in use per question (the lexical variant's best; ``ceiling_all`` reads every unit)."""
 
 
 def _accept(q: dict) -> list[str]:  # type: ignore[type-arg]
@@ -43,46 +41,35 @@ def _hit(text: str, path: str, q: dict) -> bool:  # type: ignore[type-arg]
     return any(contains_whole(body, folded(a)) for a in _accept(q))
 
 
-def _units(bundle, q: dict) -> dict:  # type: ignore[no-untyped-def, type-arg]
-    from query.answer.answerability import item_context, unit_features
+def _units(bundle, q: dict, *, drop_relevant: bool = False) -> dict:  # type: ignore[no-untyped-def, type-arg]
+    """The routed evidence's scored units of ``q``; ``drop_relevant``: the same evidence without the relevant
+    pages' items (the right topic without the value: every unit is a negative)."""
+    from query.answer.answerability import unit_pool
     from query.answer.pipeline import _scorer, parse_answer_request, route_question
-    from query.answer.sentences import scoring_text, text_units
     from query.search.request import SearchOptions
 
     request = parse_answer_request({"query": q["question"]})
     routed = route_question(bundle, request, SearchOptions(), None)
-    items = [it for it in routed.context.items if it.kind == "chunk"]
     relevant = set(q.get("relevant") or [])
+    items = [it for it in routed.context.items if it.kind == "chunk"
+             and not (drop_relevant and it.document_path in relevant)]
     first_rel = next((i for i, it in enumerate(items) if it.document_path in relevant), None)
     row: dict = {"route": routed.engine, "route_status": routed.status, "items": len(items),  # type: ignore[type-arg]
                  "first_relevant": first_rel, "units": []}
     if routed.engine != "text" or not items:
         return row
-    scorer = _scorer(bundle, q["question"], routed.context)
+    context = routed.context
+    if drop_relevant:
+        from dataclasses import replace
+
+        context = replace(context, items=items)
+    scorer = _scorer(bundle, q["question"], context)
     if scorer is None:
         return row
-    pool, texts = [], {}
-    for it in items:  # the candidates best_units scores, each judged by its scoring text
-        units = text_units(it.text)
-        for u in units:
-            if u.kind == "code" or (u.kind == "row" and not u.header):
-                continue
-            pool.append((it, u))
-            texts[(it.evidence_id, u.order)] = scoring_text(u, units)
-    row["ceiling_all"] = any(_hit(texts[(it.evidence_id, u.order)], it.document_path, q) for it, u in pool)
-    lexical = scorer.model.variants.get("lexical") if scorer.model is not None else None
-    if lexical is not None and len(pool) > SHORTLIST:  # as best_units does: the lexical variant shortlists
-        def features(it, u):  # type: ignore[no-untyped-def]
-            return unit_features(scorer.analysis, scorer.weights, texts[(it.evidence_id, u.order)], item_context(it),
-                                 scorer.rank.get(it.evidence_id, 0), kind=u.kind, leads=u.leads is not None,
-                                 item_text=it.text)
-        pre = sorted(((lexical.probability(features(it, u)), i)
-                      for i, (it, u) in enumerate(pool)), key=lambda x: -x[0])
-        pool = [pool[i] for _p, i in pre[:SHORTLIST]]
-    scored = scorer.score_many([(texts[(it.evidence_id, u.order)], it) for it, u in pool],
-                               kinds=[u.kind for _it, u in pool],
-                               leads=[u.leads is not None for _it, u in pool]) if pool else []
-    for (it, u), (p, feats) in zip(pool, scored, strict=True):
+    every = unit_pool(items)
+    row["ceiling_all"] = any(_hit(text, it.document_path, q) for it, _u, text in every)
+    texts = {(it.evidence_id, u.order): text for it, u, text in every}
+    for p, feats, it, u in scorer.prime(items):  # the units best_units scores, as the answer path scores them
         row["units"].append({"p": round(p, 4), "kind": u.kind, "path": it.document_path, "item": it.evidence_id,
                              "text": texts[(it.evidence_id, u.order)][:400],
                              "hit": _hit(texts[(it.evidence_id, u.order)], it.document_path, q),
@@ -128,11 +115,15 @@ def main() -> int:
     parser.add_argument("--store", required=True, type=Path)
     parser.add_argument("--questions", required=True, type=Path)
     parser.add_argument("--out", required=True, type=Path, help="JSONL, keep it outside the repository")
+    parser.add_argument("--negatives", type=Path,
+                        help="also write, per answerable question, its units scored without the relevant pages "
+                             "(JSONL; negatives for bench/answerability_fit.py --units)")
     args = parser.parse_args()
     questions = [json.loads(x) for x in args.questions.read_text(encoding="utf-8").splitlines() if x.strip()]
     bundle = open_bundle(Store(args.store).current_path(), verify=False)
     totals = {"answerable": 0, "text_route": 0, "relevant_retrieved": 0, "ceiling": 0, "top_hit": 0,
               "top_hit_passes": 0, "delivered_correct": 0, "not_answerable": 0, "delivered_on_unanswerable": 0}
+    negatives: list[dict] = []  # type: ignore[type-arg]
     with args.out.open("w", encoding="utf-8") as out:
         for q in questions:
             row = _units(bundle, q)
@@ -162,6 +153,15 @@ def main() -> int:
                 totals["not_answerable"] += 1
                 totals["delivered_on_unanswerable"] += ok
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            if args.negatives is not None and row["answerable"] and row["route"] == "text":
+                neg = _units(bundle, q, drop_relevant=True)
+                neg.update({"id": q["id"], "question": q["question"], "answerable": False, "group": "removed"})
+                for u in neg["units"]:
+                    u["hit"] = False
+                negatives.append(neg)
+    if args.negatives is not None:
+        args.negatives.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in negatives),
+                                  encoding="utf-8")
     rows = [json.loads(x) for x in args.out.read_text(encoding="utf-8").splitlines()]
     totals["thresholds"] = threshold_table(rows)
     print(json.dumps({"bundle": bundle.bundle_id, "questions": str(args.questions), **totals}, indent=1))

