@@ -156,7 +156,8 @@ def _ms(start: float) -> float:
 
 
 def _person_paths(bundle: OpenedBundle, entities: dict[str, Any]) -> set[str]:
-    paths: set[str] = set()
+    """Pages the graph resolved the question to: the pages of its persons and the pages it names by title."""
+    paths: set[str] = {str(p["path"]) for p in entities.get("pages") or [] if p.get("path")}
     persons = entities.get("persons") or []
     index = graph_index(bundle) if persons else None
     for p in persons:

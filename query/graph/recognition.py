@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
+from artifacts.analysis import fold
 from query.graph.analysis import Analysis
 from query.graph.index import GraphIndex, Named
 from query.graph.intents import intent_of
@@ -13,6 +15,7 @@ from query.graph.names import (
     Token,
     capital_runs,
     find_years,
+    name_forms,
     tokenize,
 )
 from query.graph.values import Value, combinations, negations, operator_spans
@@ -62,10 +65,21 @@ when a question gives only the beginning of a long title ("Kdo napsal příručk
 PARTIAL_TITLE_CHARS = 12
 
 
-def _fits(token: Token, word: str, vocab: Vocabulary) -> bool:
+def _fits(token: Token, word: str, vocab: Vocabulary, cases: frozenset[str] = frozenset()) -> bool:
     """Whether a question word is ``word`` of a title: the same folded word, or an inflected form of it
-    (a lemma of the question word: "příručku" fits "Příručka")."""
-    return token.folded == word or word in vocab.forms(token)
+    (a lemma of the question word: "příručku" fits "Příručka"; or, for a capitalised word, one of the name
+    case forms ``cases`` of the title word: "Novákovej" fits "Nováková")."""
+    return token.folded == word or word in vocab.forms(token) or (token.capital and token.folded in cases)
+
+
+@lru_cache(maxsize=4096)
+def _title_cases(label: str, words: tuple[str, ...]) -> tuple[frozenset[str], ...]:
+    """Folded name case forms of each word of a title (:func:`query.graph.names.name_forms`), when the
+    label's words are the title's words; else no forms."""
+    written = re.findall(r"[^\W\d_]+|\d+", label)
+    if tuple(fold(w) for w in written) != words:
+        return tuple(frozenset() for _ in words)
+    return tuple(frozenset(fold(f) for f in name_forms(w)) for w in written)
 
 
 def _find_named(
@@ -80,14 +94,17 @@ def _find_named(
     such titles are returned as a list (the question is ambiguous).
     """
     firsts = {w for p in free for w in (tokens[p].folded, *vocab.forms(tokens[p]))}
+    capitals = {tokens[p].folded for p in free if tokens[p].capital}
     partial: dict[str, tuple[Named, int, int]] = {}
     for item in named:
-        if not item.words or item.words[0] not in firsts:
+        if not item.words or (item.words[0] not in firsts and not (
+                capitals and capitals & _title_cases(item.label, tuple(item.words))[0])):
             continue
         n = len(item.words)
+        cases = _title_cases(item.label, tuple(item.words))
         for start in sorted(free):
             k = 0
-            while k < n and start + k in free and _fits(tokens[start + k], item.words[k], vocab):
+            while k < n and start + k in free and _fits(tokens[start + k], item.words[k], vocab, cases[k]):
                 k += 1
             if k == n:
                 return item, start, n
@@ -155,9 +172,16 @@ def analyse(question: str, index: GraphIndex, published_only: bool) -> Analysis:
     # intents the mapping declares (artifacts.graphmap.Intent) whose words the question has: their
     # slots name a page or a value of a front matter relation
     declared = [i for i in index.mapping.intents.values() if all(a.has(w) for w in i.words)]
+    named_run = any(sum(1 for t in run if t.index in free and t.index not in starts) >= 2
+                    for run in capital_runs(tokens, set()))
     if a.has("link", "author", "document") or (a.has("who") and not a.persons) \
-            or any("page" in i.slots.values() for i in declared):
-        ends = {len(tokens)} | punctuated
+            or any("page" in i.slots.values() for i in declared) or named_run:
+        # a page is looked up where the question asks about pages, or names something as a name is written
+        # (two capitalised words: "Aký je názov práce Evy Novákovej?" names the page "Eva Nováková"); only
+        # a whole title counts then
+        asked = a.has("link", "author", "document") or (a.has("who") and not a.persons) \
+            or any("page" in i.slots.values() for i in declared)
+        ends = ({len(tokens)} | punctuated) if asked else None
         found = _find_named(tokens, free, known.titles, vocab, ends)
         if isinstance(found, list):
             a.ambiguous_pages = found

@@ -29,6 +29,8 @@ def docs(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
     repo.write("de/hotfix.md", page("Hotfix-Prozess", "Den Hotfix-Prozess leitet das Release-Team.",
                                     author="Anna Berg"))
     repo.write("de/urlaub.md", page("Urlaub", "Alle haben Anspruch auf 28 Urlaubstage pro Jahr.", author="Anna Berg"))
+    repo.write("sk/eva-novakova.md", page("Eva Nováková", "**Názov:** Vyhľadávanie v slovenských textoch",
+                                          author="Anna Berg"))
     repo.write("en/deploy.md", page("Deploy Guide", "Deploys run from the main branch with Kubernetes.",
                                     author="Mary Jones", tags="[ops]"))
     result = build_bundle(repo.path, tmp / "store", repo.commit("docs"), embedder=hash_embedder)
@@ -48,7 +50,21 @@ def docs(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
 def test_a_name_that_resolves_to_nothing_goes_to_the_text(docs: Any, question: str) -> None:
     body = answer_graph(docs, {"query": question})
     assert (body["status"], body["reason"]) == ("no_answer", "unsupported_question"), question
-    assert ask_extractive(docs, question)["engine"] == "text", question
+    # a page the question names by its title restricts the text to that page
+    engine = "graph+text" if body["entities"]["pages"] else "text"
+    assert ask_extractive(docs, question)["engine"] == engine, question
+
+
+def test_a_page_named_by_an_inflected_title_restricts_the_text(docs: Any) -> None:
+    # the title "Eva Nováková" in a Slovak case form: the page is what the question is about, not a person
+    # nobody has, and its text answers
+    question = "Aký je názov diplomovej práce Evy Novákovej?"
+    body = answer_graph(docs, {"query": question})
+    assert [p["path"] for p in body["entities"]["pages"]] == ["sk/eva-novakova.md"]
+    assert body["reason"] != "unknown_person"
+    answer = ask_extractive(docs, question)
+    assert answer["engine"] == "graph+text"
+    assert {s["document_path"] for s in answer["sources"]} <= {"sk/eva-novakova.md"}
 
 
 @pytest.mark.parametrize("question", ["Which pages did Peter Lukáč write?",
