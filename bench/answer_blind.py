@@ -49,6 +49,11 @@ def _classify(q: dict, body: dict) -> str:  # type: ignore[type-arg]
     return "correct" if hit and rel else "wrong"
 
 
+def _normalised(q: dict) -> dict:  # type: ignore[type-arg]
+    """The writers' later field names (``category``, ``accept``) read as ``kind`` and ``expected``."""
+    return {**q, "kind": q.get("kind") or q.get("category"), "expected": q.get("expected") or q.get("accept") or []}
+
+
 def _totals(rows: list[dict]) -> dict:  # type: ignore[type-arg]
     answerable = [r for r in rows if r["answerable"]]
     refusable = [r for r in rows if not r["answerable"]]
@@ -65,6 +70,12 @@ def _totals(rows: list[dict]) -> dict:  # type: ignore[type-arg]
         "correct_of_answerable": share(sum(r["outcome"] == "correct" for r in answerable), len(answerable)),
         "false_refusals_of_answerable": share(sum(r["outcome"] == "refused" for r in answerable), len(answerable)),
         "refused_of_unanswerable": share(sum(r["outcome"] == "refused" for r in refusable), len(refusable)),
+        "crosslang_vs_rest": {"crosslang_correct": share(sum(r["outcome"] == "correct" for r in answerable
+                                                             if r["kind"] == "crosslang"),
+                                                         sum(1 for r in answerable if r["kind"] == "crosslang")),
+                              "rest_correct": share(sum(r["outcome"] == "correct" for r in answerable
+                                                        if r["kind"] != "crosslang"),
+                                                    sum(1 for r in answerable if r["kind"] != "crosslang"))},
         "crosslang": {"questions": len(cross),
                       "correct": share(sum(r["outcome"] == "correct" for r in cross), len(cross)),
                       "twins_correct": share(sum(by_id[r["pair"]]["outcome"] == "correct" for r in cross), len(cross))},
@@ -109,7 +120,8 @@ def main() -> int:
     parser.add_argument("--out", required=True, type=Path, help="responses JSONL (keep it outside the repository)")
     parser.add_argument("--variants", default="score,baseline", help="comma list of: score, baseline")
     args = parser.parse_args()
-    questions = [json.loads(line) for line in args.questions.read_text(encoding="utf-8").splitlines() if line.strip()]
+    questions = [_normalised(json.loads(line))
+                 for line in args.questions.read_text(encoding="utf-8").splitlines() if line.strip()]
     store = Store(args.store)
     bundle = open_bundle(store.current_path(), verify=False)
     report: dict = {"questions": str(args.questions), "bundle": bundle.bundle_id, "variants": {}}  # type: ignore[type-arg]
