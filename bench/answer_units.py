@@ -68,11 +68,11 @@ def _units(bundle, q: dict, *, drop_relevant: bool = False) -> dict:  # type: ig
         return row
     every = unit_pool(items)
     row["ceiling_all"] = any(_hit(text, it.document_path, q) for it, _u, text in every)
-    texts = {(it.evidence_id, u.order): text for it, u, text in every}
+    texts = {(it.evidence_id, u.kind, u.order): text for it, u, text in every}
     for p, feats, it, u in scorer.prime(items):  # the units best_units scores, as the answer path scores them
         row["units"].append({"p": round(p, 4), "kind": u.kind, "path": it.document_path, "item": it.evidence_id,
-                             "text": texts[(it.evidence_id, u.order)][:400],
-                             "hit": _hit(texts[(it.evidence_id, u.order)], it.document_path, q),
+                             "text": texts[(it.evidence_id, u.kind, u.order)][:400],
+                             "hit": _hit(texts[(it.evidence_id, u.kind, u.order)], it.document_path, q),
                              "features": {k: round(v, 4) for k, v in feats.items()}})
     row["variant"] = scorer.variant_name
     row["threshold"] = scorer.variant.threshold if scorer.variant is not None else None

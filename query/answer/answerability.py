@@ -14,7 +14,9 @@ never over phrasings:
 ``holds``      1 when it is and the unit holds a value of that type (:func:`holds_value`);
 ``rank``       ``1 / (1 + r)`` for the unit's evidence item at retrieval rank ``r`` (0-based);
 ``length``     ``log(1 + words of the unit) / 4``;
-``asks``       1 when the unit is itself a question (ends with ``?``).
+``asks``       1 when the unit is itself a question (ends with ``?``);
+``lacks``      1 when the question wants a kind of value and the unit holds none (``wants`` and not ``holds``);
+``window``     1 for a :class:`Window` (a sentence read with the unit after it).
 
 Three fitted variants (``query/answerability.json``): ``full`` (all signals; the calibrated embedder),
 ``lexical`` (no vector signals: another embedder or none) and ``dense`` (no word-overlap signals: the
@@ -47,12 +49,13 @@ from artifacts.text.words import analyze, word_set
 from query.answer.evidence import EvidenceItem
 from query.question import QuestionAnalysis
 
-FEATURES = ("sim", "sim_gap", "cov", "ctx_cov", "item_cov", "novel", "wants", "holds", "rank", "length", "asks")
+FEATURES = ("sim", "sim_gap", "cov", "ctx_cov", "item_cov", "novel", "wants", "holds", "rank", "length", "asks",
+            "lacks", "window")
 """Feature names, in the order of the model's coefficients."""
 VARIANT_FEATURES = {
     "full": FEATURES,
-    "lexical": ("cov", "ctx_cov", "item_cov", "novel", "wants", "holds", "rank", "length", "asks"),
-    "dense": ("sim", "sim_gap", "wants", "holds", "rank", "length", "asks"),
+    "lexical": ("cov", "ctx_cov", "item_cov", "novel", "wants", "holds", "rank", "length", "asks", "lacks", "window"),
+    "dense": ("sim", "sim_gap", "wants", "holds", "rank", "length", "asks", "lacks", "window"),
 }
 
 _DIGITS = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])|\d+(?=\s?%|[a-zA-Z]{1,3}\b)")
@@ -216,6 +219,7 @@ def unit_features(analysis: QuestionAnalysis, weights: Mapping[str, float], unit
         "novel": _novel(words, unit), "wants": wants, "holds": holds,
         "rank": 1.0 / (1.0 + rank), "length": math.log1p(len(unit.split())) / 4.0,
         "asks": 1.0 if unit.rstrip().endswith("?") else 0.0,
+        "lacks": 1.0 if wants and not holds else 0.0, "window": 1.0 if kind == "window" else 0.0,
     }
 
 
@@ -395,26 +399,61 @@ SHORTLIST = 12
 """Units of one question's evidence scored with the variant in use (the ``lexical`` variant's best)."""
 
 
-def unit_pool(items: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, Any, str]]:
-    """Every candidate unit of the chunk ``items`` as ``(item, unit, scoring text)``, in evidence order.
+@dataclass(frozen=True)
+class Window:
+    """Two adjacent units of one section read as one candidate: a sentence and the unit after it (a
+    setting's description and the block that states its value, a sentence and the command it explains).
+    Delivered as its units' verbatim claims, each checked on its own."""
 
-    Left out: code blocks (judged with the sentence that introduces them), table header rows (they name
-    cells only), instructions to a model and bare links.  The scoring text is
-    :func:`query.answer.sentences.scoring_text` (an introduction with its block, a row with its header).
+    units: tuple[Any, ...]
+
+    @property
+    def kind(self) -> str:
+        return "window"
+
+    @property
+    def leads(self) -> int | None:
+        return None
+
+    @property
+    def order(self) -> int:
+        return int(self.units[0].order)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(u.text for u in self.units)
+
+
+def unit_pool(items: Sequence[EvidenceItem]) -> list[tuple[EvidenceItem, Any, str]]:
+    """Every candidate of the chunk ``items`` as ``(item, unit, scoring text)``, in evidence order.
+
+    Candidates are the units (:func:`query.answer.sentences.text_units`) and the :class:`Window` of each
+    sentence with the next unit under the same headings.  Left out: code blocks (judged with the sentence
+    that introduces them), table header rows (they name cells only), instructions to a model and bare links.
+    The scoring text is :func:`query.answer.sentences.scoring_text` (an introduction with its block, a row
+    with its header; a window: both of its units').
     """
     from query.answer.sentences import addresses_model, link_only, scoring_text, text_units
 
-    pool = []
+    pool: list[tuple[EvidenceItem, Any, str]] = []
     for item in items:
         if item.kind != "chunk":
             continue
         units = text_units(item.text)
-        for unit in units:
-            if unit.kind == "code" or (unit.kind == "row" and not unit.header):
+        usable = [u for u in units if not (u.kind == "row" and not u.header)
+                  and not addresses_model(u.text) and not link_only(u.text)]
+        for unit in usable:
+            if unit.kind != "code":
+                pool.append((item, unit, scoring_text(unit, units)))
+        for first, second in zip(usable, usable[1:], strict=False):
+            # a sentence that introduces a block is read with it already; a code block introduced by a
+            # sentence belongs to that sentence
+            if first.kind != "sentence" or first.leads is not None or first.headings != second.headings:
                 continue
-            if addresses_model(unit.text) or link_only(unit.text):
+            if second.kind == "code" and any(u.leads == second.list_id for u in units):
                 continue
-            pool.append((item, unit, scoring_text(unit, units)))
+            pool.append((item, Window((first, second)),
+                         scoring_text(first, units) + "\n" + scoring_text(second, units)))
     return pool
 
 
@@ -430,4 +469,4 @@ def best_units(scorer: UnitScorer, items: Sequence[EvidenceItem]) -> list[tuple[
 
 __all__ = ["FEATURES", "VARIANT_FEATURES", "AnswerabilityModel", "UnitScorer", "Variant", "coverage_share",
            "SHORTLIST", "best_units", "default_model", "find_unit", "gate_claims", "holds_value", "item_context",
-           "model_from", "unit_features", "unit_pool"]
+           "model_from", "unit_features", "unit_pool", "Window"]

@@ -956,9 +956,11 @@ def _rescue(question: str, items: list[EvidenceItem], graph: dict[str, Any] | No
     if not ranked or (above is not None and ranked[0][0] <= above):
         return []
     _p, item, unit = ranked[0]
-    group = [unit]
-    if unit.leads is not None:
-        group += [u for u in text_units(item.text) if u.list_id == unit.leads]
+    group = []
+    for part in getattr(unit, "units", (unit,)):  # a Window delivers each of its units
+        group.append(part)
+        if part.leads is not None:
+            group += [u for u in text_units(item.text) if u.list_id == part.leads]
     reply = GeneratorReply(tuple(_unit_claims(item, group)))
     verdicts = check_reply(question, reply, items, graph=graph)
     attempts.append(_attempt_record(3, reply, verdicts))
