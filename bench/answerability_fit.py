@@ -276,6 +276,9 @@ def _unit_groups(paths):  # type: ignore[no-untyped-def]
     """Question groups of ``bench/answer_units.py`` dumps: ``[(key, fold, asked, answerable, units)]``; ``units``
     are ``(features, hit)`` of the units the answer path scored for that question (``asked``: False for the
     relevant-pages-removed negatives)."""
+    from query.answer.answerability import kind_type_features
+    from query.question import analyse_question
+
     groups = []
     for path in paths:
         name = Path(path).name.split(".")[0]
@@ -287,7 +290,11 @@ def _unit_groups(paths):  # type: ignore[no-untyped-def]
                 continue
             asked = row.get("group") != "removed"
             fold = f"{name}:" + ((row.get("relevant") or [row["id"]])[0])
-            units = [(u["features"], bool(u["hit"]) and asked) for u in row["units"]]
+            # the dumps' features, plus the one-hot answer type and unit kind (the same function the answer
+            # path computes them with), so that older dumps serve too
+            answer_type = analyse_question(row["question"]).answer_type
+            units = [({**u["features"], **kind_type_features(answer_type, u["kind"])}, bool(u["hit"]) and asked)
+                     for u in row["units"]]
             groups.append((f"{name}:{row['id']}:{row.get('group', 'asked')}", fold, asked,
                            bool(row.get("answerable")) and asked, units))
     return groups
@@ -320,16 +327,23 @@ def _deliver_best(groups, probs, threshold):  # type: ignore[no-untyped-def]
     return fig
 
 
+MONOTONE = {"sim": 1, "sim_gap": 1, "cov": 1, "ctx_cov": 1, "item_cov": 1, "holds": 1, "rank": 1, "lacks": -1,
+            "asks": -1}
+"""Monotonic constraints of the trees (+1 increasing, -1 decreasing, others free)."""
+
+
 def fit_units(args) -> int:  # type: ignore[no-untyped-def]
     """Fit every variant on unit dumps (``--units``), out of fold by page, and choose its threshold: the one
     with the most right deliveries whose wrong deliveries stay at most ``--max-wrong`` of the questions as
     asked and ``--max-removed`` of the removed-relevant negatives."""
     import numpy as np
+    from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import GroupKFold
 
-    from query.answer.answerability import VARIANT_FEATURES
+    from query.answer.answerability import ANSWER_TYPES, UNIT_KINDS, VARIANT_FEATURES, trees_from_sklearn
 
+    TYPE_KIND = (*(f"type_{t}" for t in ANSWER_TYPES), *(f"kind_{k}" for k in UNIT_KINDS))
     groups = _unit_groups(args.units)
     if not groups:
         print("no text-route questions with units in the dumps", file=sys.stderr)
@@ -345,12 +359,23 @@ def fit_units(args) -> int:  # type: ignore[no-untyped-def]
                                        "command": "bench/answer_units.py --store S --questions Q --out U "
                                                   "--negatives N; bench/answerability_fit.py --units U N ..."},
                               "apply": ["full", "dense"], "variants": {}, "figures": {}}
-    for name, features in VARIANT_FEATURES.items():
-        x = np.array([[f[k] for k in features] for _gi, f, _h in flat], dtype=float)
+    def make(features):  # type: ignore[no-untyped-def]
+        if args.model == "trees":
+            # more of the question in the unit, a closer vector, a value of the asked type, a better rank never
+            # lower the score; a missing value or a unit that is itself a question never raise it
+            monotone = [MONOTONE.get(f, 0) for f in features]
+            return HistGradientBoostingClassifier(max_depth=args.depth, max_iter=args.trees, learning_rate=0.05,
+                                                  l2_regularization=1.0, min_samples_leaf=20, random_state=0,
+                                                  monotonic_cst=monotone)
+        return LogisticRegression(C=args.c, max_iter=5000, class_weight=args.class_weight)
+
+    for name, base in VARIANT_FEATURES.items():
+        features = (*base, *TYPE_KIND) if args.model == "trees" else base
+        x = np.array([[f.get(k, 0.0) for k in features] for _gi, f, _h in flat], dtype=float)
         oof = np.zeros(len(y))
         n_splits = min(5, len(set(folds)))
         for train, hold in GroupKFold(n_splits=n_splits).split(x, y, folds):
-            m = LogisticRegression(C=args.c, max_iter=5000, class_weight=args.class_weight).fit(x[train], y[train])
+            m = make(features).fit(x[train], y[train])
             oof[hold] = m.predict_proba(x[hold])[:, 1]
         per_group: list[list[float]] = [[] for _ in groups]
         for (gi, _f, _h), p in zip(flat, oof, strict=True):
@@ -361,11 +386,16 @@ def fit_units(args) -> int:  # type: ignore[no-untyped-def]
             if fig["wrong_of_all"] <= args.max_wrong and fig["removed_delivered_share"] <= args.max_removed and (
                     best_fig is None or fig["right"] > best_fig["right"]):
                 best_t, best_fig = round(float(t), 2), fig
-        model = LogisticRegression(C=args.c, max_iter=5000, class_weight=args.class_weight).fit(x, y)
-        out["variants"][name] = {"features": list(features),  # type: ignore[index]
-                                 "coef": [round(float(c), 5) for c in model.coef_[0]],
-                                 "intercept": round(float(model.intercept_[0]), 5),
-                                 "threshold": best_t if best_t is not None else 0.99, "reached": best_t is not None}
+        model = make(features).fit(x, y)
+        body: dict[str, object] = {"features": list(features), "threshold": best_t if best_t is not None else 0.99,
+                                   "reached": best_t is not None}
+        if args.model == "trees":
+            body.update(kind="trees", coef=[], intercept=round(float(np.ravel(model._baseline_prediction)[0]), 6),
+                        trees=trees_from_sklearn(model))
+        else:
+            body.update(coef=[round(float(c), 5) for c in model.coef_[0]],
+                        intercept=round(float(model.intercept_[0]), 5))
+        out["variants"][name] = body  # type: ignore[index]
         out["figures"][name] = {"threshold": best_t, "dev_oof": best_fig,  # type: ignore[index]
                                 "table": {f"{t:.2f}": _deliver_best(groups, per_group, float(t))
                                           for t in np.arange(0.3, 0.91, 0.05)} if args.table else None}
@@ -403,6 +433,11 @@ def main() -> int:
     parser.add_argument("--c", type=float, default=1.0, help="with --units: inverse regularisation strength")
     parser.add_argument("--class-weight", default=None, help="with --units: None or 'balanced'")
     parser.add_argument("--table", action="store_true", help="with --units: print a per-threshold table")
+    parser.add_argument("--model", choices=("logistic", "trees"), default="logistic",
+                        help="with --units: a logistic regression or gradient-boosted trees (adds the one-hot "
+                             "answer type and unit kind)")
+    parser.add_argument("--depth", type=int, default=4, help="with --model trees: tree depth")
+    parser.add_argument("--trees", type=int, default=200, help="with --model trees: boosting iterations")
     args = parser.parse_args()
     if args.units:
         return fit_units(args)

@@ -44,13 +44,16 @@ from typing import Any
 
 import numpy as np
 
-from artifacts.text.profile import available, detect_language, load_profile
+from artifacts.text.profile import available, crosses_language, detect_language, load_profile
 from artifacts.text.words import analyze, word_set
 from query.answer.evidence import EvidenceItem
 from query.question import QuestionAnalysis
 
+ANSWER_TYPES = ("count", "quantity", "time", "person", "place", "procedure", "definition", "reason", "choice",
+                "yes_no")
+UNIT_KINDS = ("sentence", "item", "row", "window")
 FEATURES = ("sim", "sim_gap", "cov", "ctx_cov", "item_cov", "novel", "wants", "holds", "rank", "length", "asks",
-            "lacks", "window")
+            "lacks", "window", *(f"type_{t}" for t in ANSWER_TYPES), *(f"kind_{k}" for k in UNIT_KINDS))
 """Feature names, in the order of the model's coefficients."""
 VARIANT_FEATURES = {
     "full": FEATURES,
@@ -129,9 +132,27 @@ class Variant:
     reached: bool = True
     """False when no threshold met the calibration target on the dev pipeline: the variant is not applied."""
 
+    trees: tuple[Mapping[str, Any], ...] = ()
+    """Gradient-boosted trees (``kind: trees`` in the JSON, exported from scikit-learn's
+    ``HistGradientBoostingClassifier``): each ``{feature, threshold, left, right, leaf, value, missing_left}``
+    as parallel lists over its nodes (node 0 the root); ``intercept`` is then the baseline log-odds and
+    ``coef`` is empty."""
+
     def probability(self, values: Mapping[str, float]) -> float:
         """Return the model's probability (0..1) for a feature mapping (missing features count 0)."""
-        z = self.intercept + sum(c * float(values.get(f, 0.0)) for f, c in zip(self.features, self.coef, strict=True))
+        if self.trees:
+            x = [float(values.get(f, 0.0)) for f in self.features]
+            z = self.intercept
+            for tree in self.trees:
+                node = 0
+                while not tree["leaf"][node]:
+                    value = x[tree["feature"][node]]
+                    left = tree["missing_left"][node] if math.isnan(value) else value <= tree["threshold"][node]
+                    node = tree["left"][node] if left else tree["right"][node]
+                z += tree["value"][node]
+        else:
+            z = self.intercept + sum(c * float(values.get(f, 0.0))
+                                     for f, c in zip(self.features, self.coef, strict=True))
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
 
@@ -150,8 +171,24 @@ class AnswerabilityModel:
         """A short stable id of the coefficients and thresholds (part of the answer cache key)."""
         import hashlib
 
-        blob = json.dumps({k: [v.coef, v.intercept, v.threshold, v.reached] for k, v in sorted(self.variants.items())})
+        blob = json.dumps({k: [v.coef, v.intercept, v.threshold, v.reached, v.trees]
+                           for k, v in sorted(self.variants.items())})
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def trees_from_sklearn(model: Any) -> list[dict[str, list[Any]]]:
+    """The trees of a fitted binary scikit-learn ``HistGradientBoostingClassifier`` in the JSON form
+    :class:`Variant` evaluates (parallel node lists; its baseline log-odds is
+    ``model._baseline_prediction``).  Used by ``bench/answerability_fit.py --model trees``."""
+    out = []
+    for predictors in model._predictors:  # one list per boosting iteration, one predictor for a binary task
+        nodes = predictors[0].nodes
+        out.append({"feature": [int(v) for v in nodes["feature_idx"]],
+                    "threshold": [float(v) for v in nodes["num_threshold"]],
+                    "left": [int(v) for v in nodes["left"]], "right": [int(v) for v in nodes["right"]],
+                    "leaf": [bool(v) for v in nodes["is_leaf"]], "value": [round(float(v), 6) for v in nodes["value"]],
+                    "missing_left": [bool(v) for v in nodes["missing_go_to_left"]]})
+    return out
 
 
 def model_from(data: Mapping[str, Any]) -> AnswerabilityModel:
@@ -163,11 +200,14 @@ def model_from(data: Mapping[str, Any]) -> AnswerabilityModel:
     variants = {}
     for name, body in data["variants"].items():
         feats = tuple(body["features"])
-        coef = tuple(float(c) for c in body["coef"])
-        if len(feats) != len(coef) or not set(feats) <= set(FEATURES):
+        coef = tuple(float(c) for c in body.get("coef") or ())
+        trees = tuple(body.get("trees") or ())
+        if not set(feats) <= set(FEATURES) or (not trees and len(feats) != len(coef)) or any(
+                not all(0 <= i < len(feats) for i, leaf in zip(t["feature"], t["leaf"], strict=True) if not leaf)
+                for t in trees):
             raise ValueError(f"answerability variant {name}: features and coefficients do not match")
         variants[name] = Variant(name, feats, coef, float(body["intercept"]), float(body["threshold"]),
-                                 bool(body.get("reached", True)))
+                                 bool(body.get("reached", True)), trees)
     apply = frozenset(data.get("apply") or variants)
     return AnswerabilityModel(variants, data.get("embedder"), dict(data.get("meta") or {}), apply)
 
@@ -201,6 +241,12 @@ def _novel(words: Sequence[str], unit: str) -> float:
     return sum(1 for w in own if not asked.has(w)) / len(own)
 
 
+def kind_type_features(answer_type: str | None, kind: str) -> dict[str, float]:
+    """One-hot features of the question's answer type (``type_<t>``) and the unit's kind (``kind_<k>``)."""
+    return {**{f"type_{t}": 1.0 if answer_type == t else 0.0 for t in ANSWER_TYPES},
+            **{f"kind_{k}": 1.0 if kind == k else 0.0 for k in UNIT_KINDS}}
+
+
 def unit_features(analysis: QuestionAnalysis, weights: Mapping[str, float], unit: str, context: str, rank: int,
                   *, sim: float = 0.0, sim_best: float = 0.0, kind: str = "sentence", leads: bool = False,
                   item_text: str = "") -> dict[str, float]:
@@ -220,6 +266,7 @@ def unit_features(analysis: QuestionAnalysis, weights: Mapping[str, float], unit
         "rank": 1.0 / (1.0 + rank), "length": math.log1p(len(unit.split())) / 4.0,
         "asks": 1.0 if unit.rstrip().endswith("?") else 0.0,
         "lacks": 1.0 if wants and not holds else 0.0, "window": 1.0 if kind == "window" else 0.0,
+        **kind_type_features(analysis.answer_type, kind),
     }
 
 
@@ -255,8 +302,9 @@ class UnitScorer:
         self._vecs: dict[str, np.ndarray] = {}
         self._best = -1.0
         self.scores: list[tuple[str, float]] = []
-        languages = {detect_language(it.text) for it in self.items if it.kind == "chunk"} - {None}
-        crossing = analysis.language is not None and bool(languages) and analysis.language not in languages
+        # the question crosses languages when the best evidence item is in another language than it
+        first = next((it for it in self.items if it.kind == "chunk"), None)
+        crossing = first is not None and crosses_language(analysis.language, [detect_language(first.text)])
         self.crossing = crossing
         # no variant reads a question in another language without vectors: the score then decides nothing
         self.variant_name: str | None
@@ -469,4 +517,4 @@ def best_units(scorer: UnitScorer, items: Sequence[EvidenceItem]) -> list[tuple[
 
 __all__ = ["FEATURES", "VARIANT_FEATURES", "AnswerabilityModel", "UnitScorer", "Variant", "coverage_share",
            "SHORTLIST", "best_units", "default_model", "find_unit", "gate_claims", "holds_value", "item_context",
-           "model_from", "unit_features", "unit_pool", "Window"]
+           "model_from", "trees_from_sklearn", "unit_features", "unit_pool", "Window"]

@@ -226,6 +226,18 @@ def support(weights: dict[str, float], text: str) -> float:
 # -- text evidence ---------------------------------------------------------------------------------
 
 
+def _dense_judges(bundle: OpenedBundle) -> bool:
+    """Whether the answerability score's ``dense`` variant can judge this bundle's units (the bundle's
+    embedder is the one it was fitted with): only then does a chunk in another language pass the gate on
+    its vector rank (without the score, the rules would judge it by word overlap, which it cannot have)."""
+    from query.answer.answerability import default_model
+
+    model = default_model()
+    spec = getattr(bundle.embedder, "spec", None)
+    return (model is not None and "dense" in model.apply and model.variants["dense"].reached
+            and getattr(spec, "model_id", None) == model.embedder)
+
+
 def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, options: SearchOptions | None = None,
                  flt: SearchFilter | None = None, published_only: bool = True, paths: set[str] | None = None,
                  min_support: float = MIN_SUPPORT, max_items: int = MAX_ITEMS,
@@ -255,11 +267,20 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
         ordered = ranking.fused
     weights = question_weights(bundle, question, resolved_words, drop_unknown=paths is not None)
     ordered = list(dict.fromkeys(ordered))  # a chunk embedded as segments has several vector labels
+    foreign: set[str] = set()
     if paths is None:
         other = cross_language_weights(bundle, question, (_chunk_text(bundle, c) for c in ordered[:4]),
                                        resolved_words)
         weights = other if other is not None else weights
-    scored = [(cid, support(weights, _chunk_text(bundle, cid))) for cid in ordered[:candidates]]
+        # a chunk in another language than the question: word overlap cannot tell whether it is relevant,
+        # the vectors (which read both languages) can; one of the vector arm's best passes the gate, and the
+        # answerability score (its dense variant) decides whether a unit of it answers
+        asked_in = text_language(question)
+        if _dense_judges(bundle):
+            foreign = {cid for cid in list(dict.fromkeys(cid for cid, _ in ranking.vector))[:max_items]
+                       if crosses_language(asked_in, [text_language(_chunk_text(bundle, cid))])}
+    scored = [(cid, max(support(weights, _chunk_text(bundle, cid)), min_support if cid in foreign else 0.0))
+              for cid in ordered[:candidates]]
     if paths is not None:
         # restricted to a few documents: order by support, then by fused rank
         rank = {cid: i for i, cid in enumerate(ordered)}
@@ -286,7 +307,7 @@ def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, option
         "min_support": min_support, "words": {w: round(v, 3) for w, v in weights.items()},
         "resolved_words": sorted(set(resolved_words)), "restricted_to_documents": len(paths) if paths else None,
         "definition": definition.subject if definition is not None else None,
-        "defining": len(relevant) - found_relevant,
+        "defining": len(relevant) - found_relevant, "other_language": len(foreign),
     }
     if context.items:
         unknown: set[str] = set()
