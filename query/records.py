@@ -84,19 +84,6 @@ class ChunkRecords(Sequence[Chunk]):
             line_of.append(line)
         return line_of
 
-    def _line_ids(self) -> list[str]:
-        """The chunk id of every line, in line order.  The writer sorts keys, so a line starts with
-        ``{"chunk_id": "...``: only that string is decoded (a line of another shape is parsed whole)."""
-        decode = json.JSONDecoder().raw_decode
-        out = []
-        for n in range(len(self._lines)):
-            line = self._lines.line(n)
-            if line.startswith(_ID_PREFIX):
-                out.append(decode(line[len(_ID_PREFIX) - 1:].decode("utf-8"))[0])
-            else:
-                out.append(json.loads(line)["chunk_id"])
-        return out
-
     def _remap(self) -> None:
         """Map every label to its chunk's line, once (a second caller that waited on the lock finds it done)."""
         if self._mapped:
@@ -104,7 +91,7 @@ class ChunkRecords(Sequence[Chunk]):
         with self._lock:
             if self._mapped:
                 return
-            by_id = {cid: n for n, cid in enumerate(self._line_ids())}
+            by_id = {cid: n for n, cid in enumerate(chunk_ids(self._lines))}
             self._line_of = [by_id[cid] for cid in self.ids]
             self._mapped = True
 
@@ -120,7 +107,7 @@ class ChunkRecords(Sequence[Chunk]):
         if self._mapped:
             return
         try:
-            line_ids = self._line_ids()
+            line_ids = chunk_ids(self._lines)
             matches = all(line_ids[line] == cid for cid, line in zip(self.ids, self._line_of, strict=True))
         except (ValueError, KeyError, IndexError) as exc:
             raise RetrievalUnavailableError("chunks.jsonl does not match vectors/ids.json") from exc
@@ -190,8 +177,6 @@ class ChunkRecords(Sequence[Chunk]):
 
 
 _PUBLISHED = re.compile(rb'"published": true')
-_ID_PREFIX = b'{"chunk_id": "'
-
 
 
 @dataclass(frozen=True)
