@@ -23,11 +23,11 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import hnswlib
 from whoosh import index as whoosh_index
@@ -41,6 +41,8 @@ from artifacts.store import verify_in_background
 from query.contract import IndexVersion
 from query.errors import RetrievalUnavailableError
 from query.records import ChunkRecords, DocumentRecords, Lines, chunk_ids
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -137,9 +139,12 @@ class OpenedBundle:
             self._local.searcher = searcher
         return searcher
 
-    def derive(self, key: str, compute: Any) -> Any:
-        """Return ``derived[key]``, computing it with ``compute()`` once per bundle (thread-safe)."""
-        value = self.derived.get(key)
+    def derive(self, key: str, compute: Callable[[], _T]) -> _T:
+        """Return ``derived[key]``, computing it with ``compute()`` once per bundle (thread-safe).
+
+        A key is computed by one function only, so its value has that function's return type.
+        """
+        value: _T | None = self.derived.get(key)
         if value is None:
             with self.derive_lock:
                 value = self.derived.get(key)
@@ -156,7 +161,7 @@ class OpenedBundle:
 
     def all_published(self) -> bool:
         """Return whether every chunk (so every document) is published; found once, without reading documents."""
-        return bool(self.derive("all_published", lambda: self.chunks.all_published()))
+        return self.derive("all_published", self.chunks.all_published)
 
     def doc_facets(self) -> Mapping[str, Any]:
         """Document path -> its tags, categories, year and published flag (read at open, nothing parsed)."""
