@@ -24,14 +24,10 @@ string counts as wrong); the figures to report are the hand-reviewed ones.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import sys
-import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from answer_harness import answer_each, cited_paths, open_question_set, question_set_parser
 
 
 def _classify(q: dict, body: dict) -> str:  # type: ignore[type-arg]
@@ -88,42 +84,25 @@ def _totals(rows: list[dict]) -> dict:  # type: ignore[type-arg]
 
 
 async def _run(bundle, questions, use_score: bool) -> list[dict]:  # type: ignore[no-untyped-def, type-arg]
-    from query.answer.generators import make_generator
-    from query.answer.pipeline import answer, parse_answer_request
-    from query.search.request import SearchOptions
-
-    generator = make_generator("extractive", {})
     rows = []
-    for q in questions:
-        started = time.perf_counter()
-        body = await answer(bundle, parse_answer_request({"query": q["question"]}), SearchOptions(), generator,
-                            answerability=use_score)
+    async for q, body, ms in answer_each(bundle, questions, answerability=use_score):
         rows.append({
             "id": q["id"], "kind": q["kind"], "lang": q.get("lang"), "answerable": bool(q.get("answerable", True)),
             "pair": q.get("pair"), "question": q["question"], "status": body.get("status"),
             "reason": body.get("reason"), "engine": body.get("engine"), "answer": body.get("answer"),
-            "cited": sorted({s["document_path"] for s in body.get("sources") or []}),
+            "cited": cited_paths(body),
             "quotes": [ev["quote"] for c in body.get("claims") or [] for ev in c.get("evidence") or []],
-            "outcome": _classify(q, body), "ms": round((time.perf_counter() - started) * 1000, 1),
+            "outcome": _classify(q, body), "ms": ms,
         })
     return rows
 
 
 def main() -> int:
-    sys.path.insert(0, str(HERE.parent))
-    from artifacts.store import Store
-    from query.bundle import open_bundle
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", required=True, type=Path)
-    parser.add_argument("--questions", required=True, type=Path)
-    parser.add_argument("--out", required=True, type=Path, help="responses JSONL (keep it outside the repository)")
+    parser = question_set_parser(__doc__.splitlines()[0], "responses JSONL (keep it outside the repository)")
     parser.add_argument("--variants", default="score,baseline", help="comma list of: score, baseline")
     args = parser.parse_args()
-    questions = [_normalised(json.loads(line))
-                 for line in args.questions.read_text(encoding="utf-8").splitlines() if line.strip()]
-    store = Store(args.store)
-    bundle = open_bundle(store.current_path(), verify=False)
+    bundle, questions = open_question_set(args)
+    questions = [_normalised(q) for q in questions]
     report: dict = {"questions": str(args.questions), "bundle": bundle.bundle_id, "variants": {}}  # type: ignore[type-arg]
     with args.out.open("w", encoding="utf-8") as out:
         for variant in args.variants.split(","):

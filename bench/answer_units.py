@@ -18,13 +18,12 @@ development sets only, never for reporting.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import sys
 from pathlib import Path
+from typing import TextIO
 
-HERE = Path(__file__).resolve().parent
+from answer_harness import answer_each, cited_paths, open_question_set, question_set_parser
 
 
 def _accept(q: dict) -> list[str]:  # type: ignore[type-arg]
@@ -80,16 +79,9 @@ def _units(bundle, q: dict, *, drop_relevant: bool = False) -> dict:  # type: ig
     return row
 
 
-async def _delivered(bundle, q: dict) -> dict:  # type: ignore[no-untyped-def, type-arg]
-    from query.answer.generators import make_generator
-    from query.answer.pipeline import answer, parse_answer_request
-    from query.search.request import SearchOptions
-
-    body = await answer(bundle, parse_answer_request({"query": q["question"]}), SearchOptions(),
-                        make_generator("extractive", {}))
-    cited = sorted({s["document_path"] for s in body.get("sources") or []})
+def _delivered(body: dict) -> dict:  # type: ignore[type-arg]
     return {"status": body.get("status"), "reason": body.get("reason"), "answer": body.get("answer"),
-            "cited": cited, "engine": body.get("engine")}
+            "cited": cited_paths(body), "engine": body.get("engine")}
 
 
 def threshold_table(rows: list[dict], steps: tuple[float, ...] = (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)) -> dict:  # type: ignore[type-arg]
@@ -105,61 +97,61 @@ def threshold_table(rows: list[dict], steps: tuple[float, ...] = (0.4, 0.45, 0.5
     return table
 
 
-def main() -> int:
-    sys.path.insert(0, str(HERE.parent))
-    from artifacts.store import Store
-    from query.bundle import open_bundle
+async def _run(bundle, questions: list[dict], out: TextIO, totals: dict,  # type: ignore[no-untyped-def, type-arg]
+               negatives: list[dict] | None) -> None:  # type: ignore[type-arg]
+    """Write one row per question to ``out`` (the delivered answer, then every scored unit) and count ``totals``;
+    ``negatives``: also collect each answerable text-route question's units scored without its relevant pages."""
     from query.eval.answers import contains_whole, folded
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", required=True, type=Path)
-    parser.add_argument("--questions", required=True, type=Path)
-    parser.add_argument("--out", required=True, type=Path, help="JSONL, keep it outside the repository")
+    async for q, body, _ms in answer_each(bundle, questions):
+        row = _units(bundle, q)
+        row.update({"id": q["id"], "question": q["question"], "answerable": bool(q.get("answerable", True)),
+                    "category": q.get("category") or q.get("kind"), "accept": _accept(q),
+                    "relevant": q.get("relevant") or []})
+        row["delivered"] = _delivered(body)
+        units = row["units"]
+        row["ceiling"] = any(u["hit"] for u in units)
+        row["top_hit"] = bool(units) and units[0]["hit"]
+        row["best_p"] = units[0]["p"] if units else None
+        row["best_hit_p"] = max((u["p"] for u in units if u["hit"]), default=None)
+        d = row["delivered"]
+        ok = d["status"] == "ok"
+        if row["answerable"]:
+            totals["answerable"] += 1
+            totals["text_route"] += row["route"] == "text"
+            totals["relevant_retrieved"] += row["first_relevant"] is not None
+            totals["ceiling"] += row["ceiling"]
+            totals["ceiling_all"] = totals.get("ceiling_all", 0) + bool(row.get("ceiling_all"))
+            totals["top_hit"] += row["top_hit"]
+            threshold = row.get("threshold")
+            totals["top_hit_passes"] += row["top_hit"] and threshold is not None and units[0]["p"] >= threshold
+            hit = ok and any(contains_whole(folded(d["answer"] or ""), folded(a)) for a in row["accept"])
+            totals["delivered_correct"] += bool(hit)
+        else:
+            totals["not_answerable"] += 1
+            totals["delivered_on_unanswerable"] += ok
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if negatives is not None and row["answerable"] and row["route"] == "text":
+            neg = _units(bundle, q, drop_relevant=True)
+            neg.update({"id": q["id"], "question": q["question"], "answerable": False, "group": "removed"})
+            for u in neg["units"]:
+                u["hit"] = False
+            negatives.append(neg)
+
+
+def main() -> int:
+    parser = question_set_parser(__doc__.splitlines()[0], "JSONL, keep it outside the repository")
     parser.add_argument("--negatives", type=Path,
                         help="also write, per answerable question, its units scored without the relevant pages "
                              "(JSONL; negatives for bench/answerability_fit.py --units)")
     args = parser.parse_args()
-    questions = [json.loads(x) for x in args.questions.read_text(encoding="utf-8").splitlines() if x.strip()]
-    bundle = open_bundle(Store(args.store).current_path(), verify=False)
+    bundle, questions = open_question_set(args)
     totals = {"answerable": 0, "text_route": 0, "relevant_retrieved": 0, "ceiling": 0, "top_hit": 0,
               "top_hit_passes": 0, "delivered_correct": 0, "not_answerable": 0, "delivered_on_unanswerable": 0}
-    negatives: list[dict] = []  # type: ignore[type-arg]
+    negatives: list[dict] | None = [] if args.negatives is not None else None  # type: ignore[type-arg]
     with args.out.open("w", encoding="utf-8") as out:
-        for q in questions:
-            row = _units(bundle, q)
-            row.update({"id": q["id"], "question": q["question"], "answerable": bool(q.get("answerable", True)),
-                        "category": q.get("category") or q.get("kind"), "accept": _accept(q),
-                        "relevant": q.get("relevant") or []})
-            row["delivered"] = asyncio.run(_delivered(bundle, q))
-            units = row["units"]
-            row["ceiling"] = any(u["hit"] for u in units)
-            row["top_hit"] = bool(units) and units[0]["hit"]
-            row["best_p"] = units[0]["p"] if units else None
-            row["best_hit_p"] = max((u["p"] for u in units if u["hit"]), default=None)
-            d = row["delivered"]
-            ok = d["status"] == "ok"
-            if row["answerable"]:
-                totals["answerable"] += 1
-                totals["text_route"] += row["route"] == "text"
-                totals["relevant_retrieved"] += row["first_relevant"] is not None
-                totals["ceiling"] += row["ceiling"]
-                totals["ceiling_all"] = totals.get("ceiling_all", 0) + bool(row.get("ceiling_all"))
-                totals["top_hit"] += row["top_hit"]
-                threshold = row.get("threshold")
-                totals["top_hit_passes"] += row["top_hit"] and threshold is not None and units[0]["p"] >= threshold
-                hit = ok and any(contains_whole(folded(d["answer"] or ""), folded(a)) for a in row["accept"])
-                totals["delivered_correct"] += bool(hit)
-            else:
-                totals["not_answerable"] += 1
-                totals["delivered_on_unanswerable"] += ok
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            if args.negatives is not None and row["answerable"] and row["route"] == "text":
-                neg = _units(bundle, q, drop_relevant=True)
-                neg.update({"id": q["id"], "question": q["question"], "answerable": False, "group": "removed"})
-                for u in neg["units"]:
-                    u["hit"] = False
-                negatives.append(neg)
-    if args.negatives is not None:
+        asyncio.run(_run(bundle, questions, out, totals, negatives))
+    if negatives is not None:
         args.negatives.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in negatives),
                                   encoding="utf-8")
     rows = [json.loads(x) for x in args.out.read_text(encoding="utf-8").splitlines()]

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import click
 
 from artifacts.errors import ArtifactError
 from query.answer.evidence import FRONT_MATTER_SECTIONS
-from query.cli.main import fail
+from query.cli.bundle_at import open_bundle_at
+from query.cli.main import echo_body, fail
 from query.errors import QueryError
 
 
@@ -70,8 +70,6 @@ def ask_command(question: str, store_dir: str, at: str | None, generator: str | 
     names occur there); exit status 0 for ok, no_answer and ambiguous, 1 for errors.
     """
     from query.answer.pipeline import answer, parse_answer_request
-    from query.bundle import open_bundle
-    from query.cli.graph import bundle_dir_at
     from query.config import ServerConfig
     from query.search.request import SearchOptions
 
@@ -87,15 +85,9 @@ def ask_command(question: str, store_dir: str, at: str | None, generator: str | 
 
             settings = ServerConfig().answer
             chosen = make_generator(request.generator or settings.generator, settings.provider_settings())
-        bundle = open_bundle(bundle_dir_at(store_dir, at), verify=False, load_model=True)
-        try:
+        with open_bundle_at(store_dir, at, load_model=True) as bundle:
             body = asyncio.run(answer(bundle, request, SearchOptions(base_url=base_url), chosen))
-        finally:
-            bundle.close()
     except (QueryError, ArtifactError) as exc:
         fail(exc, as_json)
         return
-    if as_json:
-        click.echo(json.dumps(body, ensure_ascii=False, indent=2))
-    else:
-        _print_text(body)
+    echo_body(body, as_json, _print_text)

@@ -3,31 +3,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
 from artifacts.errors import ArtifactError
-from query.cli.main import fail
+from query.cli.bundle_at import bundle_dir_at, open_bundle_at
+from query.cli.main import echo_body, fail
 from query.errors import QueryError
-
-
-def bundle_dir_at(store_dir: str, at: str | None) -> Path:
-    """Return the bundle directory for revision ``at`` (as ``gitrag use`` accepts it), else CURRENT's.
-
-    Resolved by the one resolver, :func:`artifacts.store.resolve_bundle_ref` (bundle id, sha, short
-    sha, branch, tag, ``REV~N``, ``REV^``).
-
-    :raises InvalidRevisionError, UnknownRevisionError, BundleNotFoundError: as that resolver.
-    """
-    from artifacts.store import Store, resolve_bundle_ref
-
-    store = Store(store_dir)
-    if at is None:
-        return store.current_path()
-    return resolve_bundle_ref(store, at).path
 
 
 @click.command("graph")
@@ -42,23 +26,16 @@ def bundle_dir_at(store_dir: str, at: str | None) -> Path:
 def graph_command(question: str, store_dir: str, at: str | None, limit: int, include_unpublished: bool,
                   base_url: str | None, as_json: bool) -> None:
     """Answer QUESTION from the knowledge graph: facts, counts, paths, documents (or say why not)."""
-    from query.bundle import open_bundle
     from query.graph.dispatch import answer_graph
 
     try:
-        bundle = open_bundle(bundle_dir_at(store_dir, at), verify=False, load_model=False)
-        try:
+        with open_bundle_at(store_dir, at, load_model=False) as bundle:
             body = answer_graph(bundle, {"query": question, "limit": limit,
                                          "published_only": not include_unpublished}, base_url=base_url)
-        finally:
-            bundle.close()
     except (QueryError, ArtifactError) as exc:
         fail(exc, as_json)
         return
-    if as_json:
-        click.echo(json.dumps(body, ensure_ascii=False, indent=2))
-        return
-    _print_text(body)
+    echo_body(body, as_json, _print_text)
 
 
 def _print_text(body: dict[str, Any]) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -34,6 +35,15 @@ def fail(exc: QueryError | ArtifactError, as_json: bool) -> None:
         raise click.ClickException(f"{reason}: {exc}: " + "; ".join(exc.problems)) from exc
     detail = "; ".join(f"{f['field']}: {f['problem']}" for f in fields)
     raise click.ClickException(f"{reason}: {detail or exc}") from exc
+
+
+def echo_body(body: dict[str, Any], as_json: bool, print_text: Callable[[dict[str, Any]], None]) -> None:
+    """Print a command's response ``body``: with ``--json`` the same JSON as its HTTP endpoint, else
+    ``print_text(body)``."""
+    if as_json:
+        click.echo(json.dumps(body, ensure_ascii=False, indent=2))
+    else:
+        print_text(body)
 
 
 @click.command("search")

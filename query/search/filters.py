@@ -73,7 +73,7 @@ def unpublished_paths(bundle: OpenedBundle) -> frozenset[str]:
 
 def filter_index(bundle: OpenedBundle) -> FilterIndex:
     """Return the bundle's :class:`FilterIndex` (built on first use, then shared by every request)."""
-    return bundle.derive("filter_index", lambda: _build_filter_index(bundle.doc_facets()))  # type: ignore[no-any-return]
+    return bundle.derive("filter_index", lambda: _build_filter_index(bundle.doc_facets()))
 
 
 def allowed_paths(bundle: OpenedBundle, flt: SearchFilter | None, published_only: bool) -> set[str] | None:
@@ -136,7 +136,7 @@ def allowed_docnums(bundle: OpenedBundle, searcher: Any, paths: set[str] | None,
         hidden = {n for p in unpublished for n in by_path.get(p, ())}
         return {n for n in range(searcher.doc_count_all()) if n not in hidden}
 
-    return bundle.derive("published_docnums", compute)  # type: ignore[no-any-return]
+    return bundle.derive("published_docnums", compute)
 
 
 def _rows_by_path(bundle: OpenedBundle, matrix: BM25Matrix) -> dict[str, np.ndarray]:
@@ -147,7 +147,7 @@ def _rows_by_path(bundle: OpenedBundle, matrix: BM25Matrix) -> dict[str, np.ndar
             rows.setdefault(chunk_path(cid), []).append(row)
         return {path: np.array(r, dtype=np.int64) for path, r in rows.items()}
 
-    return bundle.derive("bm25_rows_by_path", compute)  # type: ignore[no-any-return]
+    return bundle.derive("bm25_rows_by_path", compute)
 
 
 def allowed_rows(bundle: OpenedBundle, matrix: BM25Matrix, paths: set[str] | None,
@@ -167,7 +167,7 @@ def allowed_rows(bundle: OpenedBundle, matrix: BM25Matrix, paths: set[str] | Non
     def compute() -> np.ndarray:
         return _rows_mask(bundle, matrix, unpublished, allowed=False)
 
-    return bundle.derive("published_rows", compute)  # type: ignore[no-any-return]
+    return bundle.derive("published_rows", compute)
 
 
 def _rows_mask(bundle: OpenedBundle, matrix: BM25Matrix, paths: Iterable[str], *, allowed: bool) -> np.ndarray:

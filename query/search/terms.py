@@ -107,7 +107,7 @@ def _longest_word(bundle: OpenedBundle, searcher: Any) -> int:
         reader = searcher.reader()
         return max((len(w) for f in FOLDED_FIELDS for w in reader.field_terms(f)), default=0)
 
-    return int(bundle.derive("longest_word", compute))
+    return bundle.derive("longest_word", compute)
 
 
 def expand_words(bundle: OpenedBundle, searcher: Any, terms: list[QueryTerm], typo: bool = True) -> list[QueryWord]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
+import hnswlib
 import numpy as np
 
 from artifacts.analysis import normalize_text
@@ -74,16 +76,19 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
         return []
     qvec = query_vector(bundle, text)
     ids = bundle.chunks.ids  # label -> chunk id: no chunk record is read per visited node or hit
+    accept: Callable[[int], bool] | None = None  # None: every vector may match, no per-node callback
     if paths is not None:
-        def accept(label: int) -> bool:
-            return chunk_path(ids[label]) in paths
+        wanted = paths
+
+        def in_paths(label: int) -> bool:
+            return chunk_path(ids[label]) in wanted
+        accept = in_paths
     elif published_only and unpublished_paths(bundle):
         unpublished = unpublished_paths(bundle)  # a chunk is published when its document is
 
-        def accept(label: int) -> bool:
+        def published(label: int) -> bool:
             return chunk_path(ids[label]) not in unpublished
-    else:
-        accept = None  # type: ignore[assignment]  # every vector may match: no per-node callback
+        accept = published
     count = n if accept is None else _filtered_count(bundle, paths, n)
     k = min(count, depth * 2)  # never more than the index can return
     if k == 0:
@@ -93,7 +98,7 @@ def vector_ranking(bundle: OpenedBundle, text: str, depth: int, published_only: 
         try:
             labels, distances = bundle.hnsw.knn_query(qvec.reshape(1, -1), k=k, filter=accept)
         except RuntimeError:  # the graph search reached fewer than k (a narrow filter, a sparse small graph)
-            labels, distances = _exact_knn(bundle, qvec, accept, k, n)
+            labels, distances = _exact_knn(bundle.hnsw, qvec, accept, k, n)
     hits: list[tuple[str, float]] = []
     seen: set[str] = set()
     for label, dist in zip(labels[0].tolist(), distances[0].tolist(), strict=True):
@@ -120,7 +125,8 @@ def _filtered_count(bundle: OpenedBundle, paths: set[str] | None, n: int) -> int
     return n - sum(counts.get(p, 0) for p in unpublished_paths(bundle))
 
 
-def _exact_knn(bundle: OpenedBundle, qvec: Any, accept: Any, k: int, n: int):  # type: ignore[no-untyped-def]
+def _exact_knn(hnsw: hnswlib.Index, qvec: np.ndarray, accept: Callable[[int], bool] | None, k: int,
+               n: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` nearest of the labels ``0..n-1`` that pass ``accept`` (all when ``None``) by an exact scan.
 
     The fallback of :func:`vector_ranking` when hnswlib's graph search returns fewer than ``k``: the
@@ -131,7 +137,7 @@ def _exact_knn(bundle: OpenedBundle, qvec: Any, accept: Any, k: int, n: int):  #
     labels = [label for label in range(n) if accept is None or accept(label)]
     if not labels:
         return np.zeros((1, 0), dtype=np.int64), np.zeros((1, 0), dtype=np.float32)
-    vectors = np.asarray(bundle.hnsw.get_items(labels), dtype=np.float32)
+    vectors = np.asarray(hnsw.get_items(labels), dtype=np.float32)
     scores = vectors @ np.asarray(qvec, dtype=np.float32).reshape(-1)
     order = np.argsort(-scores, kind="stable")[:k]
     return np.asarray(labels, dtype=np.int64)[order].reshape(1, -1), (1.0 - scores[order]).reshape(1, -1)

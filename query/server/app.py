@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from artifacts.embedding import Embedder
 from artifacts.store import Store
@@ -179,7 +180,7 @@ def split_limit(per_minute: int, burst: int, workers: int) -> tuple[float, int]:
 
 
 @web.middleware
-async def log_middleware(request: web.Request, handler: Any) -> web.StreamResponse:
+async def log_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Log one line per request: method, route (the pattern, never the raw path), status, ms, bundle id."""
     started = time.perf_counter()
     status = 500

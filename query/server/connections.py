@@ -49,6 +49,10 @@ class EnvelopeRequestHandler(RequestHandler):
         response.force_close()
         return response
 
+    def headers_arrived(self) -> None:
+        """The first request's headers are in (called by :func:`log_middleware`): nothing to do here, as
+        a connection without :class:`ConnectionLimits` has no header deadline."""
+
 
 LINGERING_SECONDS = 2.0
 """Seconds aiohttp goes on reading (and dropping) the rest of a body the server refused or gave up on,

@@ -242,7 +242,7 @@ class RateLimiter:
     tracked (a full bucket is the same as none), so many client addresses cannot grow it without bound.
     """
 
-    def __init__(self, per_minute: int, burst: int, max_identities: int = 10_000) -> None:
+    def __init__(self, per_minute: float, burst: int, max_identities: int = 10_000) -> None:
         self.rate = per_minute / 60.0
         self.burst = float(burst)
         self.max_identities = max_identities

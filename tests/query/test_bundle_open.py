@@ -17,7 +17,8 @@ from artifacts.layout import CHUNKS_FILE, DOCS_FILE, IDS_FILE
 from artifacts.records import Chunk, Document
 from artifacts.store import Store
 from indexer.build import build_bundle
-from query.bundle import ChunkRecords, DocumentRecords, open_bundle
+from query.bundle import open_bundle
+from query.records import ChunkRecords, DocumentRecords
 from query.search.request import SearchOptions, parse_search_request
 from query.search.response import search
 from tests.conftest import RepoBuilder

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from artifacts.graphmap import PRESETS
 from indexer.build import build_bundle
 from query.bundle import OpenedBundle, open_bundle
-from query.cli.graph import bundle_dir_at, graph_command, graph_export_command
+from query.cli.bundle_at import bundle_dir_at
+from query.cli.graph import graph_command, graph_export_command
 from query.errors import InvalidQueryError, InvalidRequestError
 from query.graph.dispatch import answer_graph
 from query.graph.names import damerau1, name_forms

@@ -369,6 +369,33 @@ def test_aiohttp_is_the_release_the_server_internals_were_tested_on() -> None:
     assert "self._loop" in source and "self._kwargs" in source
 
 
+
+def test_a_runner_without_connection_limits_serves_requests(private_store: Path, hash_embedder) -> None:
+    """EnvelopeRunner without ``limits`` hands connections to the plain envelope handler; the log
+    middleware's header-deadline call must work there too (it raised AttributeError: a 500 per request)."""
+    import asyncio
+
+    import aiohttp
+    from aiohttp import web
+
+    from query.server.app import create_app
+    from query.server.connections import EnvelopeRunner
+
+    async def main() -> None:
+        app = create_app(private_store, embedder=hash_embedder, poll_interval=60)
+        runner = EnvelopeRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/health") as response:
+                assert response.status == 200, await response.text()
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(main())
+
 # --- finding 8 (small items of the store) -----------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from artifacts.records import Chunk
 from artifacts.store import Store
 from indexer.build import build_bundle
-from query.bundle import ChunkRecords, _Lines
+from query.records import ChunkRecords, Lines
 from query.server.holder import BundleHolder
 from tests.conftest import RepoBuilder
 
@@ -52,15 +52,15 @@ def _first_lookups(records: ChunkRecords, threads: int = 8) -> list[float]:
 
 def test_concurrent_first_lookups_map_the_labels_once(tmp_path: Path) -> None:
     path, ids = _shuffled_chunks(tmp_path, 30_000)
-    single = _first_lookups(ChunkRecords(_Lines(path), ids), threads=1)[0]
-    took = _first_lookups(ChunkRecords(_Lines(path), ids))
+    single = _first_lookups(ChunkRecords(Lines(path), ids), threads=1)[0]
+    took = _first_lookups(ChunkRecords(Lines(path), ids))
     # before: every waiting thread mapped the file again, one after another (8 x single)
     assert max(took) < 2.5 * single + 0.2, (single, sorted(took))
 
 
 def test_prepared_records_answer_first_lookups_at_once(tmp_path: Path) -> None:
     path, ids = _shuffled_chunks(tmp_path, 30_000)
-    records = ChunkRecords(_Lines(path), ids)
+    records = ChunkRecords(Lines(path), ids)
     records.prepare()
     assert max(_first_lookups(records)) < 0.05
     assert [records[i].chunk_id for i in range(len(records))] == ids
