@@ -420,6 +420,24 @@ def question_words(mapping: GraphMapping) -> dict[str, Any]:
     return _merge(_base_words(), mapping.questions or {})  # type: ignore[no-any-return]
 
 
+def lemma_languages(mapping: GraphMapping) -> tuple[str, ...]:
+    """Return the simplemma languages graph questions are lemmatised in: the vocabulary's
+    ``lemmatize`` list, else its ``languages`` (:func:`question_words`)."""
+    data = question_words(mapping)
+    return tuple(str(x) for x in data.get("lemmatize") or data.get("languages") or ("sk", "cs", "en"))
+
+
+NAME_LEXICON = "en"
+"""The simplemma language whose dictionary tells ordinary words from person names in a question
+(``query.graph.names.looks_like_person_name``: "Open Data Day" is no name)."""
+
+
+def lexicon_languages(mapping: GraphMapping) -> tuple[str, ...]:
+    """Every simplemma language graph questions over ``mapping`` look words up in (the lexicon
+    files :func:`artifacts.lexicon.prepare_lexicons` writes at build time)."""
+    return tuple(dict.fromkeys((*lemma_languages(mapping), NAME_LEXICON)))
+
+
 # -- choosing a preset from the corpus ---------------------------------------------------------------
 
 AUTHOR_FILE_NAMES = ("authors.yaml", "authors.yml", "authors.json")
