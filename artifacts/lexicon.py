@@ -131,7 +131,7 @@ class Lexicon(Mapping[str, str]):
         return self._map[self._keys_at + offsets[index]:self._keys_at + offsets[index + 1]]
 
     def _lookup(self, key: str) -> str | None:
-        target = key.encode("utf-8", "surrogatepass")
+        target = key.encode("utf-8")  # strict, as simplemma's own mapping: a lone surrogate raises
         lo, hi = 0, self._count
         while lo < hi:  # bisect_left over the sorted keys
             mid = (lo + hi) // 2
@@ -170,7 +170,7 @@ def write_lexicon(path: Path, entries: Mapping[str, str], source: str) -> None:
 
     :raises OSError: the directory cannot be written.
     """
-    items = sorted((k.encode("utf-8", "surrogatepass"), v.encode("utf-8", "surrogatepass"))
+    items = sorted((k.encode("utf-8"), v.encode("utf-8"))
                    for k, v in ((key, entries[key]) for key in entries))
     key_offsets, value_offsets = array("I", [0]), array("I", [0])
     for key, value in items:
