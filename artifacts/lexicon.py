@@ -46,6 +46,7 @@ import struct
 import sys
 import tempfile
 import threading
+import time
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -278,6 +279,7 @@ class LexiconFactory:
             writable = False
         if not writable:
             return False, None
+        _remove_stale_temporaries(path)
         try:
             # an uncached factory: once the file is written, nothing keeps the decoded dict
             entries = DefaultDictionaryFactory(cache_max_size=0).get_dictionary(lang)
@@ -289,6 +291,21 @@ class LexiconFactory:
             log.debug("lexicon %s not cached in %s: %s", lang, path.parent, type(exc).__name__)
             return False, entries
         return True, entries
+
+
+STALE_TEMPORARY_SECONDS = 600.0
+"""Age after which a temporary file of :func:`write_lexicon` is taken for one a killed writer left."""
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Delete temporary files of ``path`` that a writer killed mid-write left (older than 10 minutes)."""
+    now = time.time()
+    for stale in path.parent.glob(path.name + ".*.tmp"):
+        try:
+            if now - stale.stat().st_mtime > STALE_TEMPORARY_SECONDS:
+                stale.unlink()
+        except OSError:  # another process removed or renamed it
+            continue
 
 
 def _is_language_code(lang: str) -> bool:

@@ -93,3 +93,19 @@ def test_a_damaged_file_is_written_again(tmp_path: Path) -> None:
     fresh = LexiconFactory(tmp_path)
     assert Lemmas(fresh).lemmatize("children", "en") == "child"
     assert fresh.sources == {"en": "file"} and path.stat().st_size > 1_000_000
+
+
+def test_a_temporary_file_a_killed_writer_left_is_removed_when_the_next_one_writes(tmp_path: Path) -> None:
+    import os
+    import time
+
+    factory = LexiconFactory(tmp_path)
+    path = factory._path("en")
+    assert path is not None
+    stale, fresh = (path[0].with_name(path[0].name + suffix) for suffix in (".abc.tmp", ".def.tmp"))
+    for leftover in (stale, fresh):
+        leftover.write_bytes(b"half a lexicon")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    assert factory.prepare("en")
+    assert not stale.exists() and fresh.exists()  # a recent one may be another writer's, still writing
