@@ -117,8 +117,9 @@ def fold_token(token: str) -> str:
 
 
 def fold(text: str) -> str:
-    """Return lowercase ``text`` with diacritics removed, as the folding analyzer would."""
-    return " ".join(t.text for t in folding_analyzer()(normalize_text(text)))
+    """Return lowercase ``text`` with diacritics removed, as the folding analyzer would: its tokens
+    (:func:`folded_spans`, without building a Whoosh analyzer per call) joined by single spaces."""
+    return " ".join(token for token, _, _ in folded_spans(normalize_text(text)))
 
 
 FIELD_BOOSTS = {

@@ -38,7 +38,7 @@ from typing import Any, Literal, TextIO
 UNITS = {"publish_lexical": "bundle", "copy_lexical": "step",
          "load_model": "model", "graph_mapping": "step", "find_base": "step", "parse": "file", "chunk": "doc",
          "resume": "chunk", "embed": "chunk", "text_index": "chunk", "text_commit": "step", "bm25_matrix": "step",
-         "vector_index": "vector", "graph": "doc", "publish": "bundle"}
+         "vector_index": "vector", "graph": "doc", "publish": "bundle", "lexicons": "language"}
 """Unit of a stage's counts, for display."""
 
 NO_RATE = {"resume"}
@@ -54,7 +54,8 @@ LABELS = {"load_model": "loading the embedding model",
           "vector_index": "writing the vector index",
           "graph": "writing the graph", "publish": "verifying and publishing",
           "publish_lexical": "verifying and publishing the BM25-and-graph bundle (searchable before the vectors)",
-          "copy_lexical": "copying the BM25 index and graph into the complete bundle"}
+          "copy_lexical": "copying the BM25 index and graph into the complete bundle",
+          "lexicons": "checking the word lexicons of graph questions (written once per machine)"}
 
 ETA_HALF_LIFE = 400
 """Items after which a past item's time counts half in :class:`EtaEstimator`'s rate."""

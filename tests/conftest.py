@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+if "GITRAG_CACHE_DIR" not in os.environ:
+    # the lexicon files builds write (artifacts.lexicon): in a folder of this test run, not the user's cache;
+    # set GITRAG_CACHE_DIR to keep them between runs (about 3 s of writing saved)
+    _CACHE = tempfile.mkdtemp(prefix="gitrag-test-cache-")
+    os.environ["GITRAG_CACHE_DIR"] = _CACHE
+    atexit.register(shutil.rmtree, _CACHE, True)
 
 SHARED = Path(os.environ.get("GITRAG_SHARED") or Path(__file__).resolve().parents[2] / "shared")
 """The read-only shared folder (corpora and benchmarks): ``$GITRAG_SHARED``, else ``shared/`` beside the work tree."""

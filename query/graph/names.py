@@ -275,9 +275,10 @@ def looks_like_person_name(run: Sequence[Token], single: bool = False, lexicon: 
 
 
 def _english_word(word: str) -> bool:
-    import simplemma
+    from artifacts.graphmap import NAME_LEXICON
+    from artifacts.lexicon import is_known
 
-    return bool(simplemma.is_known(word, lang="en"))
+    return is_known(word, NAME_LEXICON)
 
 
 def capital_runs(tokens: Sequence[Token], ignore: set[str]) -> list[list[Token]]:

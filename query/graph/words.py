@@ -21,7 +21,8 @@ from functools import lru_cache
 from typing import Any
 
 from artifacts.analysis import fold
-from artifacts.graphmap import GraphMapping, answer_words, question_words, words_of
+from artifacts.graphmap import GraphMapping, answer_words, lemma_languages, question_words, words_of
+from artifacts.lexicon import lemmatize
 from query.graph.names import Token, damerau1
 
 
@@ -60,12 +61,11 @@ def _entries(words: Any, languages: Sequence[str], literal: bool = False) -> lis
 
 @lru_cache(maxsize=65536)
 def _lemmas(word: str, languages: tuple[str, ...]) -> frozenset[str]:
-    import simplemma
-
     forms = {_fold_word(word)}
     for lang in languages:
         try:
-            forms.add(_fold_word(simplemma.lemmatize(word, lang=lang)))
+            # simplemma's lemma, from the lexicon file (no dictionary decoded per process)
+            forms.add(_fold_word(lemmatize(word, lang)))
         except ValueError:  # a language simplemma does not know: the word itself only
             continue
     forms.discard("")
@@ -125,7 +125,7 @@ class Vocabulary:
             links=links,
             verb_before_title={str(k): str(v) for k, v in (links_data.get("verb_before_title") or {}).items()},
             stopwords=_stopwords(tuple(str(x) for x in data.get("stopwords") or languages)),
-            lemma_languages=tuple(str(x) for x in data.get("lemmatize") or languages),
+            lemma_languages=lemma_languages(mapping),
             structure={str(k): tuple(str(c) for c in v or ()) for k, v in (data.get("structure") or {}).items()},
         )
 

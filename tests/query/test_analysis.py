@@ -54,6 +54,17 @@ def test_folded_spans_are_the_folding_analyzers_tokens() -> None:
         assert list(folded_spans(text)) == expected, text
 
 
+def test_fold_is_the_folding_analyzers_tokens_joined() -> None:
+    """fold() (folded_spans, no Whoosh analyzer per call) gives the string the analyzer's tokens give."""
+    from artifacts.analysis import fold, folding_analyzer, normalize_text
+
+    texts = ["Počítačové siete: smerovanie paketov (TCP/IP) v1.2, don't — Straße in Zürich; ĽŠČŤŽÝÁÍÉ",
+             "İstanbul ǅemal ﬁnance Ǆ ß ẞ Ωmega  tabs\tand\nnewlines, l’été __init__ 1,000.5", "ΟΔΟΣ..Α ΟΔΟΣ Σ",
+             "e\u0301cole nai\u0308ve 日本語のテキスト", "", "....", "odkazujú", "Kráľ"]
+    for text in texts:
+        assert fold(text) == " ".join(t.text for t in folding_analyzer()(normalize_text(text))), text
+
+
 def test_whole_text_fold_lines_up_for_every_character_outside_the_unaligned_set() -> None:
     """fold_aligned's guard is complete: every other code point folds to one character of the same class."""
     import re
