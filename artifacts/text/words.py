@@ -87,14 +87,14 @@ def verb_words(text: str) -> frozenset[str]:
 
 @lru_cache(maxsize=16384)
 def _is_verb(word: str, codes: tuple[str, ...]) -> bool:
-    import simplemma
+    from artifacts.lexicon import lemmatize
 
     lower = word.lower()
     for code in codes:
         prof = load_profile(code)
         if prof.simplemma is None:
             continue
-        lemma = simplemma.lemmatize(lower, lang=prof.simplemma).lower()
+        lemma = lemmatize(lower, prof.simplemma).lower()
         if lemma != lower and lemma.endswith(prof.raw_words("infinitive_ending")):
             return True
     return False

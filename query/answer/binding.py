@@ -135,10 +135,10 @@ def _tokens(text: str) -> list[str]:
 
 @lru_cache(maxsize=16384)
 def _known(word: str, lang: str) -> bool:
-    import simplemma
+    from artifacts.lexicon import is_known
 
     try:
-        return bool(simplemma.is_known(word, lang=lang))
+        return is_known(word, lang)
     except (ValueError, KeyError):
         return False
 
@@ -252,13 +252,13 @@ def _unshared(negations: list[str], other_text: str) -> int:
 
 @lru_cache(maxsize=16384)
 def _lemmas(word: str) -> frozenset[str]:
-    import simplemma
+    from artifacts.lexicon import lemmatize
 
     out = {word}
     for code in available():
         lang = _lexicon().simplemma[code]
         if code in verb_languages():  # the dictionaries artifacts.text.words.verb_words already loads
-            out.add(fold(simplemma.lemmatize(word, lang=lang)))
+            out.add(fold(lemmatize(word, lang)))
     return frozenset(out)
 
 
