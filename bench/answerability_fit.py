@@ -370,7 +370,7 @@ def fit_units(args) -> int:  # type: ignore[no-untyped-def]
         return LogisticRegression(C=args.c, max_iter=5000, class_weight=args.class_weight)
 
     for name, base in VARIANT_FEATURES.items():
-        features = (*base, *TYPE_KIND) if args.model == "trees" else base
+        features = (*base, *(f for f in TYPE_KIND if f not in base)) if args.model == "trees" else base
         x = np.array([[f.get(k, 0.0) for k in features] for _gi, f, _h in flat], dtype=float)
         oof = np.zeros(len(y))
         n_splits = min(5, len(set(folds)))

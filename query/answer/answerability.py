@@ -1,8 +1,9 @@
 """Answerability: one calibrated score of whether a unit of evidence states what the question asks.
 
 A *unit* is the verbatim quote of a claim (a sentence, a list item, a table row, a list introduction)
-read with the headings above it and its page title.  Its score is a logistic model over general signals,
-never over phrasings:
+read with the headings above it and its page title; a :class:`Window` is a sentence read with the unit
+after it.  Its score is a fitted model (gradient-boosted trees with monotonic constraints, or a logistic
+regression; ``query/answer/answerability.json``) over general signals, never over phrasings:
 
 ``sim``        cosine of the question's and the unit's vectors (the bundle's embedder, e5 prefixes);
 ``sim_gap``    ``sim`` minus the best ``sim`` among the units scored for the same question (<= 0);
@@ -16,9 +17,10 @@ never over phrasings:
 ``length``     ``log(1 + words of the unit) / 4``;
 ``asks``       1 when the unit is itself a question (ends with ``?``);
 ``lacks``      1 when the question wants a kind of value and the unit holds none (``wants`` and not ``holds``);
-``window``     1 for a :class:`Window` (a sentence read with the unit after it).
+``window``     1 for a :class:`Window` (a sentence read with the unit after it);
+``type_<t>``, ``kind_<k>``  the question's answer type and the candidate's kind, one-hot.
 
-Three fitted variants (``query/answerability.json``): ``full`` (all signals; the calibrated embedder),
+Three fitted variants (``query/answer/answerability.json``): ``full`` (all signals; the calibrated embedder),
 ``lexical`` (no vector signals: another embedder or none) and ``dense`` (no word-overlap signals: the
 question and the evidence are in different languages, so word overlap says nothing).  Each has one
 threshold chosen on the dev pipeline for a target share of wrong answers; :meth:`UnitScorer.passes`
