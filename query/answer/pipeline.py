@@ -155,7 +155,7 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
 
-def _person_paths(bundle: OpenedBundle, entities: dict[str, Any]) -> set[str]:
+def _resolved_paths(bundle: OpenedBundle, entities: dict[str, Any]) -> set[str]:
     """Pages the graph resolved the question to: the pages of its persons and the pages it names by title."""
     paths: set[str] = {str(p["path"]) for p in entities.get("pages") or [] if p.get("path")}
     persons = entities.get("persons") or []
@@ -212,7 +212,7 @@ def route_question(bundle: OpenedBundle, request: AnswerRequest, options: Search
         return Routed("graph", Context(), "no_answer", "unsupported_question", graph_body=body, timings=timings)
     # unsupported_question: the graph did not answer; text retrieval may, within what it recognised.
     started = time.perf_counter()
-    paths = _person_paths(bundle, entities)
+    paths = _resolved_paths(bundle, entities)
     engine = "graph+text" if paths else "text"
     if min_support is None:
         min_support = MIN_SUPPORT_RESTRICTED if paths else MIN_SUPPORT
