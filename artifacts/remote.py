@@ -671,6 +671,7 @@ def download_bundle(remote: RemoteStore, bundle_id: str, cache: Store, *, lock_t
     with local_lock, cache.writer_lock(wait=True, timeout=lock_timeout):
         if (final / MANIFEST_NAME).is_file():
             return final  # another thread or process fetched it meanwhile
+        cache.clean_staging()  # a download killed with its process (the writer lock is ours: none runs now)
         raw = remote.read_manifest_bytes(bundle_id)
         manifest = parse_remote_manifest(raw, bundle_id)
         local = _cached_files(cache)
