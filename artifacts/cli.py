@@ -197,16 +197,19 @@ def bundles_command(store_dir: str, as_json: bool) -> None:
               help="Move the remote CURRENT of s3://BUCKET/PREFIX instead (replicas follow it); REF is then a "
                    "bundle id or commit id, or any revision of --repo.")
 @click.option("--endpoint-url", default=None, envvar="GITRAG_S3_ENDPOINT_URL", help="S3-compatible server (with --to).")
+@click.option("--force-current", is_flag=True,
+              help="With --to: overwrite a remote CURRENT that names no bundle (another tool's, or damaged).")
 def use_command(ref: str, store_dir: str | None, repo: str | None, remote_url: str | None,
-                endpoint_url: str | None) -> None:
+                endpoint_url: str | None, force_current: bool) -> None:
     """Point CURRENT at the bundle of REF: rollback and roll-forward.
 
     REF is a bundle id, a full or short commit id, a branch or tag, optionally with ~N / ^ (main~2).
     The bundle is verified first; one that fails verification never becomes CURRENT.  With --to, the
-    remote CURRENT moves (after checking that the bundle's manifest and every file are stored).
+    remote CURRENT moves (after checking that the bundle's manifest and every file are stored with
+    their sizes; replicas re-hash the content and refuse a bundle that fails).
     """
     if remote_url is not None:
-        _use_remote(ref, remote_url, endpoint_url, repo)
+        _use_remote(ref, remote_url, endpoint_url, repo, force_current)
         return
     if store_dir is None:
         _fail("give --store DIR (a local store) or --to s3://BUCKET/PREFIX (a published one)")
@@ -221,7 +224,7 @@ def use_command(ref: str, store_dir: str | None, repo: str | None, remote_url: s
     click.echo(f"CURRENT -> {info.bundle_id}{note}")
 
 
-def _use_remote(ref: str, url: str, endpoint_url: str | None, repo: str | None) -> None:
+def _use_remote(ref: str, url: str, endpoint_url: str | None, repo: str | None, force_current: bool) -> None:
     from .remote import use_remote
     from .remote_cli import open_remote
     from .store import check_revision, resolve_revision
@@ -229,7 +232,7 @@ def _use_remote(ref: str, url: str, endpoint_url: str | None, repo: str | None) 
     try:
         if repo is not None:  # a branch, tag or REV~N resolved in the named repository first
             ref = resolve_revision(repo, check_revision(ref)) or ref
-        bundle_id = use_remote(open_remote(url, endpoint_url, None), ref)
+        bundle_id = use_remote(open_remote(url, endpoint_url, None), ref, force_current=force_current)
     except BundleIntegrityError as exc:
         _fail(f"{exc}: " + "; ".join(exc.problems))
     except ArtifactError as exc:

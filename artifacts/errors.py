@@ -11,6 +11,7 @@ Tree::
     ├── StoreLockedError         another writer holds the store lock
     ├── StoreWriteError          a store file (CURRENT, PINNED) could not be written (disk full...)
     ├── RemoteStoreError         object storage (S3) unreachable, refusing, or boto3 not installed
+    │   └── RemoteCurrentError   the remote CURRENT holds something that is not a bundle id
     └── EmbedderError            embedding model cannot be loaded or does not match the bundle
 """
 
@@ -65,6 +66,10 @@ class StoreWriteError(ArtifactError):
 
 class RemoteStoreError(ArtifactError):
     """Object storage could not be reached or refused a request (:mod:`artifacts.remote`); one line, no secrets."""
+
+
+class RemoteCurrentError(RemoteStoreError):
+    """The remote ``CURRENT`` object holds something that is not a bundle id (overwrite it with ``--force-current``)."""
 
 
 class EmbedderError(ArtifactError):

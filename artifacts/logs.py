@@ -16,13 +16,19 @@ import os
 import sys
 from typing import Any, TextIO
 
+from .redact import redact
+
 LEVELS = ("debug", "info", "warning", "error")
 LOG_LEVEL_ENV = "GITRAG_LOG_LEVEL"
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
 
 
 class JsonFormatter(logging.Formatter):
-    """Format a record as one JSON line: ``ts``, ``level``, ``logger``, ``msg``, then its extra fields."""
+    """Format a record as one JSON line: ``ts``, ``level``, ``logger``, ``msg``, then its extra fields.
+
+    The whole line passes through :func:`artifacts.redact.redact`: no URL user info nor remembered
+    secret (an endpoint URL's ``key:secret@``) reaches a log, whichever code wrote the message.
+    """
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
@@ -34,7 +40,7 @@ class JsonFormatter(logging.Formatter):
         out.update({k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")})
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out, ensure_ascii=False, default=str)
+        return redact(json.dumps(out, ensure_ascii=False, default=str))
 
 
 def resolve_level(level: str | None = None) -> int:

@@ -31,8 +31,8 @@ Cloudflare R2, Ceph RGW, moto); ``path_style`` forces ``https://host/bucket/key`
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
-import re
 import shutil
 import threading
 from collections.abc import Callable
@@ -42,9 +42,21 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import BundleIntegrityError, BundleNotFoundError, RemoteStoreError
+from .errors import BundleIntegrityError, BundleNotFoundError, RemoteCurrentError, RemoteStoreError
 from .manifest import MANIFEST_NAME, Manifest, read_manifest
-from .store import Store, _descends, _fsync_tree, _make_read_only, _make_writable, verify_bundle
+from .redact import redact, remember_secret, safe_url, split_userinfo
+from .store import (
+    LEXICAL_SUFFIX,
+    Store,
+    _descends,
+    _fsync_tree,
+    _make_read_only,
+    _make_writable,
+    is_bundle_id,
+    verify_bundle,
+)
+
+log = logging.getLogger("gitrag.remote")
 
 BLOBS = "blobs/sha256/"
 BUNDLES = "bundles/"
@@ -62,27 +74,44 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     """
     parts = urlsplit(url)
     if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
-        raise RemoteStoreError(f"not an s3://BUCKET/PREFIX address: {url[:80]!r}")
+        raise RemoteStoreError(f"not an s3://BUCKET/PREFIX address: {redact(url[:80])!r}")
+    if "@" in parts.netloc or ":" in parts.netloc:
+        # credentials come from the AWS chain only; a bucket name holds neither character
+        raise RemoteStoreError(f"not an s3://BUCKET/PREFIX address (no user info or port): {redact(url[:80])!r}")
     prefix = parts.path.strip("/")
     return parts.netloc, prefix + "/" if prefix else ""
 
 
-_BUNDLE_ID = re.compile(r"[0-9a-f]{40,64}\.[0-9a-f]{8}")
-
-
-def is_bundle_id(value: str) -> bool:
-    """Whether ``value`` has the shape of a bundle id (``<commit hex>.<8 hex>``); remote names are checked
-    with it before they become local paths."""
-    return _BUNDLE_ID.fullmatch(value) is not None
-
-
 def safe_endpoint(endpoint_url: str | None) -> str | None:
-    """``endpoint_url`` without any user info (``https://key:secret@host`` -> ``https://host``), for display."""
+    """``endpoint_url`` without any user info (``https://key:secret@host:9000`` -> ``https://host:9000``),
+    for display; never raises (:func:`artifacts.redact.safe_url`)."""
+    return safe_url(endpoint_url)
+
+
+def check_endpoint(endpoint_url: str | None) -> str | None:
+    """Return ``endpoint_url`` ready for the SDK: user info taken off (and masked in every log), shape checked.
+
+    S3 requests are signed with the AWS credential chain, so user info in an endpoint URL has no
+    use; it is removed before the SDK sees it (its error messages quote the endpoint) and
+    remembered by :func:`artifacts.redact.remember_secret`.  Raises :class:`RemoteStoreError` for
+    a URL that is not ``http(s)://HOST[:PORT][/PATH]`` (checked here, once, not at every request).
+    """
     if not endpoint_url:
         return None
-    parts = urlsplit(endpoint_url)
-    host = parts.hostname or ""
-    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+    bare, userinfo = split_userinfo(endpoint_url.strip())
+    remember_secret(userinfo)
+    if userinfo is not None:
+        log.warning("the user info of the endpoint URL is ignored: S3 requests are signed with the AWS "
+                    "credential chain", extra={"event": "endpoint_userinfo_ignored", "endpoint": safe_url(bare)})
+    try:
+        parts = urlsplit(bare)
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc \
+            or any(c.isspace() for c in bare) or (port is not None and not 0 < port < 65536):
+        raise RemoteStoreError(f"not an http(s)://HOST[:PORT] endpoint URL: {safe_url(bare)!r}")
+    return bare
 
 
 @dataclass(frozen=True)
@@ -112,12 +141,17 @@ class RemoteStore:
         self.url = url.rstrip("/")
         self.bucket, self.prefix = parse_s3_url(url)
         # botocore reads the same variables itself; read here too so that path-style follows them
-        self.endpoint_url = endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        self.endpoint_url = check_endpoint(endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3")
+                                           or os.environ.get("AWS_ENDPOINT_URL"))
         self.client = client if client is not None else make_client(self.endpoint_url, path_style, region)
 
     def describe(self) -> dict[str, Any]:
         """What this remote is, safe to show (``/health``, logs): the URL and the endpoint without user info."""
         return {"url": self.url, "endpoint": safe_endpoint(self.endpoint_url)}
+
+    def why(self, exc: BaseException) -> str:
+        """One line saying why a call failed (:func:`failure_reason`, with this remote's bucket)."""
+        return failure_reason(exc, self.bucket)
 
     # -- keys ----------------------------------------------------------------------------------
 
@@ -150,12 +184,12 @@ class RemoteStore:
                 return NOT_MODIFIED
             if status == 404:
                 return None
-            raise RemoteStoreError(f"cannot read {self.url}/{CURRENT}: {_reason(exc)}") from exc
+            raise RemoteStoreError(f"cannot read {self.url}/{CURRENT}: {self.why(exc)}") from exc
         value = response["Body"].read(256).decode("utf-8", "replace").strip()
         if not value:
             return None
         if not is_bundle_id(value):
-            raise RemoteStoreError(f"the remote CURRENT of {self.url} does not name a bundle id")
+            raise RemoteCurrentError(f"the remote CURRENT of {self.url} does not name a bundle id")
         return CurrentPointer(value, response.get("ETag", ""))
 
     def list_bundle_ids(self) -> list[str]:
@@ -172,7 +206,7 @@ class RemoteStore:
                     if is_bundle_id(name):  # anything else under bundles/ is not ours: ignored
                         ids.append(name)
         except Exception as exc:  # noqa: BLE001
-            raise RemoteStoreError(f"cannot list {self.url}/{BUNDLES}: {_reason(exc)}") from exc
+            raise RemoteStoreError(f"cannot list {self.url}/{BUNDLES}: {self.why(exc)}") from exc
         return sorted(ids)
 
     def read_manifest_bytes(self, bundle_id: str) -> bytes | None:
@@ -185,7 +219,19 @@ class RemoteStore:
         except Exception as exc:  # noqa: BLE001
             if _status(exc) == 404:
                 return None
-            raise RemoteStoreError(f"cannot read the manifest of {bundle_id}: {_reason(exc)}") from exc
+            raise RemoteStoreError(f"cannot read the manifest of {bundle_id}: {self.why(exc)}") from exc
+
+    def manifest_etag(self, bundle_id: str) -> str | None:
+        """Return the ETag of a bundle's remote manifest (one HEAD), or ``None`` when it has none.
+
+        Raises :class:`RemoteStoreError`.
+        """
+        try:
+            return str(self.client.head_object(Bucket=self.bucket, Key=self.manifest_key(bundle_id)).get("ETag", ""))
+        except Exception as exc:  # noqa: BLE001
+            if _status(exc) == 404:
+                return None
+            raise RemoteStoreError(f"cannot check the manifest of {bundle_id}: {self.why(exc)}") from exc
 
     def blob_size(self, sha256: str) -> int | None:
         """Return the stored size (bytes) of a blob, or ``None`` when it is not stored.
@@ -197,11 +243,27 @@ class RemoteStore:
         except Exception as exc:  # noqa: BLE001
             if _status(exc) == 404:
                 return None
-            raise RemoteStoreError(f"cannot check blob {sha256[:12]}: {_reason(exc)}") from exc
+            raise RemoteStoreError(f"cannot check blob {sha256[:12]}: {self.why(exc)}") from exc
 
-    def missing_blobs(self, manifest: Manifest) -> list[str]:
-        """Return the paths of ``manifest``'s files whose blob is absent or of another size."""
-        return [f.path for f in manifest.files if self.blob_size(f.sha256) != f.size]
+    def blob_problems(self, manifest: Manifest) -> list[str]:
+        """Check that every blob of ``manifest`` is stored with its size (one HEAD per distinct blob, in parallel).
+
+        Returns one line per file whose blob is absent (``"<path>: missing from the remote store"``)
+        or of another size (``"<path>: size N, expected M"``: keys are sha256 of the content, so
+        a wrong size means corrupt); empty when complete.  The content itself is not read.
+        Raises :class:`RemoteStoreError`.
+        """
+        distinct = list(dict.fromkeys(f.sha256 for f in manifest.files))
+        with ThreadPoolExecutor(max_workers=PARALLEL_GETS * 2, thread_name_prefix="gitrag-head") as pool:
+            sizes = dict(zip(distinct, pool.map(self.blob_size, distinct), strict=True))
+        problems = []
+        for entry in manifest.files:
+            size = sizes[entry.sha256]
+            if size is None:
+                problems.append(f"{entry.path}: missing from the remote store")
+            elif size != entry.size:
+                problems.append(f"{entry.path}: size {size}, expected {entry.size}")
+        return problems
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -214,7 +276,7 @@ class RemoteStore:
             self.client.upload_file(str(path), self.bucket, self.blob_key(sha256), Config=_transfer_config(),
                                     ExtraArgs={"Metadata": {"sha256": sha256}})
         except Exception as exc:  # noqa: BLE001
-            raise RemoteStoreError(f"upload of {path.name} failed: {_reason(exc)}") from exc
+            raise RemoteStoreError(f"upload of {path.name} failed: {self.why(exc)}") from exc
 
     def put_manifest(self, bundle_id: str, raw: bytes) -> None:
         """Store a bundle's manifest bytes.  Raises :class:`RemoteStoreError`."""
@@ -232,12 +294,13 @@ class RemoteStore:
         try:
             self.client.put_object(Bucket=self.bucket, Key=key, Body=raw, ContentType=content_type)
         except Exception as exc:  # noqa: BLE001
-            raise RemoteStoreError(f"cannot write {key[len(self.prefix):]}: {_reason(exc)}") from exc
+            raise RemoteStoreError(f"cannot write {key[len(self.prefix):]}: {self.why(exc)}") from exc
 
     def download_blob(self, sha256: str, target: Path, size: int | None = None) -> None:
         """Download a blob to ``target`` (parallel ranged GETs from :data:`MULTIPART_BYTES`; ``size`` 0: no request).
 
-        Raises :class:`RemoteStoreError`.
+        Raises :class:`~artifacts.errors.BundleIntegrityError` when the blob is not stored (a partial
+        bundle) and :class:`RemoteStoreError`.
         """
         try:
             if size is not None and size < MULTIPART_BYTES:  # one GET (download_file adds a HEAD, ranges)
@@ -248,7 +311,10 @@ class RemoteStore:
             else:
                 self.client.download_file(self.bucket, self.blob_key(sha256), str(target), Config=_transfer_config())
         except Exception as exc:  # noqa: BLE001
-            raise RemoteStoreError(f"download of {target.name} failed: {_reason(exc)}") from exc
+            if _status(exc) == 404:  # deleted since it was checked: the bundle is partial
+                raise BundleIntegrityError(f"blob {sha256[:12]} is missing from the remote store",
+                                           [f"{target.name}: missing from the remote store"]) from exc
+            raise RemoteStoreError(f"download of {target.name} failed: {self.why(exc)}") from exc
 
 
 def make_client(endpoint_url: str | None = None, path_style: bool | None = None, region: str | None = None) -> Any:
@@ -271,8 +337,13 @@ def make_client(endpoint_url: str | None = None, path_style: bool | None = None,
     if endpoint_url:
         options |= {"request_checksum_calculation": "when_required", "response_checksum_validation": "when_required"}
     region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return boto3.session.Session().client("s3", endpoint_url=endpoint_url, region_name=region,
-                                          config=Config(**options))
+    try:
+        return boto3.session.Session().client("s3", endpoint_url=check_endpoint(endpoint_url), region_name=region,
+                                              config=Config(**options))
+    except RemoteStoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - ProfileNotFound, an invalid region or endpoint...: one line
+        raise RemoteStoreError(f"cannot set up the S3 client: {failure_reason(exc)}") from exc
 
 
 def _transfer_config() -> Any:
@@ -288,6 +359,8 @@ def _status(exc: BaseException) -> int | None:
         return None
     status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     code = str(response.get("Error", {}).get("Code", ""))
+    if code == "NoSuchBucket":
+        return None  # not "no such key": a missing bucket is a configuration error, never "not published yet"
     if code in ("NoSuchKey", "NotFound", "404"):
         return 404
     if code in ("304", "NotModified"):
@@ -295,15 +368,35 @@ def _status(exc: BaseException) -> int | None:
     return int(status) if status else None
 
 
-def _reason(exc: BaseException) -> str:
-    """A one-line reason for a failed call: the S3 error code or the exception class, never a secret.
+CREDENTIAL_CHAIN_HINT = ("the AWS credential chain: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN), "
+                         "AWS_PROFILE and ~/.aws/credentials, or an instance or container role")
+_REFUSED_CREDENTIALS = frozenset({"SignatureDoesNotMatch", "InvalidAccessKeyId", "AccessDenied", "ExpiredToken",
+                                  "InvalidToken", "TokenRefreshRequired", "AuthorizationHeaderMalformed",
+                                  "InvalidClientTokenId", "403", "Forbidden"})
 
-    botocore's messages name the operation and the error code; they never hold credentials.
+
+def failure_reason(exc: BaseException, bucket: str | None = None) -> str:
+    """A one-line reason for a failed S3 call, never a secret: the S3 error code or the exception, plus a hint.
+
+    A missing bucket is named (``NoSuchBucket``); credentials that are missing
+    (``NoCredentialsError``, ``ProfileNotFound``...) or refused (``SignatureDoesNotMatch``,
+    ``InvalidAccessKeyId``, ``AccessDenied``...) point at the AWS credential chain.  The text is
+    redacted (:func:`artifacts.redact.redact`): botocore quotes endpoint URLs in some messages.
     """
     response = getattr(exc, "response", None)
-    if isinstance(response, dict) and response.get("Error", {}).get("Code"):
-        return f"{response['Error']['Code']} ({type(exc).__name__})"
-    return type(exc).__name__ + (f": {exc}" if str(exc) and "Credential" not in type(exc).__name__ else "")
+    name = type(exc).__name__
+    code = str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
+    if code == "NoSuchBucket":
+        return f"NoSuchBucket: the bucket {bucket or ''} does not exist (create it, or check the URL and endpoint)"
+    if code in _REFUSED_CREDENTIALS:
+        return f"{code} ({name}): the server refused the credentials; check which ones {CREDENTIAL_CHAIN_HINT} gives"
+    if code:
+        return f"{code} ({name})"
+    if "Credential" in name or "Profile" in name or name in ("NoAuthTokenError", "SSOTokenLoadError"):
+        # the message names the profile or the provider, never a key; shown for ProfileNotFound only
+        detail = f": {redact(str(exc))}" if name == "ProfileNotFound" else ""
+        return f"{name}{detail}: no usable AWS credentials; set them through {CREDENTIAL_CHAIN_HINT}"
+    return redact(name + (f": {exc}" if str(exc) else ""))
 
 
 # -- publish ------------------------------------------------------------------------------------
@@ -311,15 +404,24 @@ def _reason(exc: BaseException) -> str:
 
 @dataclass
 class PublishReport:
-    """What :func:`publish_store` did: bundles published, files and bytes uploaded or found in place."""
+    """What :func:`publish_store` did: bundles published, files and bytes uploaded, repaired or found in place.
+
+    ``files_repaired``: blobs of an already published bundle found missing or of another size and
+    uploaded again (counted in ``files_uploaded`` too).  ``current``: the bundle id the remote
+    ``CURRENT`` names after the publish (``None``: absent or unreadable); ``current_moved``: whether this
+    publish moved it; ``current_reason`` (machine) and ``note`` (one sentence) say why it did not:
+    ``not_requested`` (``--no-current``), ``already_current``, ``not_a_descendant``.
+    """
 
     bundles: list[str] = field(default_factory=list)
     files_uploaded: int = 0
     bytes_uploaded: int = 0
     files_reused: int = 0
     bytes_reused: int = 0
+    files_repaired: int = 0
     current: str | None = None
     current_moved: bool = False
+    current_reason: str | None = None
     note: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -327,38 +429,48 @@ class PublishReport:
 
 
 def publish_bundle(store: Store, bundle_id: str, remote: RemoteStore, report: PublishReport,
-                   on_step: Callable[[str, str], None] | None = None) -> None:
+                   on_step: Callable[[str, str], None] | None = None,
+                   checked: dict[str, int] | None = None) -> None:
     """Upload one local bundle: verify it, upload each missing blob, then the manifest.
 
-    A bundle whose remote manifest has the same bytes is complete already and costs one GET.
-    Blobs already stored with the same size are not uploaded again (``report.files_reused``).
+    Every blob is checked with one HEAD, also when the remote manifest has the same bytes (the
+    bundle was published before): a blob that is absent or has another size than the manifest's
+    (keys are sha256 of the content, so a wrong size means corrupt) is uploaded again
+    (``report.files_repaired``), after re-hashing the local file; a bundle published before is not
+    re-hashed as a whole.  A HEAD does not read the content: a same-size corruption is found by
+    the replicas, which re-hash every file they download and refuse the bundle.  Blobs stored with
+    the right size are not uploaded again (``report.files_reused``).  ``checked``: sha256 -> size of
+    blobs already checked in this publish (shared between bundles: one HEAD per distinct blob).
     ``on_step(kind, name)`` is called after each step (``"blob"``, path / ``"manifest"``, id):
     progress and crash tests.  Raises :class:`~artifacts.errors.BundleIntegrityError` when the local
-    bundle fails verification (nothing of it is uploaded) and :class:`RemoteStoreError`.
+    bundle (or a local file to upload again) fails verification (nothing of it is uploaded) and
+    :class:`RemoteStoreError`.
     """
+    from .hashing import sha256_file
+
     path = store.bundle_path(bundle_id)
     raw = (path / MANIFEST_NAME).read_bytes()
-    if remote.read_manifest_bytes(bundle_id) == raw:
-        # complete already: a manifest is stored only after all its blobs (one GET, no hashing)
-        manifest = read_manifest(path)
-        report.files_reused += len(manifest.files)
-        report.bytes_reused += sum(f.size for f in manifest.files)
-        report.bundles.append(bundle_id)
-        return
-    manifest = verify_bundle(path, records=False)
-    seen: set[str] = set()
+    published = remote.read_manifest_bytes(bundle_id) == raw  # a manifest is stored only after all its blobs
+    manifest = read_manifest(path) if published else verify_bundle(path, records=False)
+    checked = {} if checked is None else checked
     for entry in manifest.files:
-        if entry.sha256 in seen or remote.blob_size(entry.sha256) == entry.size:
+        if checked.get(entry.sha256) == entry.size or remote.blob_size(entry.sha256) == entry.size:
             report.files_reused += 1
             report.bytes_reused += entry.size
         else:
+            if published:  # a repair: the local file was verified when first published; check it again
+                if sha256_file(path / entry.path) != entry.sha256:
+                    raise BundleIntegrityError(f"local bundle {bundle_id} fails verification",
+                                               [f"{entry.path}: sha256 mismatch"])
+                report.files_repaired += 1
             remote.upload_blob(path / entry.path, entry.sha256)
             report.files_uploaded += 1
             report.bytes_uploaded += entry.size
-        seen.add(entry.sha256)
+        checked[entry.sha256] = entry.size
         if on_step is not None:
             on_step("blob", entry.path)
-    remote.put_manifest(bundle_id, raw)
+    if not published:
+        remote.put_manifest(bundle_id, raw)
     report.bundles.append(bundle_id)
     if on_step is not None:
         on_step("manifest", bundle_id)
@@ -370,14 +482,18 @@ def publish_store(store: Store, remote: RemoteStore, *, bundle_ids: list[str] | 
     """Publish local bundles to ``remote`` and then, last, point the remote ``CURRENT`` at the local one.
 
     ``bundle_ids``: the bundles to publish (default: every local bundle, so that ``at=`` of an old
-    commit works on the replicas; bundles already complete remotely cost one HEAD per file).  The
-    local ``CURRENT`` is always among them.  The remote ``CURRENT`` moves only forward, as a build
-    moves the local one: when it has none, names the same commit, or names an ancestor of the local
-    ``CURRENT``'s commit (checked in the source repositories recorded in the manifests); otherwise
-    it stays (``report.note`` says why) unless ``force_current``.  ``gitrag use REV --to`` is the
-    rollback.  Raises :class:`RemoteStoreError`, :class:`~artifacts.errors.BundleNotFoundError`
-    (no local ``CURRENT``) and :class:`~artifacts.errors.BundleIntegrityError`; on any error the
-    remote ``CURRENT`` is unchanged.
+    commit works on the replicas; bundles already complete remotely cost one HEAD per distinct
+    file, which repairs a missing or truncated blob).  The local ``CURRENT`` is always among them.
+    The remote ``CURRENT`` moves only forward, as a build moves the local one: when it has none,
+    names the same commit, or names an ancestor of the local ``CURRENT``'s commit (checked in the
+    source repositories recorded in the manifests); otherwise it stays (``report.current_reason``
+    ``not_a_descendant``, ``report.note`` says why) unless ``force_current``.  A remote ``CURRENT``
+    that names no bundle id (another tool's, a damaged object) is overwritten only with
+    ``force_current``.  ``gitrag use REV --to`` is the rollback.  ``report.current`` is the remote
+    ``CURRENT`` afterwards, also with ``move_current=False``.  Raises :class:`RemoteStoreError`
+    (:class:`~artifacts.errors.RemoteCurrentError` for an unreadable remote ``CURRENT``, after the
+    bundles are uploaded), :class:`~artifacts.errors.BundleNotFoundError` (no local ``CURRENT``) and
+    :class:`~artifacts.errors.BundleIntegrityError`; on any error the remote ``CURRENT`` is unchanged.
     """
     current = store.current_id()
     if current is None:
@@ -387,18 +503,30 @@ def publish_store(store: Store, remote: RemoteStore, *, bundle_ids: list[str] | 
         wanted = [*wanted, current]
     wanted = [current] + [b for b in wanted if b != current] if move_current else wanted
     report = PublishReport()
+    checked: dict[str, int] = {}
     for bundle_id in wanted:  # CURRENT's bundle first: the remote is usable as soon as possible
-        publish_bundle(store, bundle_id, remote, report, on_step)
-    if not move_current:
-        return report
-    pointer = remote.read_current()
+        publish_bundle(store, bundle_id, remote, report, on_step, checked)
+    try:
+        pointer = remote.read_current()
+    except RemoteCurrentError as exc:
+        if not (move_current and force_current):
+            if not move_current:
+                report.current_reason, report.note = "not_requested", f"{exc}; the remote CURRENT is left as it is"
+                return report
+            raise RemoteCurrentError(f"{exc}: overwrite it with --force-current (the bundles are uploaded)") \
+                from exc
+        pointer = None
     report.current = pointer.bundle_id if pointer else None
+    if not move_current:
+        report.current_reason, report.note = "not_requested", "--no-current: the remote CURRENT is left as it is"
+        return report
     if pointer is not None and pointer.bundle_id == current:
+        report.current_reason = "already_current"
         return report
     if pointer is not None and not force_current:
         note = _forward_block(store, pointer.bundle_id, current)
         if note:
-            report.note = note
+            report.current_reason, report.note = "not_a_descendant", note
             return report
     remote.write_current(current)
     report.current, report.current_moved = current, True
@@ -419,7 +547,8 @@ def _forward_block(store: Store, remote_id: str, local_id: str) -> str | None:
             f"(roll back with `gitrag use REV --to URL`, or publish with --force-current)")
 
 
-def use_remote(remote: RemoteStore, ref: str, *, prefer_config: str | None = None) -> str:
+def use_remote(remote: RemoteStore, ref: str, *, prefer_config: str | None = None,
+               force_current: bool = False) -> str:
     """Point the remote ``CURRENT`` at the remote bundle ``ref`` names: rollback and roll-forward.
 
     ``ref``: a bundle id or a commit id prefix (4..40 hex) of exactly one published commit (a
@@ -427,21 +556,34 @@ def use_remote(remote: RemoteStore, ref: str, *, prefer_config: str | None = Non
     ``gitrag use`` locally, then publish).  ``prefer_config``: among bundles of that commit built
     with several configurations, the one whose id ends with this fingerprint prefix wins (default:
     the remote ``CURRENT``'s).  The bundle's manifest must read and every blob must be stored with
-    its size before ``CURRENT`` moves.  Returns the bundle id.  Raises
+    its size (one HEAD each; the content is re-hashed by the replicas, which refuse a bundle that
+    fails) before ``CURRENT`` moves.  A remote ``CURRENT`` that names no bundle id is overwritten
+    only with ``force_current``.  Returns the bundle id.  Raises
     :class:`~artifacts.errors.BundleNotFoundError` (no or several matches),
-    :class:`~artifacts.errors.BundleIntegrityError` (incomplete) and :class:`RemoteStoreError`.
+    :class:`~artifacts.errors.BundleIntegrityError` (incomplete),
+    :class:`~artifacts.errors.RemoteCurrentError` and :class:`RemoteStoreError`.
     """
     if prefer_config is None:
-        pointer = remote.read_current()
-        prefer_config = pointer.bundle_id.rsplit(".", 1)[-1] if pointer else None
+        try:
+            pointer = remote.read_current()
+        except RemoteCurrentError as exc:
+            if not force_current:
+                raise RemoteCurrentError(f"{exc}: overwrite it with --force-current") from exc
+            pointer = None
+        prefer_config = _config_of(pointer.bundle_id) if pointer else None
     bundle_id = resolve_remote_ref(remote.list_bundle_ids(), ref, prefer_config)
     raw = remote.read_manifest_bytes(bundle_id)
-    manifest = _parse_manifest(raw, bundle_id)
-    missing = remote.missing_blobs(manifest)
-    if missing:
-        raise BundleIntegrityError(f"remote bundle {bundle_id} is incomplete", [f"{p}: missing" for p in missing[:20]])
+    manifest = parse_remote_manifest(raw, bundle_id)
+    problems = remote.blob_problems(manifest)
+    if problems:
+        raise BundleIntegrityError(f"remote bundle {bundle_id} is incomplete", problems[:20])
     remote.write_current(bundle_id)
     return bundle_id
+
+
+def _config_of(bundle_id: str) -> str:
+    """The configuration fingerprint prefix (8 hex) of a bundle id (``<commit>.<fp8>[-lexical]``)."""
+    return bundle_id.split(".", 1)[-1][:8]
 
 
 def resolve_remote_ref(bundle_ids: list[str], ref: str, prefer_config: str | None = None) -> str:
@@ -460,11 +602,16 @@ def resolve_remote_ref(bundle_ids: list[str], ref: str, prefer_config: str | Non
         raise BundleNotFoundError(f"commit prefix {ref} is ambiguous among the remote bundles")
     if not matches:
         raise BundleNotFoundError(f"no remote bundle for commit {ref[:12]}")
-    return sorted(matches, key=lambda b: b.rsplit(".", 1)[-1] != prefer_config)[0]
+    # as the local resolver: the preferred configuration first, a complete bundle before the lexical one
+    return sorted(matches, key=lambda b: (_config_of(b) != prefer_config, b.endswith(LEXICAL_SUFFIX)))[0]
 
 
-def _parse_manifest(raw: bytes | None, bundle_id: str) -> Manifest:
-    """Validate remote manifest bytes of ``bundle_id`` (through a temporary file: one reader, :func:`read_manifest`)."""
+def parse_remote_manifest(raw: bytes | None, bundle_id: str) -> Manifest:
+    """Validate remote manifest bytes of ``bundle_id``; return the :class:`Manifest`.
+
+    Raises :class:`~artifacts.errors.BundleNotFoundError` (``raw`` is ``None``: no manifest) and
+    :class:`~artifacts.errors.BundleIntegrityError` (unreadable, another format, another bundle id).
+    """
     import json
 
     from .manifest import FORMAT_VERSION
@@ -524,8 +671,9 @@ def download_bundle(remote: RemoteStore, bundle_id: str, cache: Store, *, lock_t
     with local_lock, cache.writer_lock(wait=True, timeout=lock_timeout):
         if (final / MANIFEST_NAME).is_file():
             return final  # another thread or process fetched it meanwhile
+        cache.clean_staging()  # a download killed with its process (the writer lock is ours: none runs now)
         raw = remote.read_manifest_bytes(bundle_id)
-        manifest = _parse_manifest(raw, bundle_id)
+        manifest = parse_remote_manifest(raw, bundle_id)
         local = _cached_files(cache)
         staging = cache.new_staging()
         try:
@@ -547,6 +695,11 @@ def download_bundle(remote: RemoteStore, bundle_id: str, cache: Store, *, lock_t
                 if on_bytes is not None:
                     on_bytes(item[0].size)
 
+            # A partial remote bundle (a blob missing or of another size) is refused before a byte of it
+            # is downloaded: one HEAD per blob instead of GETs that would be thrown away.
+            problems = remote.blob_problems(manifest.model_copy(update={"files": [e for e, _ in wanted]}))
+            if problems:
+                raise BundleIntegrityError(f"remote bundle {bundle_id} is incomplete", problems)
             # a few GETs at once: object storage answers each with its own latency
             with ThreadPoolExecutor(max_workers=PARALLEL_GETS, thread_name_prefix="gitrag-fetch") as pool:
                 for _ in pool.map(fetch, wanted):
@@ -601,6 +754,6 @@ def remove_cached_bundle(cache: Store, bundle_id: str) -> None:
             shutil.rmtree(path)
 
 
-__all__ = ["CurrentPointer", "NOT_MODIFIED", "PublishReport", "RemoteStore", "download_bundle", "make_client",
-           "parse_s3_url", "publish_bundle", "publish_store", "remove_cached_bundle", "resolve_remote_ref",
-           "use_remote"]
+__all__ = ["CurrentPointer", "NOT_MODIFIED", "PublishReport", "RemoteStore", "check_endpoint", "download_bundle",
+           "failure_reason", "make_client", "parse_remote_manifest", "parse_s3_url", "publish_bundle", "publish_store",
+           "remove_cached_bundle", "resolve_remote_ref", "safe_endpoint", "use_remote"]

@@ -41,19 +41,26 @@ def open_remote(url: str, endpoint_url: str | None, path_style: bool | None) -> 
               help="Publish only this bundle id (repeatable; CURRENT's is always included). Default: every bundle.")
 @click.option("--no-current", is_flag=True, help="Upload bundles but leave the remote CURRENT where it is.")
 @click.option("--force-current", is_flag=True,
-              help="Move the remote CURRENT even when the local CURRENT is not a descendant of it.")
+              help="Move the remote CURRENT even when the local CURRENT is not a descendant of it, "
+                   "or when it names no bundle (overwritten).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def publish_command(store_dir: str, url: str, endpoint_url: str | None, path_style: bool | None,
                     bundle_ids: tuple[str, ...], no_current: bool, force_current: bool, as_json: bool) -> None:
     """Upload the store's bundles to object storage, then point the remote CURRENT at the local CURRENT.
 
-    Content-addressed: a file whose sha256 is already stored is not uploaded again (bytes uploaded
-    and reused are reported).  Blobs first, then each manifest, then the remote CURRENT, so replicas
+    Content-addressed: a file whose sha256 is already stored with its size is not uploaded again
+    (bytes uploaded and reused are reported); every blob of every published bundle is checked (one
+    HEAD: present, right size), so running it again repairs a missing or truncated blob.  The
+    content of a stored blob is not read: replicas re-hash every file and refuse a bundle that fails.
+    Blobs first, then each manifest, then the remote CURRENT, so replicas
     (`gitrag serve --from URL`) never see a CURRENT naming an incomplete bundle, and a failed or
     killed publish leaves the remote CURRENT unchanged: run it again to finish.  The remote CURRENT
-    moves only forward (to a descendant commit) unless --force-current; `gitrag use REV --to URL`
-    rolls back.  Credentials: the standard AWS chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY,
-    AWS_PROFILE, ~/.aws, instance roles), never printed.
+    moves only forward (to a descendant commit) unless --force-current, which also overwrites a
+    remote CURRENT that names no bundle; `gitrag use REV --to URL` rolls back.  --json reports
+    `current` (the remote CURRENT afterwards), `current_moved` and, when it did not move,
+    `current_reason` (not_requested, already_current, not_a_descendant) and `note`.
+    Credentials: the standard AWS chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE,
+    ~/.aws, instance roles), never printed.
     """
     from .remote import publish_store
     from .store import Store
@@ -72,12 +79,13 @@ def publish_command(store_dir: str, url: str, endpoint_url: str | None, path_sty
     if as_json:
         click.echo(json.dumps({"url": remote.url, **report.as_dict()}, indent=2))
         return
+    repaired = f" ({report.files_repaired} missing or damaged, uploaded again)" if report.files_repaired else ""
     click.echo(f"published {len(report.bundles)} bundle(s) to {remote.url}: uploaded {report.files_uploaded} "
-               f"file(s), {report.bytes_uploaded / 1e6:.2f} MB; reused {report.files_reused} file(s), "
-               f"{report.bytes_reused / 1e6:.2f} MB already stored")
+               f"file(s){repaired}, {report.bytes_uploaded / 1e6:.2f} MB; reused {report.files_reused} file(s), "
+               f"{report.bytes_reused / 1e6:.2f} MB already stored (checked: present, right size)")
     if report.current_moved:
         click.echo(f"remote CURRENT -> {report.current}")
+    elif report.current_reason == "already_current":
+        click.echo(f"remote CURRENT already at {report.current}")
     elif report.note:
         click.echo(report.note)
-    elif not no_current:
-        click.echo(f"remote CURRENT already at {report.current}")

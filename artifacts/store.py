@@ -68,6 +68,18 @@ def make_bundle_id(commit: str, config_fingerprint: str, *, lexical: bool = Fals
     return f"{commit}.{config_fingerprint[:8]}" + (LEXICAL_SUFFIX if lexical else "")
 
 
+_BUNDLE_ID = re.compile(r"[0-9a-f]{40,64}\.[0-9a-f]{8}(?:" + re.escape(LEXICAL_SUFFIX) + ")?")
+
+
+def is_bundle_id(value: str) -> bool:
+    """Whether ``value`` has the shape of a :func:`make_bundle_id` id (``<commit hex>.<8 hex>[-lexical]``).
+
+    Names read from elsewhere (a remote listing, a remote ``CURRENT``) are checked with it before
+    they become local paths.
+    """
+    return _BUNDLE_ID.fullmatch(value) is not None
+
+
 @dataclass(frozen=True)
 class BundleInfo:
     """A published bundle as listed by :meth:`Store.list_bundles`."""

@@ -64,11 +64,13 @@ class Leases:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self._counts: dict[int, int] = {}
+        self._names: dict[int, str] = {}
         self._retired: dict[int, OpenedBundle] = {}
 
     def acquire(self, bundle: OpenedBundle) -> None:
         """Take a lease (call with :attr:`lock` held)."""
         self._counts[id(bundle)] = self._counts.get(id(bundle), 0) + 1
+        self._names[id(bundle)] = bundle.bundle_id
 
     def release(self, bundle: OpenedBundle) -> None:
         """End a lease; close the bundle if it was retired and this was the last lease."""
@@ -76,6 +78,7 @@ class Leases:
             self._counts[id(bundle)] -= 1
             if self._counts[id(bundle)] == 0:
                 del self._counts[id(bundle)]
+                self._names.pop(id(bundle), None)
                 retired = self._retired.pop(id(bundle), None)
                 if retired is not None:
                     retired.close()
@@ -86,6 +89,11 @@ class Leases:
             self._retired[id(bundle)] = bundle
         else:
             bundle.close()
+
+    def leased_ids(self) -> set[str]:
+        """The bundle ids with a lease now (a request is using them)."""
+        with self.lock:
+            return set(self._names.values())
 
     @property
     def active(self) -> int:
@@ -122,6 +130,10 @@ class BundleCache:
     def opening_lock(self, bundle_id: str) -> threading.Lock:
         """One lock per bundle id so that concurrent requests open a bundle once (``leases.lock`` held)."""
         return self._opening.setdefault(bundle_id, threading.Lock())
+
+    def opening_ids(self) -> set[str]:
+        """The bundle ids a request is opening now (their opening lock is held)."""
+        return {bundle_id for bundle_id, lock in list(self._opening.items()) if lock.locked()}
 
     def insert_and_lease(self, bundle: OpenedBundle) -> None:
         """Add a freshly opened bundle, lease it and evict beyond the bounds (``leases.lock`` held)."""

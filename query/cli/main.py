@@ -16,6 +16,7 @@ from query.contract import error_body
 from query.errors import QueryError, from_artifact_error
 
 if TYPE_CHECKING:  # the server is imported when a command runs, not when the CLI starts
+    from artifacts.remote import RemoteStore
     from query.server.replica import Replica
 
 
@@ -177,7 +178,10 @@ def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str 
 
     try:
         configure_logging(log_level)
-        replica_argv, store_dir = _replica_args(store_dir, remote_url, cache_dir, cache_max_gb, endpoint_url,
+        # the remote first (URL, endpoint, AWS profile): a bad one is one error line, before any listening
+        remote = _open_remote(remote_url, endpoint_url) if remote_url else None
+        replica_argv, store_dir = _replica_args(store_dir, remote_url, cache_dir, cache_max_gb,
+                                                remote.endpoint_url if remote is not None else None,
                                                 remote_poll_interval)
         what = f"{remote_url} (replica, cache {store_dir})" if remote_url else store_dir
         config = load_config(config_file)
@@ -200,8 +204,7 @@ def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str 
 
         if slot is None:
             click.echo(f"gitrag serving {what} on http://{host}:{port}", err=True)
-        replica = _make_replica(remote_url, store_dir, cache_max_gb, endpoint_url, remote_poll_interval) \
-            if remote_url else None
+        replica = _make_replica(remote, store_dir, cache_max_gb, remote_poll_interval) if remote is not None else None
         run_server(store_dir, host=host, port=port, options=SearchOptions(base_url=base_url), config=config,
                    poll_interval=poll_interval, worker=slot, replica=replica)
     except ValueError as exc:
@@ -226,16 +229,21 @@ def _replica_args(store_dir: str | None, remote_url: str | None, cache_dir: str 
     return argv + (["--endpoint-url", endpoint_url] if endpoint_url else []), cache_dir
 
 
-def _make_replica(remote_url: str, cache_dir: str, cache_max_gb: float, endpoint_url: str | None,
-                  remote_poll_interval: float) -> Replica:
-    """The :class:`query.server.replica.Replica` of ``serve --from`` (a bad URL or a missing boto3: a click error)."""
+def _open_remote(remote_url: str, endpoint_url: str | None) -> RemoteStore:
+    """The :class:`artifacts.remote.RemoteStore` of ``serve --from``; a bad URL or endpoint, an unknown
+    ``AWS_PROFILE`` or a missing boto3 is a click error (one line, exit 1)."""
     from artifacts.remote import RemoteStore
+
+    try:
+        return RemoteStore(remote_url, endpoint_url=endpoint_url)
+    except ArtifactError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _make_replica(remote: RemoteStore, cache_dir: str, cache_max_gb: float, remote_poll_interval: float) -> Replica:
+    """The :class:`query.server.replica.Replica` of ``serve --from`` over ``remote`` (:func:`_open_remote`)."""
     from artifacts.store import Store
     from query.server.replica import Replica
 
-    try:
-        remote = RemoteStore(remote_url, endpoint_url=endpoint_url)
-    except ArtifactError as exc:
-        raise click.ClickException(str(exc)) from exc
     return Replica(remote, Store(cache_dir), poll_interval=remote_poll_interval,
                    cache_bytes=int(cache_max_gb * 1e9))

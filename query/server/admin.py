@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from aiohttp import web
 
 from artifacts import __version__
+from artifacts.errors import ArtifactError
 from artifacts.store import use_bundle
 from query.bundle import OpenedBundle
 from query.config import ServerConfig
@@ -24,6 +26,8 @@ from query.server.security import (
 from query.server.state import HOLDER, WORKER
 from query.server.webpage import handle_page, wants_html
 from query.timetravel import check_at
+
+log = logging.getLogger("gitrag.server")
 
 USE_LOCK_TIMEOUT = 10.0
 """Seconds ``POST /admin/use`` waits for the store lock (a build holds it) before ``503 store_busy``."""
@@ -104,18 +108,37 @@ async def handle_bundles(request: web.Request) -> web.Response:
 
 
 async def list_bundles(holder: BundleHolder) -> dict[str, Any]:
-    """Return the ``GET /bundles`` body: ``current``, ``served`` and ``bundles`` (newest commit first)."""
-    infos = await asyncio.to_thread(holder.index.list)
-    current = holder.store.current_id()
+    """Return the ``GET /bundles`` body: ``current``, ``served`` and ``bundles`` (newest commit first).
+
+    On a replica (``serve --from``) the bundles are the published ones (the remote store's, a listing
+    reused for :data:`query.server.replica.LISTING_TTL` seconds), each with ``cached`` (held in the
+    local cache); ``current`` is the remote ``CURRENT`` the replica last read.  When the remote store
+    cannot be listed, the cached bundles are listed and ``remote_error`` says why.
+    """
     served = holder.bundle.bundle_id if holder.bundle is not None else None
+    replica = holder.replica
+    extra: dict[str, Any] = {}
+    if replica is not None:
+        cached = set(replica.cached_bundles())
+        current = replica.remote_current or holder.store.current_id()
+        try:
+            manifests = await asyncio.to_thread(replica.published_manifests)
+        except ArtifactError as exc:
+            log.warning("cannot list the remote bundles: %s", exc, extra={"event": "replica_error"})
+            manifests = [b.manifest for b in await asyncio.to_thread(holder.index.list)]
+            extra["remote_error"] = "the remote store cannot be listed now; the cached bundles are listed"
+    else:
+        manifests = [b.manifest for b in await asyncio.to_thread(holder.index.list)]
+        current = holder.store.current_id()
     items = [{
-        "bundle_id": b.bundle_id, "commit": b.manifest.commit, "commit_time": b.manifest.commit_time,
-        "commit_summary": b.manifest.commit_summary, "ref": b.manifest.source.ref,
-        "content_digest": b.manifest.content_digest, "documents": b.manifest.counts.documents,
-        "chunks": b.manifest.counts.chunks, "stage": b.manifest.stage,
-        "current": b.bundle_id == current, "served": b.bundle_id == served,
-    } for b in infos]
-    return {"status": "ok", "current": current, "served": served, "bundles": items}
+        "bundle_id": m.bundle_id, "commit": m.commit, "commit_time": m.commit_time,
+        "commit_summary": m.commit_summary, "ref": m.source.ref,
+        "content_digest": m.content_digest, "documents": m.counts.documents,
+        "chunks": m.counts.chunks, "stage": m.stage,
+        "current": m.bundle_id == current, "served": m.bundle_id == served,
+        **({"cached": m.bundle_id in cached} if replica is not None else {}),
+    } for m in manifests]
+    return {"status": "ok", "current": current, "served": served, "bundles": items, **extra}
 
 
 async def reload_current(app: web.Application, force: bool) -> dict[str, Any]:

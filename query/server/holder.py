@@ -267,6 +267,12 @@ class BundleHolder:
             self.replica.touch(bundle_id)
         return bundle_id
 
+    def in_use(self) -> set[str]:
+        """The bundle ids a request is using or opening now, and the served one (never evicted from a cache)."""
+        used = self.leases.leased_ids() | self.cache.opening_ids()
+        served = self.bundle
+        return used | {served.bundle_id} if served is not None else used
+
     def close(self) -> None:
         with self.leases.lock:
             self.cache.close_all()

@@ -185,6 +185,8 @@ class BundleItem(BaseModel):
     stage: str = Field("complete", description="complete, or lexical: BM25 + graph, published before its vectors")
     current: bool
     served: bool
+    cached: bool | None = Field(None, description="on a replica (`serve --from`): whether its local cache holds "
+                                "the bundle (the others are downloaded on the first `at=`)")
 
 
 class BundlesResponse(BaseModel):
@@ -192,6 +194,8 @@ class BundlesResponse(BaseModel):
     current: str | None
     served: str | None
     bundles: list[BundleItem]
+    remote_error: str | None = Field(None, description="on a replica: the remote store could not be listed, "
+                                     "so only the cached bundles are listed")
 
 
 class UseBody(BaseModel):

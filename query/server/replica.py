@@ -7,14 +7,16 @@ over ``DIR``, a local bundle store used as a cache, plus a :class:`Replica` thre
    on the last ETag: an unchanged pointer is a 304 without a body);
 2. when it names a new bundle, downloads it into ``DIR/staging/``, verifies every file against the
    manifest and renames it into ``DIR/bundles/`` (:func:`artifacts.remote.download_bundle`); a
-   bundle that fails is deleted and remembered as refused (``/health`` says why; retried after
-   ``retry_refused`` seconds, in case it was re-uploaded);
+   bundle that fails (a corrupt file, or a blob missing from the remote store: found by HEADs
+   before any byte is downloaded) is deleted and remembered as refused (``/health`` says why;
+   retried after ``retry_refused`` seconds, or as soon as its remote manifest changes);
 3. points ``DIR/CURRENT`` at it and asks the server's :class:`~query.server.holder.BundleHolder` to reload,
    which opens, verifies and warms the bundle and swaps it in: requests in flight finish on the old
    bundle, a bundle that fails to open is never served (the server's one swap rule);
-4. keeps ``DIR`` under ``cache_bytes``: bundles are evicted least recently used first, never the
-   served one, the cache's ``CURRENT``, one being fetched, or one used in the last
-   :data:`EVICT_GRACE` seconds (see :meth:`Replica.evict`).
+4. keeps ``DIR`` under ``cache_bytes`` after every download and at every poll: bundles are evicted
+   least recently used first, never the served one, the cache's ``CURRENT``, one being fetched,
+   one a request is using or opening, or one used in the last :data:`EVICT_GRACE` seconds (see
+   :meth:`Replica.evict`).
 
 ``at=`` of a commit the cache does not hold is fetched on demand (:meth:`Replica.fetch_revision`,
 called by the holder when the local resolver finds no bundle) into the same bounded cache.
@@ -31,15 +33,19 @@ import threading
 import time
 from typing import Any
 
-from artifacts.errors import ArtifactError, BundleIntegrityError, RemoteStoreError
+from artifacts.errors import ArtifactError, BundleIntegrityError, RemoteCurrentError, RemoteStoreError
 from artifacts.manifest import read_manifest
 from artifacts.remote import NOT_MODIFIED, RemoteStore, download_bundle, remove_cached_bundle, resolve_remote_ref
 from artifacts.store import Store
 
 log = logging.getLogger("gitrag.replica")
 
-EVICT_GRACE = 60.0
-"""Seconds after its last use during which a cached bundle is never evicted (a request may be opening it)."""
+EVICT_GRACE = 10.0
+"""Seconds after its last use during which a cached bundle is never evicted: the moment between a request
+resolving ``at=`` to it and leasing it (a bundle leased or being opened is protected as long as that lasts)."""
+LISTING_TTL = 30.0
+"""Seconds a listing of the remote bundles is reused (``GET /bundles``, ``at=``); a new remote ``CURRENT``
+or an ``at=`` that matches nothing lists again."""
 
 
 def _now() -> str:
@@ -76,6 +82,9 @@ class Replica:
         self.bytes_reused = 0
         self.evicted = 0
         self._etag: str | None = None
+        self._etag_bundle: str | None = None  # the bundle id the remote CURRENT named when it had ETag _etag
+        self._listing: tuple[float, list[str]] | None = None  # (monotonic time, remote bundle ids)
+        self._manifests: dict[str, Any] = {}  # remote bundle id -> Manifest (immutable: kept)
         self._used: dict[str, float] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -95,8 +104,13 @@ class Replica:
             self._thread = threading.Thread(target=self._run, name="gitrag-replica", daemon=True)
             self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the polling thread (waits for a download in progress up to ``timeout`` seconds)."""
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop the polling thread (waits for a poll or download in progress up to ``timeout`` seconds).
+
+        The thread is a daemon: a download still running after ``timeout`` ends with the process, and
+        its ``staging/`` directory is removed by the next download into the cache (a bundle is renamed
+        into ``bundles/`` complete or not at all), so a server stops promptly.
+        """
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
@@ -114,37 +128,63 @@ class Replica:
 
     def poll_once(self) -> bool:
         """Read the remote ``CURRENT`` once; fetch, verify and install a new bundle.  Return True when the
-        cache's ``CURRENT`` moved.  Errors are recorded in :attr:`last_error` (and logged), not raised.
+        cache's ``CURRENT`` moved.  Errors are recorded in :attr:`last_error` (and logged), not raised;
+        a poll that finds the remote ``CURRENT`` served (or unchanged: a 304) clears it.
         """
         self.polls += 1
         self.last_poll_at = _now()
         try:
             pointer = self.remote.read_current(self._etag)
+        except RemoteCurrentError as exc:
+            self.remote_current = None  # it names no bundle: nothing to be in sync with
+            self._fail(f"cannot poll the remote CURRENT: {exc}", None)
+            return False
         except ArtifactError as exc:
             self._fail(f"cannot poll the remote CURRENT: {exc}", None)
             return False
         if pointer is NOT_MODIFIED:
+            # the same object as at the last successful poll, whose bundle was installed then
+            self.remote_current = self._etag_bundle
+            self.last_error = None
             self._sync_holder()
+            self.evict()
             return False
         if pointer is None:
             self.remote_current = None
+            # forget the ETag: a CURRENT restored with the same bytes (the same ETag) must be read again
+            self._etag = self._etag_bundle = None
             self.last_error = "the remote store has no CURRENT yet (run `gitrag publish`)"
             return False
         target = pointer.bundle_id
         if target != self.remote_current:
             self.remote_current = target
             self.last_change_at = _now()
+            self._listing = None  # a new CURRENT: probably a new bundle too
             log.info("remote CURRENT is %s", target, extra={"event": "remote_current", "bundle_id": target})
-        refused = self.refused.get(target)
-        if refused is not None and time.monotonic() - refused["at"] < self.retry_refused:
+        if not self._retry_due(target):
+            self.evict()
             return False
         if not self._install(target):
+            self.evict()
             return False
-        self._etag = pointer.etag  # only now: a failed fetch is retried at the next poll
+        self._etag, self._etag_bundle = pointer.etag, target  # only now: a failed fetch is retried at the next poll
+        self.last_error = None
         moved = self._set_cache_current(target)
         self._sync_holder()
         self.evict()
         return moved
+
+    def _retry_due(self, bundle_id: str) -> bool:
+        """Whether ``bundle_id`` may be downloaded: not refused, refused ``retry_refused`` seconds ago, or its
+        remote manifest changed since (one HEAD)."""
+        with self._lock:
+            refused = self.refused.get(bundle_id)
+        if refused is None or time.monotonic() - refused["at"] >= self.retry_refused:
+            return True
+        try:
+            return bool(self.remote.manifest_etag(bundle_id) != refused["manifest_etag"])
+        except ArtifactError:
+            return False
 
     def _install(self, bundle_id: str) -> bool:
         """Download and verify ``bundle_id`` into the cache (no-op when present); False on failure."""
@@ -192,9 +232,13 @@ class Replica:
     def _refuse(self, bundle_id: str, exc: BundleIntegrityError) -> str:
         """Remember that ``bundle_id`` failed verification; return the problems as one line."""
         problems = "; ".join(exc.problems[:5]) or str(exc)
+        try:
+            manifest_etag = self.remote.manifest_etag(bundle_id)
+        except ArtifactError:
+            manifest_etag = None
         with self._lock:
             self.refused[bundle_id] = {"reason": f"{exc}: {problems}", "problems": problems, "at": time.monotonic(),
-                                       "when": _now()}
+                                       "when": _now(), "manifest_etag": manifest_etag}
         return problems
 
     def _count_bytes(self, n: int) -> None:
@@ -220,16 +264,22 @@ class Replica:
         served) and :class:`~artifacts.errors.RemoteStoreError` when the storage cannot be reached.
         """
         served = self.holder.bundle if self.holder is not None else None
-        prefer = served.bundle_id.rsplit(".", 1)[-1] if served is not None else None
+        prefer = served.manifest.config_fingerprint[:8] if served is not None else None
         try:
-            bundle_id = resolve_remote_ref(self.remote.list_bundle_ids(), at, prefer)
+            bundle_id = resolve_remote_ref(self.remote_bundle_ids(), at, prefer)
         except RemoteStoreError:
             raise
         except ArtifactError:
-            return None
-        refused = self.refused.get(bundle_id)
-        if refused is not None and time.monotonic() - refused["at"] < self.retry_refused:
-            raise BundleIntegrityError(f"bundle {bundle_id} fails verification", [refused["problems"]])
+            try:  # published since the listing was taken?
+                bundle_id = resolve_remote_ref(self.remote_bundle_ids(max_age=1.0), at, prefer)
+            except RemoteStoreError:
+                raise
+            except ArtifactError:
+                return None
+        if not self._retry_due(bundle_id):
+            with self._lock:
+                problems = self.refused[bundle_id]["problems"]
+            raise BundleIntegrityError(f"bundle {bundle_id} fails verification", [problems])
         try:
             download_bundle(self.remote, bundle_id, self.cache, on_bytes=self._count_bytes,
                             on_reuse=self._count_reused)
@@ -240,6 +290,54 @@ class Replica:
         self.touch(bundle_id)
         self.evict(keep=bundle_id)
         return bundle_id
+
+    def remote_bundle_ids(self, max_age: float = LISTING_TTL) -> list[str]:
+        """The ids of the published bundles (a listing reused for ``max_age`` seconds).
+
+        Raises :class:`~artifacts.errors.RemoteStoreError`.
+        """
+        with self._lock:
+            listing = self._listing
+        if listing is not None and time.monotonic() - listing[0] < max_age:
+            return listing[1]
+        ids = self.remote.list_bundle_ids()
+        with self._lock:
+            self._listing = (time.monotonic(), ids)
+        return ids
+
+    def published_manifests(self) -> list[Any]:
+        """The manifests of every published bundle (:class:`~artifacts.manifest.Manifest`), newest commit first.
+
+        Manifests are immutable: each is read once (from the cache when it holds the bundle, else
+        one GET) and kept; the listing is :meth:`remote_bundle_ids`'s.  A manifest that does not
+        validate is left out.  Raises :class:`~artifacts.errors.RemoteStoreError`.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        from artifacts.remote import parse_remote_manifest
+
+        ids = self.remote_bundle_ids()
+        missing = [b for b in ids if b not in self._manifests]
+
+        def read(bundle_id: str) -> Any:
+            try:
+                return read_manifest(self.cache.bundles_dir / bundle_id)
+            except ArtifactError:
+                pass
+            try:
+                return parse_remote_manifest(self.remote.read_manifest_bytes(bundle_id), bundle_id)
+            except RemoteStoreError:
+                raise
+            except ArtifactError:
+                return None
+
+        if missing:
+            with ThreadPoolExecutor(max_workers=8, thread_name_prefix="gitrag-manifests") as pool:
+                for bundle_id, manifest in zip(missing, pool.map(read, missing), strict=True):
+                    if manifest is not None:
+                        self._manifests[bundle_id] = manifest
+        found = [self._manifests[b] for b in ids if b in self._manifests]
+        return sorted(found, key=lambda m: m.commit_time, reverse=True)
 
     def touch(self, bundle_id: str) -> None:
         """Mark a cached bundle as just used (LRU order)."""
@@ -280,18 +378,21 @@ class Replica:
     def evict(self, keep: str | None = None) -> list[str]:
         """Delete least recently used bundles until the cache holds at most ``cache_bytes``; return their ids.
 
-        Never evicted: ``keep``, the cache's ``CURRENT``, the served bundle, one being fetched, and
-        any used in the last :data:`EVICT_GRACE` seconds.  A bundle still open in the server's
-        history LRU may go: a request reaches it only through :meth:`BundleHolder.resolve`, which
-        lists the cache directory first and so downloads an evicted bundle again (the same bytes at
-        the same paths) before the open bundle reads another file; its memory-mapped records stay
-        valid meanwhile (the mapping holds the deleted file).
+        Called after every download and at every poll.  Never evicted: ``keep``, the cache's
+        ``CURRENT``, the served bundle, one being fetched, one a request holds a lease on or is
+        opening (:meth:`BundleHolder.in_use`), and any used in the last :data:`EVICT_GRACE` seconds.
+        A bundle still open in the server's history LRU may go: a request reaches it only through
+        :meth:`BundleHolder.resolve`, which lists the cache directory first and so downloads an
+        evicted bundle again (the same bytes at the same paths) before the open bundle reads another
+        file; its memory-mapped records stay valid meanwhile (the mapping holds the deleted file).
         """
         order = self.cached_bundles()
         total = sum(self._size(b) for b in order)
+        if total <= self.cache_bytes:
+            return []
         protected = {keep, self.cache.current_id(), self.fetching}
-        if self.holder is not None and self.holder.bundle is not None:
-            protected.add(self.holder.bundle.bundle_id)
+        if self.holder is not None:
+            protected |= self.holder.in_use()  # the served bundle, and any a request uses or opens
         now = time.monotonic()
         with self._lock:
             protected.update(b for b, at in self._used.items() if now - at < EVICT_GRACE)

@@ -78,7 +78,11 @@ def run_server(store_dir: Path | str, host: str = "127.0.0.1", port: int = 8080,
         try:
             await asyncio.Event().wait()
         finally:
+            stopping = time.monotonic()
+            log.info("stopping: finishing requests in flight", extra={"event": "stopping"})
             await runner.cleanup()
+            log.info("stopped in %.2f s", time.monotonic() - stopping,
+                     extra={"event": "stopped", "seconds": round(time.monotonic() - stopping, 3)})
 
     with contextlib.suppress(KeyboardInterrupt, web.GracefulExit):
         asyncio.run(serve())

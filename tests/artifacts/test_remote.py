@@ -219,3 +219,205 @@ def test_the_worker_publishes_after_each_build(repo: RepoBuilder, tmp_path: Path
     current = store.current_id()
     assert current is not None and current.startswith(commit)
     assert RemoteStore(url, endpoint_url=endpoint).read_current().bundle_id == current
+
+
+# -- what a first user met (issue 23, second round) ---------------------------------------------------
+
+
+def _with_userinfo(endpoint: str, secret: str) -> str:
+    return endpoint.replace("http://", f"http://AKIAUSERINFO0023:{secret}@")
+
+
+@pytest.mark.parametrize("secret", ["se/cr/et-0023", "p@ss@w0rd-0023", "a:b:c/d@e-0023"])
+def test_a_secret_in_the_endpoint_url_is_never_printed_and_the_publish_works(  # type: ignore[no-untyped-def]
+        repo: RepoBuilder, tmp_path: Path, hash_embedder, s3_bucket, secret: str) -> None:
+    endpoint, url = s3_bucket
+    store = Store(tmp_path / "store")
+    _build(repo, store.root, hash_embedder, _pages(2, "figách"), "first")
+    with_secret = _with_userinfo(endpoint, secret)
+    remote = RemoteStore(url, endpoint_url=with_secret)  # never raises on the secret's characters
+    assert remote.describe() == {"url": url, "endpoint": endpoint} and remote.endpoint_url == endpoint
+
+    result = CliRunner().invoke(publish_command, ["--store", str(store.root), "--to", url, "--endpoint-url",
+                                                  with_secret, "--json"])
+    assert result.exit_code == 0, result.output  # the user info is ignored: requests are signed by the AWS chain
+    assert json.loads(result.output)["current_moved"] is True
+    # an endpoint that cannot be reached: the error names it, without the user info
+    dead = _with_userinfo(f"http://127.0.0.1:{_closed_port()}", secret)
+    for argv in (["publish", "--store", str(store.root), "--to", url, "--endpoint-url", dead],
+                 ["use", "deadbeef", "--to", url, "--endpoint-url", dead]):
+        result = CliRunner().invoke(main, argv)
+        assert result.exit_code == 1 and "127.0.0.1" in result.output, result.output
+        assert secret not in result.output and "AKIAUSERINFO0023" not in result.output
+        assert "Traceback" not in result.output
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_publish_again_repairs_a_missing_or_truncated_blob_of_a_published_bundle(  # type: ignore[no-untyped-def]
+        repo: RepoBuilder, tmp_path: Path, hash_embedder, s3_bucket) -> None:
+    endpoint, url = s3_bucket
+    store = Store(tmp_path / "store")
+    _c1, first = _build(repo, store.root, hash_embedder, _pages(6, "hroznoch"), "first")
+    remote = RemoteStore(url, endpoint_url=endpoint)
+    publish_store(store, remote)
+    by_size = sorted({f.sha256: f for f in first.manifest.files if f.size > 10}.values(), key=lambda f: f.size)
+    gone, cut = by_size[-1], by_size[-2]
+    remote.client.delete_object(Bucket=remote.bucket, Key=remote.blob_key(gone.sha256))
+    remote.client.put_object(Bucket=remote.bucket, Key=remote.blob_key(cut.sha256), Body=b"truncated")
+    assert sorted(remote.blob_problems(first.manifest)) == sorted(
+        [f"{f.path}: missing from the remote store" for f in first.manifest.files if f.sha256 == gone.sha256]
+        + [f"{f.path}: size 9, expected {f.size}" for f in first.manifest.files if f.sha256 == cut.sha256])
+
+    result = CliRunner().invoke(publish_command, ["--store", str(store.root), "--to", url, "--endpoint-url", endpoint])
+    assert result.exit_code == 0 and "2 missing or damaged, uploaded again" in result.output, result.output
+    assert remote.blob_problems(first.manifest) == []
+    assert verify_bundle(download_bundle(remote, first.bundle_id, Store(tmp_path / "cache"))).bundle_id \
+        == first.bundle_id
+    again = publish_store(store, remote)
+    assert (again.files_uploaded, again.files_repaired) == (0, 0)
+
+
+def test_a_partial_remote_bundle_is_refused_before_a_byte_of_it_is_downloaded(  # type: ignore[no-untyped-def]
+        repo: RepoBuilder, tmp_path: Path, hash_embedder, s3_bucket) -> None:
+    endpoint, url = s3_bucket
+    store = Store(tmp_path / "store")
+    _c1, first = _build(repo, store.root, hash_embedder, _pages(4, "jahodách"), "first")
+    remote = RemoteStore(url, endpoint_url=endpoint)
+    publish_store(store, remote)
+    victim = next(f for f in first.manifest.files if f.path == "docs.jsonl")
+    remote.client.delete_object(Bucket=remote.bucket, Key=remote.blob_key(victim.sha256))
+    cache = Store(tmp_path / "cache")
+    down: list[int] = []
+    with pytest.raises(BundleIntegrityError) as info:
+        download_bundle(remote, first.bundle_id, cache, on_bytes=down.append)
+    assert info.value.problems == ["docs.jsonl: missing from the remote store"] and down == []
+    assert not (cache.bundles_dir / first.bundle_id).exists() and list(cache.staging_dir.iterdir()) == []
+
+
+def test_force_current_overwrites_a_remote_current_that_names_no_bundle(  # type: ignore[no-untyped-def]
+        repo: RepoBuilder, tmp_path: Path, hash_embedder, s3_bucket) -> None:
+    endpoint, url = s3_bucket
+    store = Store(tmp_path / "store")
+    c1, first = _build(repo, store.root, hash_embedder, _pages(2, "ríbezliach"), "first")
+    remote = RemoteStore(url, endpoint_url=endpoint)
+    publish_store(store, remote)
+    runner = CliRunner()
+    for _ in range(2):
+        remote.client.put_object(Bucket=remote.bucket, Key=remote.current_key, Body=b"garbage written by hand\n")
+        for argv in (["publish", "--store", str(store.root), "--to", url, "--endpoint-url", endpoint],
+                     ["use", c1[:10], "--to", url, "--endpoint-url", endpoint]):
+            result = runner.invoke(main, argv)
+            assert result.exit_code == 1 and "does not name a bundle id" in result.output, result.output
+            assert "--force-current" in result.output
+        # --no-current leaves it, and says so in the report
+        result = runner.invoke(main, ["publish", "--store", str(store.root), "--to", url, "--endpoint-url",
+                                      endpoint, "--no-current", "--json"])
+        assert result.exit_code == 0 and json.loads(result.output)["current_reason"] == "not_requested"
+        assert _raw_current(remote) == b"garbage written by hand\n"
+        if _ == 0:
+            argv = ["publish", "--store", str(store.root), "--to", url, "--endpoint-url", endpoint, "--force-current"]
+        else:
+            argv = ["use", c1[:10], "--to", url, "--endpoint-url", endpoint, "--force-current"]
+        result = runner.invoke(main, argv)
+        assert result.exit_code == 0, result.output
+        assert remote.read_current().bundle_id == first.bundle_id
+
+
+def _raw_current(remote: RemoteStore) -> bytes:
+    return bytes(remote.client.get_object(Bucket=remote.bucket, Key=remote.current_key)["Body"].read())
+
+
+def test_an_unknown_aws_profile_or_no_credentials_is_one_clear_error_line(  # type: ignore[no-untyped-def]
+        tmp_path: Path, s3_bucket, monkeypatch) -> None:
+    from query.cli.main import serve_command
+
+    endpoint, url = s3_bucket
+    store = tmp_path / "store"
+    store.mkdir()
+    monkeypatch.setenv("AWS_PROFILE", "nope")
+    runner = CliRunner()
+    for command, argv in ((main, ["publish", "--store", str(store), "--to", url, "--endpoint-url", endpoint]),
+                          (main, ["use", "deadbeef", "--to", url, "--endpoint-url", endpoint]),
+                          (serve_command, ["--from", url, "--cache", str(tmp_path / "cache"), "--endpoint-url",
+                                           endpoint, "--port", str(_closed_port())])):
+        result = runner.invoke(command, argv)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), (argv, result.output)
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and "ProfileNotFound" in lines[0] and "nope" in lines[0], result.output
+        assert "AWS_PROFILE" in lines[0] and "gitrag serving" not in result.output
+    # no credentials anywhere in the chain: the error says where they come from
+    monkeypatch.delenv("AWS_PROFILE")
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    from artifacts.errors import RemoteStoreError
+
+    with pytest.raises(RemoteStoreError, match="NoCredentialsError.*AWS credential chain.*AWS_ACCESS_KEY_ID"):
+        RemoteStore(url, endpoint_url=endpoint).read_current()
+
+
+def test_a_missing_bucket_and_refused_credentials_are_named(s3_bucket) -> None:  # type: ignore[no-untyped-def]
+    from botocore.exceptions import ClientError
+
+    from artifacts.errors import RemoteStoreError
+    from artifacts.remote import failure_reason
+
+    endpoint, _url = s3_bucket
+    with pytest.raises(RemoteStoreError, match="NoSuchBucket: the bucket no-such-bucket-0023 does not exist"):
+        RemoteStore("s3://no-such-bucket-0023/wiki", endpoint_url=endpoint).read_current()
+    refused = ClientError({"Error": {"Code": "SignatureDoesNotMatch", "Message": "The request signature ..."},
+                           "ResponseMetadata": {"HTTPStatusCode": 403}}, "GetObject")
+    assert "SignatureDoesNotMatch" in failure_reason(refused) and "AWS credential chain" in failure_reason(refused)
+
+
+def test_publish_json_reports_the_remote_current_and_why_it_did_not_move(  # type: ignore[no-untyped-def]
+        repo: RepoBuilder, tmp_path: Path, hash_embedder, s3_bucket) -> None:
+    endpoint, url = s3_bucket
+    store = Store(tmp_path / "store")
+    _c1, first = _build(repo, store.root, hash_embedder, _pages(2, "mandarínkach"), "first")
+    _c2, second = _build(repo, store.root, hash_embedder, {"wiki/x.md": "# X\n\nNová.\n"}, "second")
+    remote = RemoteStore(url, endpoint_url=endpoint)
+    publish_store(store, remote)
+    store.set_current(first.bundle_id)  # the local CURRENT is behind the remote one
+    base = ["publish", "--store", str(store.root), "--to", url, "--endpoint-url", endpoint, "--json"]
+    for extra, reason in (([], "not_a_descendant"), (["--no-current"], "not_requested")):
+        result = CliRunner().invoke(main, base + extra)
+        assert result.exit_code == 0, result.output
+        out = json.loads(result.output)
+        assert (out["current"], out["current_moved"], out["current_reason"]) == (second.bundle_id, False, reason)
+        assert out["note"]
+    store.set_current(second.bundle_id)
+    out = json.loads(CliRunner().invoke(main, base).output)
+    assert (out["current"], out["current_moved"], out["current_reason"]) == (second.bundle_id, False,
+                                                                             "already_current")
+
+
+def test_lexical_bundles_are_published_and_resolved_like_complete_ones(  # type: ignore[no-untyped-def]
+        repo: RepoBuilder, tmp_path: Path, hash_embedder, s3_bucket) -> None:
+    from artifacts.remote import resolve_remote_ref
+    from artifacts.store import is_bundle_id
+
+    endpoint, url = s3_bucket
+    store = Store(tmp_path / "store")
+    for rel, text in _pages(3, "kivi").items():
+        repo.write(rel, text)
+    commit = repo.commit("first")
+    result = build_bundle(repo.path, store.root, embedder=hash_embedder, lexical_first=True)
+    assert result.lexical is not None and is_bundle_id(result.lexical.bundle_id)
+    remote = RemoteStore(url, endpoint_url=endpoint)
+    publish_store(store, remote)
+    ids = remote.list_bundle_ids()
+    assert set(ids) == {result.bundle_id, result.lexical.bundle_id}
+    assert resolve_remote_ref(ids, commit[:10]) == result.bundle_id  # the complete one before the lexical one
+    assert resolve_remote_ref(ids, result.lexical.bundle_id) == result.lexical.bundle_id
+    path = download_bundle(remote, result.lexical.bundle_id, Store(tmp_path / "cache"))
+    assert verify_bundle(path).stage == "lexical"

@@ -303,8 +303,10 @@ def test_a_serve_from_process_never_logs_credentials(repo: RepoBuilder, tmp_path
     port = _free_port()
     log_path = tmp_path / "replica.log"
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("GITRAG_")}, "PYTHONPATH": str(ROOT)}
+    userinfo = "AKIAUSERINFO0023:se/cr@t:x-0023"  # user info in the endpoint URL: ignored, never shown
     argv = [sys.executable, "-c", "from query.cli.main import serve_command; serve_command()",
-            "--from", url, "--cache", str(tmp_path / "cache"), "--endpoint-url", endpoint, "--port", str(port),
+            "--from", url, "--cache", str(tmp_path / "cache"), "--endpoint-url",
+            endpoint.replace("http://", f"http://{userinfo}@"), "--port", str(port),
             "--remote-poll-interval", "0.2", "--log-level", "debug"]
     with open(log_path, "w", encoding="utf-8") as log_file:
         proc = subprocess.Popen(argv, env=env, stdout=log_file, stderr=subprocess.STDOUT)
@@ -324,15 +326,21 @@ def test_a_serve_from_process_never_logs_credentials(repo: RepoBuilder, tmp_path
 
             health = asyncio.run(scenario())
         finally:
+            stopping = time.monotonic()
             proc.terminate()
             proc.wait(timeout=20)
+            stopped_in = time.monotonic() - stopping
     text = log_path.read_text(encoding="utf-8")
     events = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    assert {"stopping", "stopped"} <= {e.get("event") for e in events}  # SIGTERM: said, and done promptly
+    assert stopped_in < 8, stopped_in
     assert any(e.get("event") == "replica_fetched" for e in events)
     assert any(e.get("event") == "replica_error" for e in events)  # the failure was logged ...
     assert "no remote bundle" in health["replica"]["last_error"]
-    for secret in (TEST_AWS_KEY_ID, TEST_AWS_SECRET):  # ... and no line, nor /health, holds a credential
-        assert secret not in text and secret not in json.dumps(health)
+    assert health["replica"]["source"]["endpoint"] == endpoint
+    assert any(e.get("event") == "endpoint_userinfo_ignored" for e in events)
+    for secret in (TEST_AWS_KEY_ID, TEST_AWS_SECRET, "se/cr@t", "AKIAUSERINFO0023"):
+        assert secret not in text and secret not in json.dumps(health)  # ... and no line, nor /health, holds one
 
 
 def test_serve_takes_a_store_or_a_remote_with_a_cache(tmp_path: Path) -> None:
@@ -350,3 +358,173 @@ def test_serve_takes_a_store_or_a_remote_with_a_cache(tmp_path: Path) -> None:
         assert result.exit_code == 2 and message in result.output, (argv, result.output)
     result = runner.invoke(serve_command, ["--from", "http://bucket/p", "--cache", str(tmp_path / "c")])
     assert result.exit_code == 1 and "not an s3://BUCKET/PREFIX address" in result.output
+
+
+def test_replica_errors_never_show_the_endpoint_user_info(tmp_path: Path, hash_embedder,  # type: ignore[no-untyped-def]
+                                                          s3_endpoint) -> None:
+    # s3_endpoint: the test credentials in the environment (the requests go to a closed port)
+    secret = "se/cr@t:x-0023"
+    dead = f"http://AKIAUSERINFO0023:{secret}@127.0.0.1:{_free_port()}"  # nothing listens there
+
+    async def scenario() -> None:
+        async with Replicas("s3://bucket-0023/wiki", dead, [tmp_path / "cache"], hash_embedder) as rs, \
+                aiohttp.ClientSession() as http:
+            rs.followers[0].remote.client.meta.config.retries["total_max_attempts"] = 1
+            await _until(lambda: asyncio.to_thread(lambda: rs.followers[0].last_error is not None))
+            async with http.get(rs.bases[0] + "/health") as resp:
+                health_text = await resp.text()
+                assert resp.status == 503  # not a 500: nothing raises on the secret's characters
+            health = json.loads(health_text)
+            assert "127.0.0.1" in health["replica"]["last_error"]
+            async with http.post(rs.bases[0] + "/search", json={"query": "x", "at": "0" * 12}) as resp:
+                search_text = await resp.text()
+            for text in (health_text, search_text):
+                assert secret not in text and "AKIAUSERINFO0023" not in text
+
+    asyncio.run(scenario())
+
+
+def test_a_partial_remote_bundle_is_refused_not_downloaded_at_every_poll_and_retried_when_repaired(  # type: ignore[no-untyped-def]
+        repo: RepoBuilder, tmp_path: Path, hash_embedder, s3_bucket) -> None:
+    endpoint, url = s3_bucket
+    store = Store(tmp_path / "store")
+    remote = RemoteStore(url, endpoint_url=endpoint)
+    _c1, b1, _ = _commit(repo, store.root, hash_embedder, "alfa")
+    publish_store(store, remote)
+    _c2, b2, _ = _commit(repo, store.root, hash_embedder, "beta")
+    publish_store(store, remote, move_current=False)
+    parent = {f.sha256 for f in next(b for b in store.list_bundles() if b.bundle_id == b1).manifest.files}
+    victim = next(f for f in store.list_bundles()[0].manifest.files if f.sha256 not in parent and f.size > 100)
+    remote.client.delete_object(Bucket=remote.bucket, Key=remote.blob_key(victim.sha256))
+    raw_manifest = remote.read_manifest_bytes(b2)
+
+    async def scenario() -> None:
+        async with Replicas(url, endpoint, [tmp_path / "cache"], hash_embedder, retry_refused=3600.0) as rs, \
+                aiohttp.ClientSession() as http:
+            base, follower = rs.bases[0], rs.followers[0]
+            await _until(lambda: _serving(http, base, b1))
+            before = follower.bytes_downloaded
+            await asyncio.to_thread(remote.write_current, b2)
+            await _until(lambda: asyncio.to_thread(lambda: b2 in follower.refused))
+            polls = follower.polls
+            await _until(lambda: asyncio.to_thread(lambda: follower.polls >= polls + 10))
+            health = await _health(http, base)
+            rep = health["replica"]
+            assert health["bundle"]["bundle_id"] == b1 and rep["remote_current"] == b2 and not rep["in_sync"]
+            assert f"{victim.path}: missing from the remote store" in rep["refused"][b2]["reason"]
+            assert victim.path in rep["last_error"]
+            assert rep["bytes_downloaded"] == before and rep["fetches"] == 1  # refused by HEADs, not re-fetched
+            # a re-publish repairs the blob; the manifest's bytes are unchanged, so the refusal holds ...
+            report = await asyncio.to_thread(publish_store, store, remote, move_current=False)
+            assert report.files_repaired == 1
+            await asyncio.sleep(10 * POLL)
+            assert (await _health(http, base))["bundle"]["bundle_id"] == b1
+            # ... until the manifest changes (here: put back with other bytes, the same content), or retry_refused
+            await asyncio.to_thread(remote.put_manifest, b2, raw_manifest + b"\n")
+            await _until(lambda: _serving(http, base, b2))
+            rep = (await _health(http, base))["replica"]
+            assert rep["in_sync"] and rep["last_error"] is None and rep["fetches"] == 2
+
+    asyncio.run(scenario())
+
+
+def test_the_cache_bound_holds_after_on_demand_downloads(repo: RepoBuilder, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                          hash_embedder, s3_bucket, monkeypatch) -> None:
+    endpoint, url = s3_bucket
+    store = Store(tmp_path / "store")
+    remote = RemoteStore(url, endpoint_url=endpoint)
+    built = [_commit(repo, store.root, hash_embedder, name) for name in ("alfa", "beta", "gama", "delta")]
+    publish_store(store, remote)  # CURRENT = delta
+    size = sum(f.size for f in store.list_bundles()[0].manifest.files)
+    monkeypatch.setattr(replica_module, "EVICT_GRACE", 0.5)  # the default grace, shortened for the test
+
+    async def scenario() -> None:
+        async with Replicas(url, endpoint, [tmp_path / "cache"], hash_embedder, cache_bytes=int(size * 1.5)) as rs, \
+                aiohttp.ClientSession() as http:
+            base, follower = rs.bases[0], rs.followers[0]
+            await _until(lambda: _serving(http, base, built[3][1]))
+            for commit, bundle_id, _docs in built[:3]:  # three old commits at once: all in their grace
+                async with http.post(base + "/search", json={"query": "spoločné slovo", "at": commit[:8]}) as resp:
+                    assert resp.status == 200 and (await resp.json())["index_version"]["bundle_id"] == bundle_id
+
+            async def bounded() -> bool:
+                cache = (await _health(http, base))["replica"]["cache"]
+                return bool(cache["bytes"] <= cache["max_bytes"])
+
+            took = await _until(bounded, timeout=10)  # the polls evict once the grace is over
+            assert took < 5
+            assert built[3][1] in follower.cached_bundles()  # never the served bundle
+            assert (await _health(http, base))["replica"]["cache"]["evicted"] >= 2
+
+    asyncio.run(scenario())
+
+
+def test_after_a_current_glitch_the_next_good_poll_clears_the_error(repo: RepoBuilder, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                     hash_embedder, s3_bucket) -> None:
+    endpoint, url = s3_bucket
+    store = Store(tmp_path / "store")
+    remote = RemoteStore(url, endpoint_url=endpoint)
+    _c1, b1, _ = _commit(repo, store.root, hash_embedder, "alfa")
+    publish_store(store, remote)
+
+    async def scenario() -> None:
+        async with Replicas(url, endpoint, [tmp_path / "cache"], hash_embedder) as rs, \
+                aiohttp.ClientSession() as http:
+            base, follower = rs.bases[0], rs.followers[0]
+            await _until(lambda: _serving(http, base, b1))
+            for glitch, error in ((b"", "no CURRENT"), (b"not a bundle id\n", "does not name a bundle id")):
+                await asyncio.to_thread(remote.client.put_object, Bucket=remote.bucket, Key=remote.current_key,
+                                        Body=glitch)
+                await _until(lambda error=error: asyncio.to_thread(lambda: error in (follower.last_error or "")))
+                assert not (await _health(http, base))["replica"]["in_sync"]
+                await asyncio.to_thread(remote.write_current, b1)  # restored: the same bytes, the same ETag
+
+                async def healed() -> bool:
+                    rep = (await _health(http, base))["replica"]
+                    return bool(rep["remote_current"] == b1 and rep["in_sync"] and rep["last_error"] is None)
+
+                await _until(healed, timeout=10)
+
+    asyncio.run(scenario())
+
+
+def test_a_replica_lists_the_published_bundles_and_serves_a_lexical_one(repo: RepoBuilder, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                        hash_embedder, s3_bucket) -> None:
+    endpoint, url = s3_bucket
+    store = Store(tmp_path / "store")
+    remote = RemoteStore(url, endpoint_url=endpoint)
+    _c1, b1, docs1 = _commit(repo, store.root, hash_embedder, "alfa")
+    repo.write("wiki/lex.md", "# Lex\n\nSpoločné slovo v lexikálnom zväzku.\n")
+    c2 = repo.commit("lexical")
+    result = build_bundle(repo.path, store.root, embedder=hash_embedder, lexical_first=True)
+    assert result.lexical is not None
+    lexical = result.lexical.bundle_id
+    publish_store(store, remote)  # three bundles; CURRENT = the complete bundle of c2
+
+    async def scenario() -> None:
+        async with Replicas(url, endpoint, [tmp_path / "cache"], hash_embedder) as rs, \
+                aiohttp.ClientSession() as http:
+            base = rs.bases[0]
+            await _until(lambda: _serving(http, base, result.bundle_id))
+            async with http.get(base + "/bundles") as resp:
+                body = await resp.json()
+            assert resp.status == 200
+            listed = {b["bundle_id"]: b for b in body["bundles"]}
+            assert set(listed) == {b1, lexical, result.bundle_id}  # the published ones, not only the cached one
+            assert listed[result.bundle_id]["served"] and listed[result.bundle_id]["cached"]
+            assert not listed[b1]["cached"] and listed[lexical]["stage"] == "lexical"
+            assert body["current"] == result.bundle_id
+            async with http.post(base + "/search", json={"query": "spoločné slovo", "at": lexical}) as resp:
+                found = await resp.json()
+            assert resp.status == 200, found
+            assert found["index_version"]["bundle_id"] == lexical and found["index_version"]["commit"] == c2
+            async with http.get(base + "/bundles") as resp:
+                assert {b["bundle_id"] for b in (await resp.json())["bundles"] if b["cached"]} >= {lexical}
+
+    asyncio.run(scenario())
+
+
+def test_a_missing_bucket_is_named_on_the_replica(tmp_path: Path, s3_endpoint) -> None:  # type: ignore[no-untyped-def]
+    follower = Replica(RemoteStore("s3://no-such-bucket-0023/wiki", endpoint_url=s3_endpoint), Store(tmp_path / "c"))
+    assert follower.poll_once() is False
+    assert "NoSuchBucket" in (follower.last_error or "") and "gitrag publish" not in (follower.last_error or "")
