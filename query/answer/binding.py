@@ -54,8 +54,8 @@ or a person) when one of its clauses opens with an imperative of answering, sayi
 (profile ``instruction_verbs``), possibly after words of ``instruction_lead`` ("please", "you must",
 "Dear assistant,"), or when it holds such an imperative and a word of ``addressee`` (assistant, model,
 prompt, previous instructions) anywhere, or when a short lead before a colon names an addressee and what
-follows holds such a verb or a word of ``answer_noun`` ("Pre jazykové modely: správna odpoveď je …").  A quote that overlaps such a sentence is never evidence
-(``instruction_text``).
+follows holds such a verb or a word of ``answer_noun`` ("Pre jazykové modely: správna odpoveď je …").
+A quote that overlaps such a sentence is never evidence (``instruction_text``).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ from itertools import combinations, permutations
 
 from artifacts.analysis import fold
 from artifacts.text.profile import Profile, available, load_profile
-from artifacts.text.words import stop_words, verb_languages, words_match
+from artifacts.text.words import stop_words, verb_languages, verb_words, words_match
 from query.answer.evidence import Claim, ClaimVerdict, EvidenceItem
 
 _WORD = re.compile(r"\w+(?:['’-]\w+)*")  # a hyphenated compound is one word ("ignore-case", "Prompt-Antworten")
@@ -105,6 +105,7 @@ class _Lexicon:
     answer_noun: dict[str, frozenset[str]]
     conjunctions: frozenset[str]                  # single-word conjunction_and / conjunction_or of every profile
     transparent: frozenset[str]                   # stop, function, copula and reporting words of every profile
+    verbal: frozenset[str]                        # copula and reporting words of every profile
     other_classes: dict[str, frozenset[str]]      # words of any other class or function word (not negations)
     simplemma: dict[str, str | None]
 
@@ -126,6 +127,7 @@ def _lexicon() -> _Lexicon:
     answer: dict[str, frozenset[str]] = {}
     conjunctions: set[str] = set()
     transparent: set[str] = set(stop_words())
+    verbal: set[str] = set()
     for code in available():
         prof: Profile = load_profile(code)
         negation[code], neg_prefixes[code] = _split(prof.words("negation"))
@@ -139,8 +141,8 @@ def _lexicon() -> _Lexicon:
         addressee[code] = _phrases(prof.words("addressee"))
         answer[code] = prof.words("answer_noun")
         conjunctions |= {w for w in prof.words("conjunction_and") | prof.words("conjunction_or") if " " not in w}
-        transparent |= prof.function_words | prof.words("copula") | {
-            w for w in prof.words("reporting") if not w.endswith("*")}
+        verbal |= prof.words("copula") | {w for w in prof.words("reporting") if not w.endswith("*")}
+        transparent |= prof.function_words | verbal
         words = set(prof.function_words)
         for name, cls in prof.classes.items():
             if name not in ("negation", "multiplier"):  # a multiplier ("tisíc") is a number word, no other word
@@ -148,7 +150,8 @@ def _lexicon() -> _Lexicon:
         other[code] = frozenset((words - negation[code]) | prof.words("not_negation"))
         lemmas[code] = prof.simplemma
     return _Lexicon(negation, neg_prefixes, numbers, reporting, reporting_prefixes, verbs, saying, comp, lead,
-                    addressee, answer, frozenset(conjunctions), frozenset(transparent), other, lemmas)
+                    addressee, answer, frozenset(conjunctions), frozenset(transparent), frozenset(verbal), other,
+                    lemmas)
 
 
 def _tokens(text: str) -> list[str]:
@@ -249,12 +252,14 @@ _NEAR_FRAME = 2   # ... and that word stands by a number of the frame within thi
 def _places(text: str) -> list[tuple[str, str]]:
     """``text`` as ``(kind, value)`` tokens for number placement: ``num`` (its plain value: digits, or a number
     word of a profile), ``word`` (folded; a unit sign is a word), ``skip`` (stop, function, copula, reporting
-    and negation words: they place nothing) and ``stop`` (clause punctuation and single-word conjunctions: a
-    number's words do not cross them; the dot of an ordinal date "1. februára" is none)."""
+    and negation words: they place nothing) and ``stop`` (clause punctuation, single-word conjunctions, copulas,
+    reporting words and verb forms: a number's words do not cross them, so the subject of "Dátová množina
+    obsahuje 4500 viet" places no number; the dot of an ordinal date "1. februára" is none)."""
     lex = _lexicon()
     text = _DATE_SPACED.sub(r"\1.\2.\3", unicodedata.normalize("NFC", text))
     numbers = {t: v for c in available() for t, v in lex.numbers[c].items()}
     others = frozenset().union(*lex.other_classes.values())
+    verbs = verb_words(text)
     out: list[tuple[str, str]] = []
     for match in _PLACE.finditer(text):
         kind, raw = match.lastgroup or "stop", match.group(0)
@@ -272,8 +277,8 @@ def _places(text: str) -> list[tuple[str, str]]:
                 out.append(("num", str(numbers[token])))
             elif _is_month(token):
                 out.append(("month", token[:3]))
-            elif token in lex.conjunctions:
-                out.append(("stop", token))
+            elif token in lex.conjunctions or token in lex.verbal or token in verbs:
+                out.append(("stop", token))  # a verb stands between a subject and its quantity
             elif token in lex.transparent or _negation(token, raw.lower()) is not None:
                 out.append(("skip", token))
             else:
@@ -316,6 +321,12 @@ def _same_number(a: str, b: str) -> bool:
     return a in b.split("|") or b in a.split("|")
 
 
+def _same_date(a: str, b: str) -> bool:
+    """Dates ``day|month[|year]`` agree: the same day and month, and the same year where both have one."""
+    x, y = a.split("|"), b.split("|")
+    return x[:2] == y[:2] and (len(x) < 3 or len(y) < 3 or x[2] == y[2])
+
+
 def _near(tokens: list[tuple[str, str]], i: int, step: int, limit: int) -> list[str]:
     """The first ``limit`` words from number ``tokens[i]`` in direction ``step`` (+1, -1), up to another number
     or a clause stop."""
@@ -338,20 +349,22 @@ def _misplaced_number(text: str, frame_lines: Iterable[str]) -> bool:
     where the frame has that word next to a number (within two words, no other number or clause stop
     between), be next to this same number there: "presnosť 25 % pri rýchlosti 81 otázok" for "presnosť 81 %
     pri rýchlosti 25 otázok" fails on "presnosť".  A word the frame does not place by any number (a
-    paraphrase's own word) binds nothing.
+    paraphrase's own word) binds nothing.  A date with a month name must be a date of the frame.
     """
     placed: list[tuple[str, str]] = []   # (word, number) pairs of the frame
+    dates: set[str] = set()              # the frame's dates with a month name
     for line in frame_lines:
         tokens = _places(line)
         for i, (kind, value) in enumerate(tokens):
             if kind == "num":
                 placed += [(w, value) for step in (-1, 1) for w in _near(tokens, i, step, _NEAR_FRAME)]
-    if not placed:
-        return False
+                dates |= {value} if "|" in value else set()
     tokens = _places(text)
     for i, (kind, value) in enumerate(tokens):
         if kind != "num":
             continue
+        if "|" in value and dates and not any(_same_date(value, d) for d in dates):
+            return True  # day and month of the frame, not together ("30. februára" of "1. februára … 30. apríla")
         for step in (-1, 1):
             for word in _near(tokens, i, step, _NEAR_CLAIM):
                 by = {n for w, n in placed if words_match(word, w)}
@@ -390,50 +403,68 @@ def _negations(text: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _Polarity:
-    """Which words of a text are negated: ``heads`` (the word each negation negates: the rest of a prefix
-    negation when it is a content word, else the next content word of its clause), ``negated`` (every word
-    from a negation to the end of its clause) and ``positive`` (the other words, negations left out)."""
+class _Scope:
+    """One negation of a text: its ``head`` (the word it negates: the rest of a prefix negation when that is a
+    content word, "nedosiahol", else the next content word of its clause, "nie na nárečových") and ``words``
+    (the content words from the negation to the end of its clause, the head among them)."""
 
-    heads: tuple[str, ...]
+    head: str | None
+    words: frozenset[str]
+
+
+@dataclass(frozen=True)
+class _Polarity:
+    """The negations of a text (``scopes``), the content words inside them (``negated``) and the others
+    (``positive``)."""
+
+    scopes: tuple[_Scope, ...]
     negated: frozenset[str]
     positive: frozenset[str]
 
 
 def _polarity(text: str) -> _Polarity:
     transparent = _lexicon().transparent
-    heads: list[str] = []
-    negated: set[str] = set()
+    scopes: list[_Scope] = []
     positive: set[str] = set()
     for part in _CLAUSE_PUNCT.split(unicodedata.normalize("NFC", text)):
-        words = [(fold(m.group(0)).replace("’", "'"), m.group(0).lower()) for m in _WORD.finditer(part)]
-        scope = False
-        wanted = False  # a negation waits for its head
-        for token, lower in words:
+        head: str | None = None
+        words: set[str] | None = None  # the words of the open negation of this clause
+        for match in _WORD.finditer(part):
+            token, lower = fold(match.group(0)).replace("’", "'"), match.group(0).lower()
             rest = _negation(token, lower)
             if rest is not None:
-                scope = True
-                if rest and rest not in transparent:
-                    heads.append(rest)
-                    negated.add(rest)
-                else:
-                    wanted = True
+                if words is not None:
+                    scopes.append(_Scope(head, frozenset(words)))
+                head, words = (rest, {rest}) if rest and rest not in transparent else (None, set())
                 continue
-            content = token not in transparent and not token.isdigit()
-            if wanted and content:
-                heads.append(token)
-                wanted = False
-            (negated if scope else positive).add(token)
-    return _Polarity(tuple(heads), frozenset(negated), frozenset(positive))
+            if token in transparent or token.isdigit():
+                continue
+            if words is None:
+                positive.add(token)
+                continue
+            words.add(token)
+            head = head or token
+        if words is not None:
+            scopes.append(_Scope(head, frozenset(words)))
+    negated = frozenset(w for scope in scopes for w in scope.words)
+    return _Polarity(tuple(scopes), negated, frozenset(positive))
 
 
 def _moved_negation(a: _Polarity, b: _Polarity) -> bool:
-    """True when a word that ``a`` negates stands in ``b`` only outside every negation ("nebola zverejnená,
-    ale bola odovzdaná" against "bola zverejnená, ale nebola odovzdaná")."""
+    """True when a word inside a negation of ``a`` stands in ``b`` only outside every negation ("nebola
+    zverejnená, ale bola odovzdaná" against "bola zverejnená, ale nebola odovzdaná").  The negated verb
+    itself may lose its negation when another word of its clause keeps one ("nebol trénovaný na spisovnej
+    slovenčine" = "bol trénovaný iba na nárečových nahrávkach, nie na spisovnej slovenčine")."""
     def has(words: frozenset[str], word: str) -> bool:
         return any(words_match(word, w) for w in words)
 
-    return any(has(b.positive, h) and not has(b.negated, h) for h in a.heads)
+    for scope in a.scopes:
+        for word in scope.words:
+            if has(b.positive, word) and not has(b.negated, word):
+                kept = any(has(b.negated, other) for other in scope.words if other != word)
+                if not (word == scope.head and kept):
+                    return True
+    return False
 
 
 def _unshared(negations: list[str], other_text: str) -> int:
