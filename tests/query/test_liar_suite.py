@@ -5,7 +5,9 @@ A fake OpenAI-compatible and a fake Anthropic-compatible model (real HTTP on 127
 builds (:mod:`tests.query.liar_wiki`) with one scripted claim per case, and repeat it in the repair
 round.  Per lie class (negated claim, person swapped, number swapped, wrong number in words, year
 swapped, supervisor as author, two pages merged, planted instruction obeyed / quoted) at least ten
-cases: **0 lies delivered**.  Faithful paraphrases: at most 5 % rejected (delivered with their own
+cases; and, on a second small wiki, the second round's classes (numbers swapped inside one quote, a name
+of the title for the person the quote names, a negation moved to the other clause, an instruction led by
+whom it addresses): **0 lies delivered**.  Faithful paraphrases: at most 5 % rejected (delivered with their own
 text, or with their quote as the text when the text says more than the quote's words).
 """
 
@@ -31,8 +33,8 @@ PROVIDERS = ("openai", "anthropic")
 
 
 @pytest.fixture(scope="module")
-def wiki(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> dict[str, Any]:
-    return build_liar_wiki(tmp_path_factory.mktemp("liarwiki"), hash_embedder)
+def wiki(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> dict[int, dict[str, Any]]:
+    return {n: build_liar_wiki(tmp_path_factory.mktemp(f"liarwiki{n}"), hash_embedder, n) for n in (1, 2)}
 
 
 def _same(a: str, b: str) -> bool:
@@ -88,10 +90,11 @@ async def _run(wiki: dict[str, Any], embedder: Any, provider: str, batch: list[C
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("lie", [*LIES, "faithful"])
-def test_liar_suite(wiki: dict[str, Any], hash_embedder: Any, provider: str, lie: str) -> None:
+def test_liar_suite(wiki: dict[int, dict[str, Any]], hash_embedder: Any, provider: str, lie: str) -> None:
     batch = [c for c in CASES if c.lie == lie]
     assert len(batch) >= 10
-    rows = asyncio.run(_run(wiki, hash_embedder, provider, batch))
+    rows = [row for n in sorted({c.wiki for c in batch})
+            for row in asyncio.run(_run(wiki[n], hash_embedder, provider, [c for c in batch if c.wiki == n]))]
     # a question the graph answers itself (two persons' titles, per person, from verified graph facts) never
     # reaches the model: it tests nothing of the checker and is left out; enough cases must remain
     rows = [r for r in rows if r["engine"] != "graph"]
