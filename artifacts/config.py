@@ -42,7 +42,7 @@ EMBEDDING_INPUT_VERSION = 4
    every segment embeds body text; the text has no HTML comments or Office XML (parser 2).
 """
 
-PARSER_VERSION = 3
+PARSER_VERSION = 4
 """Version of how a file becomes a document (:mod:`indexer.markdown`); bump on any change.
 
 1 (manifests without ``parser_version``): YAML 1.1 front matter (PyYAML), hand-written heading,
@@ -54,6 +54,9 @@ PARSER_VERSION = 3
   ``{{< relref >}}``/``{{< ref >}}`` shortcodes, are links; they resolve to ``T.md`` or a folder page
   (``index.md``, ``README.md``, ``_index.md``), site-absolute ones also against the folders above the
   linking page (the content root).
+4: ``.mdx`` and ``.markdown`` files are documents too (Docusaurus, Astro Starlight); an MDX file's
+  ``import``/``export`` blocks are no text; links resolve to ``T.mdx``/``T.markdown`` and ``index.mdx``
+  as to ``T.md``.
 """
 
 CHUNKING_VERSION = 3

@@ -11,9 +11,28 @@ from typing import Any, cast
 
 import pygit2
 
+MARKDOWN_SUFFIXES = (".md", ".mdx", ".markdown")
+"""File names that are Markdown documents (case-insensitive): CommonMark, MDX (Docusaurus, Astro
+Starlight, Nextra: Markdown with JSX and ``import``/``export`` lines) and the long suffix."""
+
+
+def is_markdown_name(name: str) -> bool:
+    """Whether a file name ends with one of :data:`MARKDOWN_SUFFIXES` (any case)."""
+    return name.lower().endswith(MARKDOWN_SUFFIXES)
+
+
+def markdown_stem(name: str) -> str:
+    """``name`` without its Markdown suffix (``guide.mdx`` -> ``guide``); unchanged when it has none."""
+    lower = name.lower()
+    for suffix in MARKDOWN_SUFFIXES:
+        if lower.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
 
 def markdown_entries(repo: pygit2.Repository, tree: pygit2.Tree) -> list[tuple[str, Any]]:
-    """Return ``[(path, entry)]`` for every ``*.md`` blob under ``tree`` (recursively), sorted by path.
+    """Return ``[(path, entry)]`` for every Markdown blob (:data:`MARKDOWN_SUFFIXES`) under ``tree``
+    (recursively), sorted by path.
 
     Paths are NFC with ``/`` separators.  A blob whose path is not valid UTF-8 is left out (no path
     could name it: two such names would collide), like submodules (commit entries); see
@@ -29,7 +48,7 @@ def unindexable_entries(repo: pygit2.Repository, tree: pygit2.Tree) -> list[tupl
     """Return ``[(path, reason, detail)]`` of what :func:`markdown_entries` leaves out, sorted by path.
 
     ``submodule``: a gitlink (any name; its commit is in another repository); ``invalid_path``: a
-    ``*.md`` blob whose path is not valid UTF-8 (``path`` shows the bad bytes as ``\\xNN``, so it
+    Markdown blob whose path is not valid UTF-8 (``path`` shows the bad bytes as ``\\xNN``, so it
     names that one file).
     """
     skipped: list[tuple[str, str, str]] = []
@@ -53,7 +72,7 @@ def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str, out: list[tup
         elif entry.type_str == "commit":
             if skipped is not None:
                 skipped.append((path, "submodule", f"submodule at commit {str(entry.id)[:12]} is not indexed"))
-        elif entry.type_str == "blob" and name.lower().endswith(".md"):
+        elif entry.type_str == "blob" and is_markdown_name(name):
             if ok:
                 out.append((path, entry))
             elif skipped is not None:

@@ -37,6 +37,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError
 
+from artifacts.gittree import MARKDOWN_SUFFIXES, is_markdown_name, markdown_stem
 from artifacts.records import SUMMARY_KEYS, Document, Link
 
 from .errors import SkipFile
@@ -67,7 +68,7 @@ _HIDDEN = re.compile(
 _WIKILINK_SPAN = re.compile(r"\[\[[^\[\]\n]*\]\]")
 _DATE_KEYS = ("date", "created", "updated", "modified")
 _YEAR = re.compile(r"[0-9]{4}(?![0-9])")  # a date's year: exactly four digits (99999-01-01 has none)
-_FOLDER_NOTES = ("readme.md", "index.md", "_index.md")
+_FOLDER_NOTES = ("readme.md", "index.md", "index.mdx", "_index.md")
 _FM_MIN_LIMIT = 64 * 1024  # bytes; the expanded front matter may always be this large
 _FM_NODE_BYTES = 8  # counted per value besides its text, so that many tiny values also add up
 _FM_MAX_DEPTH = 64  # levels of nested lists/mappings a front matter may have (pydantic stops at about 255)
@@ -416,7 +417,7 @@ def _url_hrefs(children: list[Token]) -> Iterable[str]:
             continue
         href = unquote(_restore_href(str(child.attrs.get("href", ""))).strip())
         bare = href.split("#", 1)[0].split("?", 1)[0]
-        if not bare or bare.lower().endswith(".md"):
+        if not bare or is_markdown_name(bare):
             continue
         if (bare.startswith("/") and not bare.startswith("//")) or bare.lower().startswith(("http://", "https://")):
             yield href
@@ -513,6 +514,8 @@ def parse_markdown(path: str, data: bytes, *, blob_id: str, max_bytes: int) -> D
         raise SkipFile("not_utf8", f"invalid UTF-8 at byte {exc.start}") from None
     text = _nfc(text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n"))
     front_matter, body = _split_front_matter(text)
+    if path.lower().endswith(".mdx"):
+        body = _without_mdx_esm(body)
     try:
         size = _expanded_size(front_matter, {}, set())
     except RecursionError:
@@ -550,6 +553,36 @@ def parse_markdown(path: str, data: bytes, *, blob_id: str, max_bytes: int) -> D
         body=body,
         outline=outline_record(parsed),
     )
+
+
+_MDX_ESM = re.compile(r"(?:import|export)[\s{*]")
+_FENCE_LINE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
+
+
+def _without_mdx_esm(body: str) -> str:
+    """An MDX body with its ESM blocks as empty lines (the line count kept): a block starts with a line
+    that begins with ``import``/``export`` outside code and runs to the next blank line (MDX's rule);
+    it is JavaScript (``import Tabs from '@theme/Tabs';``), not text."""
+    lines = body.split("\n")
+    fence: str | None = None
+    in_esm = False
+    for i, line in enumerate(lines):
+        if fence is not None:
+            if line.strip().startswith(fence):
+                fence = None
+            continue
+        if in_esm:
+            if not line.strip():
+                in_esm = False
+            else:
+                lines[i] = ""
+            continue
+        if (opened := _FENCE_LINE.match(line)) is not None:
+            fence = opened.group(1)
+        elif _MDX_ESM.match(line):
+            in_esm = True
+            lines[i] = ""
+    return "\n".join(lines)
 
 
 def _split_front_matter(text: str) -> tuple[dict[Any, Any], str]:
@@ -745,7 +778,7 @@ def _title(fm: dict[str, Any], parsed: Outline, path: str) -> tuple[str, str]:
         if heading.level == 1 and heading.text:
             return heading.text, "heading"
     name = posixpath.basename(path)
-    return (name[:-3] if name.lower().endswith(".md") else name) or path, "filename"
+    return markdown_stem(name) or path, "filename"
 
 
 def _names(fm: dict[str, Any], taxonomy: dict[str, Any], keys: Iterable[str], *, split: bool) -> list[str]:
@@ -779,8 +812,8 @@ def _wikilink(inner: str) -> Link | None:
     return Link(kind="wikilink", target=target, heading=heading.strip() or None, alias=alias.strip() or None)
 
 
-_PAGE_EXTENSIONS = ("md", "html", "htm")
-"""Link targets that may name a page: ``.md`` files, and the ``.html`` address a site generator
+_PAGE_EXTENSIONS = (*(suffix[1:] for suffix in MARKDOWN_SUFFIXES), "html", "htm")
+"""Link targets that may name a page: Markdown files (``.md``, ``.mdx``, ``.markdown``), and the ``.html`` address a site generator
 (VitePress, Hugo ``uglyURLs``) makes of one; extension-less paths and folders are pages too."""
 _SHORTCODE_LINK = re.compile(
     r"\[(?P<text>[^\[\]\n]*)\]\(\s*\{\{[<%]\s*(?:rel)?ref\s+(?:path=)?[\"`](?P<path>[^\"`\n]+)[\"`]\s*[%>]\}\}\s*\)")
@@ -892,7 +925,7 @@ def _normalise(path: str) -> str | None:
     return None if norm == ".." or norm.startswith("../") or norm == "." else norm
 
 
-_FOLDER_PAGES = ("index.md", "README.md", "_index.md")
+_FOLDER_PAGES = ("index.md", "index.mdx", "README.md", "_index.md")
 """The page a folder link names, in this order (VitePress/MkDocs, GitHub, Hugo sections)."""
 
 
@@ -913,7 +946,7 @@ def _resolve_markdown(target: str, folder: str, paths: set[str], folded: dict[st
         for page in _page_candidates(candidate):
             if (norm := _normalise(page)) is not None and norm in paths:
                 return norm
-    if folded is None or target.lower().endswith(".md"):
+    if folded is None or is_markdown_name(target):
         return None
     for candidate in tries:
         for page in _page_candidates(candidate):
@@ -923,21 +956,27 @@ def _resolve_markdown(target: str, folder: str, paths: set[str], folded: dict[st
 
 
 def _page_candidates(target: str) -> list[str]:
-    """The files a page address may be, in order: ``T.md``; ``T.html`` -> ``T.md``; ``T`` -> ``T.md``
-    then its folder pages; ``T/`` -> its folder pages (:data:`_FOLDER_PAGES`), then ``T.md``."""
+    """The files a page address may be, in order: ``T.md`` (or ``T.mdx``, ``T.markdown``); ``T.html`` ->
+    ``T.md``; ``T`` -> ``T.md`` then its folder pages; ``T/`` -> its folder pages (:data:`_FOLDER_PAGES`),
+    then ``T.md``."""
     if target.endswith("/") or target in ("", ".", ".."):
         folder_pages = [posixpath.join(target, name) for name in _FOLDER_PAGES]
         stem = target.rstrip("/")  # Hugo's pretty URLs: /user/profile/ is user/profile.md
-        return folder_pages + ([stem + ".md"] if stem not in ("", ".", "..") and not stem.endswith("/..") else [])
+        return folder_pages + (_suffixed(stem) if stem not in ("", ".", "..") and not stem.endswith("/..") else [])
     lower = target.lower()
-    if lower.endswith(".md"):
+    if is_markdown_name(lower):
         return [target]
     for ext in (".html", ".htm"):
         if lower.endswith(ext):
             stem = target[: -len(ext)]
-            return [stem + ".md"] + ([posixpath.join(posixpath.dirname(stem), n) for n in _FOLDER_PAGES]
-                                     if posixpath.basename(stem) == "index" else [])
-    return [target + ".md", *(posixpath.join(target, name) for name in _FOLDER_PAGES)]
+            return _suffixed(stem) + ([posixpath.join(posixpath.dirname(stem), n) for n in _FOLDER_PAGES]
+                                      if posixpath.basename(stem) == "index" else [])
+    return [*_suffixed(target), *(posixpath.join(target, name) for name in _FOLDER_PAGES)]
+
+
+def _suffixed(stem: str) -> list[str]:
+    """``stem`` with each Markdown suffix (:data:`artifacts.gittree.MARKDOWN_SUFFIXES`), ``.md`` first."""
+    return [stem + suffix for suffix in MARKDOWN_SUFFIXES]
 
 
 def _shared_depth(path: str, folder: str) -> int:

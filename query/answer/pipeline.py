@@ -52,6 +52,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from artifacts.analysis import fold, normalize_text
+from artifacts.text.words import analyze
 from query.answer.answerability import UnitScorer, default_model
 from query.answer.evidence import Claim, EvidenceItem, GenerationOutcome, Generator, GeneratorReply
 from query.answer.rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, Context, graph_context, text_context
@@ -68,6 +69,7 @@ from query.question import analyse_question, definition_question
 from query.search.request import SearchFilter, SearchOptions
 from query.search.response import engine_warnings, engines_used
 from query.search.snippets import display_text
+from query.search.weighting import ranking_searcher
 
 MAX_QUERY_CHARS = 1000
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
@@ -155,9 +157,25 @@ def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
 
+COMMON_TITLE_SHARE = 0.5
+"""A title whose every word is in at least this share of the bundle's chunks names the site's subject, not
+a page: "Frigate" in a question over Frigate's documentation (the word is on 59 % of its chunks) is no
+reference to the page "Frigate+".  Half the chunks is where a word's idf bottoms out (the support weights)."""
+
+
+def _distinctive_title(bundle: OpenedBundle, title: str) -> bool:
+    """Whether some word of ``title`` is in fewer than :data:`COMMON_TITLE_SHARE` of the bundle's chunks."""
+    searcher = ranking_searcher(bundle)
+    total = max(searcher.doc_count_all(), 1)
+    words = [w for w in analyze(title) if not w.isdigit()]
+    return not words or any(searcher.doc_frequency("body", w) < COMMON_TITLE_SHARE * total for w in words)
+
+
 def _resolved_paths(bundle: OpenedBundle, entities: dict[str, Any]) -> set[str]:
-    """Pages the graph resolved the question to: the pages of its persons and the pages it names by title."""
-    paths: set[str] = {str(p["path"]) for p in entities.get("pages") or [] if p.get("path")}
+    """Pages the graph resolved the question to: the pages of its persons and the pages it names by a
+    distinctive title (:func:`_distinctive_title`)."""
+    paths: set[str] = {str(p["path"]) for p in entities.get("pages") or []
+                       if p.get("path") and _distinctive_title(bundle, str(p.get("title") or ""))}
     persons = entities.get("persons") or []
     index = graph_index(bundle) if persons else None
     for p in persons:

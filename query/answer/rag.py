@@ -233,9 +233,7 @@ def _dense_judges(bundle: OpenedBundle) -> bool:
     from query.answer.answerability import default_model
 
     model = default_model()
-    spec = getattr(bundle.embedder, "spec", None)
-    return (model is not None and "dense" in model.apply and model.variants["dense"].reached
-            and getattr(spec, "model_id", None) == model.embedder)
+    return model is not None and model.judges_across_languages(bundle.embedder)
 
 
 def text_context(bundle: OpenedBundle, question: str, *, max_tokens: int, options: SearchOptions | None = None,

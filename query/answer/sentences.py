@@ -45,6 +45,22 @@ _INNER_END = re.compile(r"[.!?…][\"'”’»)\]]*\s+\S")
 _LIST_MARKER = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
 _HEADING_MARKER = re.compile(r"[ \t]*#{1,6}[ \t]+")
 _HARD_BREAK_LEAD = re.compile(r"(?:\\\s+)*")
+_MARKUP_LINE = re.compile(
+    r"^[ \t]{0,3}(?::{3,}[^\n]*"                # a container fence (VitePress, Docusaurus): ":::warning", ":::"
+    r"|\{\{[<%][^\n]*?[%>]\}\}[ \t]*)$"       # a whole-line Hugo shortcode: {{< figure src="..." >}}
+    r"|^([ \t]{0,3}>[ \t]?)\[![A-Za-z]+\][ \t]*$",  # a GitHub alert's marker line: > [!TIP]
+    re.MULTILINE)
+"""Doc-site markup lines a reader never sees as text; :func:`text_units` reads them as blank lines."""
+_HEADING_ATTRS = re.compile(r"[ \t]*\{[#.][^{}\n]*\}[ \t]*$")
+"""A heading's attribute block (Hugo, MkDocs, Pandoc: ``## Move {#move}``), not part of its text."""
+
+
+def _blank_markup(text: str) -> str:
+    """``text`` with :data:`_MARKUP_LINE` lines as spaces (a quote keeps its ``>``): the same length, so
+    every offset into it is one into ``text``."""
+    if ":::" not in text and "{{" not in text and "[!" not in text:
+        return text
+    return _MARKUP_LINE.sub(lambda m: (m.group(1) or "") + " " * (len(m.group(0)) - len(m.group(1) or "")), text)
 
 
 @dataclass(frozen=True)
@@ -179,7 +195,7 @@ def text_units(text: str) -> list[Unit]:
 
 @lru_cache(maxsize=1024)
 def _text_units(text: str) -> tuple[Unit, ...]:
-    tokens = _markdown().parse(text)
+    tokens = _markdown().parse(_blank_markup(text))
     lines = _line_offsets(text)
     units: list[Unit] = []
     headings: list[tuple[int, str]] = []
@@ -191,7 +207,7 @@ def _text_units(text: str) -> tuple[Unit, ...]:
         if tok.type == "heading_open" and tok.map:
             level = int(tok.tag[1:])
             raw = text[lines[tok.map[0]] : lines[tok.map[1]]].strip()
-            raw = _HEADING_MARKER.sub("", raw, count=1).rstrip("#").strip()
+            raw = _HEADING_ATTRS.sub("", _HEADING_MARKER.sub("", raw, count=1).rstrip("#").strip()).rstrip("#").strip()
             headings = [h for h in headings if h[0] < level] + [(level, raw)]
             pending_lead = None
         elif tok.type in ("bullet_list_open", "ordered_list_open"):

@@ -48,6 +48,11 @@ SNIPPET_CHARS = 240
 
 _DISPLAY_RULES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     # (pattern, replacement, strings one of which a match contains: the rule is skipped without them)
+    (re.compile(r"^[ \t]{0,3}:{3,}[^\n]*$", re.MULTILINE), "", (":::",)),       # container fence (:::warning)
+    (re.compile(r"\{\{[<%][^\n]*?[%>]\}\}"), "", ("{{",)),                       # Hugo shortcode {{< figure >}}
+    (re.compile(r"^([ \t]{0,3}>[ \t]?)\[![A-Za-z]+\][ \t]*$", re.MULTILINE), r"\1", ("[!",)),  # > [!TIP]
+    (re.compile(r"^([ \t]{0,3}#{1,6}[ \t].*?)[ \t]*\{[#.][^{}\n]*\}[ \t]*$", re.MULTILINE), r"\1",
+     ("{#", "{."),),                                                             # heading id: ## Move {#move}
     (re.compile(r"!?\[\[([^\]|#]*)(?:#([^\]|]*))?(?:\|([^\]]*))?\]\]"),
      "WIKI", ("[[",)),                                               # [[Page#Heading|Alias]]
     (re.compile(r"!\[([^\]]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)"), r"\1", ("![",)),  # ![alt](src "title")

@@ -34,7 +34,7 @@ def test_build_skips_with_reasons_and_keeps_hidden_html_out_of_the_index(repo: R
     assert [(s.path, s.reason) for s in m.skipped] == [("big.bin.md", "lfs_pointer"),
                                                        ("bomb.md", "front_matter_too_large")]
     recorded = m.config.model_dump()
-    assert (recorded.get("parser_version"), recorded.get("chunking_version")) == (3, 3) == (
+    assert (recorded.get("parser_version"), recorded.get("chunking_version")) == (4, 3) == (
         config.PARSER_VERSION, config.CHUNKING_VERSION)
     assert m.config.embedding_input_version == config.EMBEDDING_INPUT_VERSION == 4
     docs = {d["path"]: d for d in map(json.loads, (result.bundle_path / "docs.jsonl").read_text().splitlines())}

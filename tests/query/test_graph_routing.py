@@ -83,3 +83,30 @@ def test_questions_whose_slots_resolve_stay_with_the_graph(docs: Any, question: 
     body = answer_graph(docs, {"query": question})
     assert (body["status"], body["intent"]) == ("ok", intent), question
     assert ask_extractive(docs, question)["engine"] == "graph", question
+
+
+@pytest.fixture(scope="module")
+def product_docs(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Any:
+    tmp = tmp_path_factory.mktemp("product")
+    repo = RepoBuilder(tmp / "repo")
+    repo.write("docs/plus.md", page("Foobar+", "Foobar+ is the paid model service of Foobar. Set FOOBAR_PLUS_KEY."))
+    repo.write("docs/network.md", page("Network", "The Foobar Web UI uses port 8971. "
+                                                  "Foobar also serves RTSP on port 8554."))
+    repo.write("docs/install.md", page("Installation", "Foobar runs in Docker. Mount the Foobar config folder."))
+    repo.write("docs/record.md", page("Recording", "Foobar keeps recordings for 10 days by default."))
+    result = build_bundle(repo.path, tmp / "store", repo.commit("docs"), embedder=hash_embedder)
+    bundle = open_bundle(result.bundle_path, verify=False, embedder=hash_embedder)
+    yield bundle
+    bundle.close()
+
+
+def test_the_sites_own_name_does_not_restrict_the_text_to_the_page_titled_with_it(product_docs: Any) -> None:
+    # "Foobar" is on every page: the page "Foobar+" (which the graph finds by the folded title) is not what
+    # "Which port does the Foobar Web UI use?" is about, and the text is not restricted to it
+    question = "Which port does the Foobar Web UI use?"
+    body = answer_graph(product_docs, {"query": question})
+    assert (body["status"], body["reason"]) == ("no_answer", "unsupported_question")
+    assert [p["path"] for p in body["entities"]["pages"]] == ["docs/plus.md"]
+    answer = ask_extractive(product_docs, question)
+    assert answer["engine"] == "text"
+    assert "docs/network.md" in {s["document_path"] for s in answer["sources"]}, answer
