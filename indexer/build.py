@@ -47,6 +47,7 @@ from artifacts.manifest import BuildStats, Counts, Manifest, SourceInfo, read_ma
 from artifacts.records import Chunk, Document, SkippedFile, make_chunk_id
 from artifacts.store import Store, make_bundle_id, out_of_space
 from artifacts.storeconfig import defaults_from_build, read_defaults, resolve_options, write_defaults
+from artifacts.text.profile import available, load_profile
 
 from .chunking import chunk_document, count_tokens
 from .errors import BuildError, SkipFile, SourceError
@@ -270,8 +271,11 @@ def _prepare_lexicons(mapping: dict[str, Any] | None, report: Progress) -> None:
     Once per machine and simplemma version (a few seconds); afterwards a check of a header per
     language.  Without them the first graph question of every process (``gitrag ask``, a server's
     warm-up) decodes simplemma's dictionaries: about 0.9 s of CPU for Slovak, Czech and English.
+    The languages of every answer profile are written too (the answer path lemmatises in them: a
+    server's first answer otherwise wrote the Polish lexicon, 30 s on a busy machine, before it served).
     """
-    languages = lexicon_languages(mapping_from_config(mapping))
+    languages = list(dict.fromkeys([*lexicon_languages(mapping_from_config(mapping)),
+                                    *(code for code in (load_profile(c).simplemma for c in available()) if code)]))
     report("lexicons", 0, len(languages))
     prepare_lexicons(languages)
     report("lexicons", len(languages), len(languages))

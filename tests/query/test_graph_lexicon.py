@@ -52,9 +52,14 @@ def built(tmp_path_factory: pytest.TempPathFactory, hash_embedder: Any) -> Itera
     graph_words._lemmas.cache_clear()
 
 
-def test_a_build_prepares_the_lexicons_of_its_graph_questions(built: dict[str, Any]) -> None:
+def test_a_build_prepares_the_lexicons_of_its_graph_questions_and_answer_profiles(built: dict[str, Any]) -> None:
+    from artifacts.text.profile import available, load_profile
+
     names = sorted(p.name.split("-")[0] for p in built["cache"].iterdir())
-    assert names == sorted(lexicon_languages(preset("thesis-wiki"))) == ["cs", "en", "sk"]
+    assert sorted(lexicon_languages(preset("thesis-wiki"))) == ["cs", "en", "sk"]
+    # the answer path lemmatises in every profile's language: a server's first answer must not write one
+    profiles = {code for code in (load_profile(c).simplemma for c in available()) if code}
+    assert names == sorted({"cs", "en", "sk"} | profiles) and "pl" in names
 
 
 def test_graph_answers_from_the_lexicons_are_simplemmas_and_decode_no_dictionary(
