@@ -813,7 +813,8 @@ def _wikilink(inner: str) -> Link | None:
 
 
 _PAGE_EXTENSIONS = (*(suffix[1:] for suffix in MARKDOWN_SUFFIXES), "html", "htm")
-"""Link targets that may name a page: Markdown files (``.md``, ``.mdx``, ``.markdown``), and the ``.html`` address a site generator
+"""Link targets that may name a page: Markdown files (``.md``, ``.mdx``, ``.markdown``), and the ``.html``
+address a site generator
 (VitePress, Hugo ``uglyURLs``) makes of one; extension-less paths and folders are pages too."""
 _SHORTCODE_LINK = re.compile(
     r"\[(?P<text>[^\[\]\n]*)\]\(\s*\{\{[<%]\s*(?:rel)?ref\s+(?:path=)?[\"`](?P<path>[^\"`\n]+)[\"`]\s*[%>]\}\}\s*\)")
