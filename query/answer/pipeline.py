@@ -22,14 +22,14 @@ anything else                                  text retrieval over the whole bun
 
 A definition question ("Co je X?", "What is X?", "Kdo je X?";
 :func:`query.question.definition_question`) is answered only by a sentence that defines X
-(evidence with such sentences first, claims checked by :func:`query.answer.checker.claim_relevance`); when
+(evidence with such sentences first, claims checked by :func:`query.answer.relevance.claim_relevance`); when
 the best one only says what kind of thing X is (a relative clause, a noun of its kind),
 ``answer_coverage`` is ``partial`` with a warning.
 
 Then (``mode=answer``): no evidence above the relevance gate (:data:`query.answer.rag.MIN_SUPPORT`) ->
 ``no_answer`` / ``insufficient_evidence`` without calling a generator; otherwise
 :func:`query.answer.checker.run_generation` (generate -> check, incl. the claim-level relevance gate
-:func:`query.answer.checker.claim_relevance` -> one repair -> drop what still fails -> coverage gate over
+:func:`query.answer.relevance.claim_relevance` -> one repair -> drop what still fails -> coverage gate over
 the delivered claims).  ``mode=retrieve`` stops after the evidence and never calls a generator.
 
 Answers are cached (:class:`AnswerCache`) by bundle ``content_digest``, generator fingerprint,
@@ -307,7 +307,8 @@ def check_graph(question: str, evidence: list[EvidenceItem], body: dict[str, Any
     claim gets the graph-count check.)  Coverage counts the question words the graph's analysis
     explained (``entities.explained_words``) as covered: the graph answered for them.
     """
-    from query.answer.checker import MAX_CLAIMS, check_reply, coverage
+    from query.answer.attribution import MAX_CLAIMS, check_reply
+    from query.answer.relevance import coverage
 
     phrasing_ = GraphPhrasing(body)
     count = phrasing_.count_claim(evidence)
@@ -354,7 +355,7 @@ def _deliver(claims: list[Claim], context: Context, *, display: bool = False) ->
     no ``**``, link destinations or other Markdown); each evidence ``quote`` stays verbatim, as
     the checker verified it against the source.
     """
-    from query.answer.checker import quote_section
+    from query.answer.relevance import quote_section
 
     by_id = {e.evidence_id: e for e in context.items}
     old_sources = {s.source_id: s for s in context.sources}

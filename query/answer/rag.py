@@ -93,7 +93,7 @@ class Context:
     ``best_support``: the highest support score among candidates (0..1, ``None`` for graph
     evidence); ``tokens``: sum of the items' tokens; ``word_weights``: the question's words with
     their idf over the bundle (text evidence only; a word the index does not know keeps the highest
-    idf), for the claim-level relevance gate (:func:`query.answer.checker.relevance_gate`);
+    idf), for the claim-level relevance gate (:func:`query.answer.relevance.relevance_gate`);
     ``unknown_words``: those of them the index does not know at all (not even within the typo distance);
     ``retrieval``: what text retrieval checked, for the ``debug`` report (``{candidates: chunks
     scored, best_support, min_support, words: {question word: idf} the support was computed over,

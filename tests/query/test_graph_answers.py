@@ -133,7 +133,7 @@ def test_render_facts_uses_titles_and_the_language(blog: Any) -> None:
 
 def test_long_graph_lists_are_checked_whole(tmp_path: Path) -> None:
     """More fact lines than a generator reply may hold (checker.MAX_CLAIMS) are all checked, none cut."""
-    from query.answer.checker import MAX_CLAIMS
+    from query.answer.attribution import MAX_CLAIMS
     from query.answer.evidence import EvidenceItem
     from query.answer.pipeline import check_graph
 
