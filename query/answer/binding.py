@@ -351,6 +351,8 @@ def bind_parts(claim: Claim, check: Callable[[Claim], ClaimVerdict]) -> ClaimVer
     return ClaimVerdict(claim, False, reasons, details)
 
 
+# --------------------------------------------------------------------------- instructions
+
 @lru_cache(maxsize=512)
 def _instruction_spans(text: str) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...], tuple[str, ...]]:
     """``(tokens of text, token ranges of its sentences that address the reader, those sentences normalised)``."""

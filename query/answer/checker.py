@@ -34,7 +34,6 @@ from query.answer.quotes import normalize_quote
 from query.answer.relevance import RelevanceGate, claim_relevance, coverage, relevance_gate
 from query.answer.sentences import text_units
 
-# --------------------------------------------------------------------------- pipeline
 
 def _attempt_record(number: int, reply: GeneratorReply | None, verdicts: list[ClaimVerdict],
                     error: str | None = None) -> dict[str, Any]:

@@ -19,8 +19,6 @@ _CODE = re.compile(r"`[^`]*`")
 _MAX_LEAD = 6          # words of a lead before a colon that names whom a sentence addresses
 
 
-# --------------------------------------------------------------------------- instructions
-
 def _addressed(tokens: list[str], phrases: tuple[tuple[str, ...], ...]) -> bool:
     """True when ``tokens`` hold one of ``phrases``; in a phrase that ends in ``*`` every word is a prefix
     (``asistent*``: "asistenta", "asistentovi"; ``jazykov* model*``: "jazykové modely", "jazykovým modelom")."""

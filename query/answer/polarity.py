@@ -19,8 +19,6 @@ from query.answer.wordclasses import _CLAUSE_PUNCT, _WORD, _known, _lexicon, _to
 _MIN_REST = 2          # a negation prefix counts only before a known word of at least this many letters
 
 
-# --------------------------------------------------------------------------- polarity
-
 def _negation(token: str, lower: str) -> str | None:
     """``None`` when the folded ``token`` (``lower``: as written, lower case) is no negation; else the word it
     negates inside itself (the folded rest of a prefix negation: ``nebola`` -> ``bola``), or ``""`` for a

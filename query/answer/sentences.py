@@ -39,6 +39,7 @@ from artifacts.text.profile import (
     word_class,
 )
 from artifacts.text.words import analyze, fold_word, stop_words, words_match
+from query.answer.asked import states_count
 from query.answer.instructions import addresses_reader
 from query.question import SUBJECT_WORD, DefinitionQuestion, is_category, is_role
 
@@ -336,8 +337,6 @@ def carries_value(kind: str | None, text: str) -> bool:
     if kind is None:
         return True
     if kind == "count":
-        from query.answer.asked import states_count
-
         return states_count(text)
     from query.search.snippets import display_text
 

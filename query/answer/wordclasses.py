@@ -23,8 +23,6 @@ _WORD = re.compile(r"\w+(?:['’-]\w+)*")  # a hyphenated compound is one word (
 _CLAUSE_PUNCT = re.compile(r"[,;:()\[\]!?.\n–—]|\s-\s")
 
 
-# --------------------------------------------------------------------------- profile data
-
 @dataclass(frozen=True)
 class _Lexicon:
     """The profile word classes binding needs, folded, per language code."""

@@ -18,9 +18,10 @@ import pytest
 from click.testing import CliRunner
 
 from query.answer.attribution import check_reply
+from query.answer.delivery import _deliver
 from query.answer.evidence import EvidenceItem
 from query.answer.generators import ExtractiveGenerator
-from query.answer.pipeline import _deliver, answer, parse_answer_request
+from query.answer.pipeline import answer, parse_answer_request
 from query.answer.rag import Context
 from query.answer.relevance import claim_relevance, quote_section, relevance_gate
 from query.cli.ask import _front_matter_quotes
