@@ -35,7 +35,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from query.answer.rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, Context, graph_context, text_context
+from query.answer.graph_evidence import graph_context
+from query.answer.rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, Context, text_context
 from query.answer.request import AnswerRequest
 from query.bundle import OpenedBundle
 from query.graph.dispatch import answer_graph

@@ -119,7 +119,7 @@ def test_short_list_is_shown_whole(blog: Any) -> None:
 
 
 def test_render_facts_uses_titles_and_the_language(blog: Any) -> None:
-    from query.answer.rag import render_facts
+    from query.answer.graph_evidence import render_facts
     from query.graph.words import phrasing
 
     path = "content/posts/2022-02-01-tomas-1.md"
