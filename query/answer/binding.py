@@ -119,7 +119,8 @@ def _lemmas(word: str) -> frozenset[str]:
     out = {word}
     for code in available():
         lang = _lexicon().simplemma[code]
-        if code in verb_languages():  # the dictionaries artifacts.text.words.verb_words already loads
+        # the dictionaries artifacts.text.words.verb_words already loads (a verb language has a simplemma language)
+        if lang and code in verb_languages():
             out.add(fold(lemmatize(word, lang)))
     return frozenset(out)
 

@@ -112,7 +112,7 @@ def _with_blocks(question: str, claims: list[Claim], items: list[EvidenceItem],
         out.append(claim)
         item = by_id.get(claim.evidence[0]) if claim.evidence else None
         unit = find_unit(claim.quote, item) if item is not None and item.kind == "chunk" else None
-        if unit is None or unit.leads is None:
+        if item is None or unit is None or unit.leads is None:
             continue
         block = [c for c in _unit_claims(item, [u for u in text_units(item.text) if u.list_id == unit.leads])
                  if (c.evidence, c.quote) not in have]

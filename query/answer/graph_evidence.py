@@ -83,9 +83,9 @@ def render_fact_lines(facts: list[dict[str, Any]], words: Phrasing | None = None
         if isinstance(line[1], dict):
             out.setdefault(line[0], []).append(line[1])
             continue
-        subject, predicate = line  # type: ignore[misc]
+        subject, predicate = line
         template = words.predicates.get(predicate, "{subject}: " + predicate + " {object}.")
-        parts = grouped[(subject, predicate)]  # type: ignore[index]
+        parts = grouped[(subject, predicate)]
         text = template.format(subject=_shown(subject, words, title_of), object=", ".join(p for p, _ in parts))
         out.setdefault(text, []).extend(f for _, f in parts)
     return list(out.items())
@@ -131,7 +131,8 @@ def graph_context(bundle: OpenedBundle, body: dict[str, Any], *, max_tokens: int
     """
     facts_all = list(body.get("facts") or [])
     predicate = _COMMON_INTENTS.get(str(body.get("intent")))
-    answer = body.get("answer") if isinstance(body.get("answer"), dict) else {}
+    raw_answer = body.get("answer")
+    answer: dict[str, Any] = raw_answer if isinstance(raw_answer, dict) else {}
     if predicate is not None:
         shared = {str(v) for v in answer.get("tags" if predicate == "tagged" else "topics") or []}
         facts_all = [f for f in facts_all if f.get("predicate") != predicate or str(f.get("object")) in shared]

@@ -257,7 +257,7 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
             raise ValueError("mode=answer needs a generator")
         # the text route only: graph+text evidence is already restricted to the pages of a resolved person
         scorer = _scorer(bundle, request.query, context) if answerability and routed.engine == "text" else None
-        outcome = await run_generation(request.query, context.items, _Observed(generator, emit),  # type: ignore[arg-type]
+        outcome = await run_generation(request.query, context.items, _Observed(generator, emit),
                                        coverage_threshold=coverage_threshold, graph=None,
                                        ignore=routed.resolved_words, weights=context.word_weights or None,
                                        unknown=context.unknown_words, answerability=scorer,
