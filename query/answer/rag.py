@@ -326,11 +326,11 @@ def _defining(bundle: OpenedBundle, chunk_id: str, definition: DefinitionQuestio
 
 
 DEFINITION_SCAN = 400
+"""Chunks naming the subject of a definition question that are scanned for a defining sentence (BM25 order)."""
 DEFINING_LEAST = 2
 """Least :func:`query.answer.sentences.defines` strength of a chunk added from outside the fused top: 2, a relative
 clause ("Cityvizor, který přináší transparentní přehled o financování obcí"), as a page may define X no
 more plainly; such chunks come after the plain definitions (3 and 4) within the limit."""
-"""Chunks naming the subject of a definition question that are scanned for a defining sentence (BM25 order)."""
 
 
 def _defining_chunks(bundle: OpenedBundle, definition: DefinitionQuestion, published_only: bool,
