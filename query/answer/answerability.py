@@ -230,7 +230,7 @@ def trees_from_sklearn(model: Any) -> list[dict[str, list[Any]]]:
     """The trees of a fitted binary scikit-learn ``HistGradientBoostingClassifier`` in the JSON form
     :class:`Variant` evaluates (parallel node lists; its baseline log-odds is
     ``model._baseline_prediction``).  Used by ``bench/answerability_fit.py --model trees``."""
-    out = []
+    out: list[dict[str, list[Any]]] = []
     for predictors in model._predictors:  # one list per boosting iteration, one predictor for a binary task
         nodes = predictors[0].nodes
         out.append({"feature": [int(v) for v in nodes["feature_idx"]],

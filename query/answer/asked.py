@@ -21,7 +21,7 @@ is answered only by a number that counts the thing asked for (:func:`count_focus
   profesionálů", "členů", "nás"; the class ``people`` of the language profiles);
 - a qualifier attached to the counted noun by a preposition ("lidí *z komunity*", "people *from the
   community*") must be named by the quote or the headings of its section (checked by the claim
-  checker, :func:`query.answer.checker.claim_relevance`): "ochranné pomůcky pro 600 tisíc lidí" counts people
+  checker, :func:`query.answer.relevance.claim_relevance`): "ochranné pomůcky pro 600 tisíc lidí" counts people
   helped, not people of the community who helped.
 
 A **who question about an action** ("Kdo založil X?", "Kto založil X?", "Who founded X?", "Wer hat X

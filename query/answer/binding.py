@@ -1,6 +1,6 @@
 """A claim's text bound to its own quote, and evidence text that addresses the reader (issue 24).
 
-The checker (:mod:`query.answer.checker`) proves that a claim's ``quote`` stands verbatim in the cited
+The attribution check (:mod:`query.answer.attribution`) proves that a claim's ``quote`` stands verbatim in the cited
 evidence; this module proves that the claim's *text* says no more than that quote.  Everything is
 deterministic and every natural-language word comes from the language profiles
 (:mod:`artifacts.text.profile`): ``negation``, ``number_words``, ``not_numbers``, ``reporting``,
@@ -16,7 +16,7 @@ sentences of the cited chunk are not part of it: a "2" of "GPT-2" three lines be
 
 * ``unbound_detail``: every number of the claim text (digits, or number words of the language
   profile: "štyri", "four"), every date and year, and every name or title word (capitalised or mixed
-  tokens, :func:`query.answer.checker._detail_tokens`, in any Slovak case form) must occur in the frame.  A
+  tokens, :func:`query.answer.quotes._detail_tokens`, in any Slovak case form) must occur in the frame.  A
   number glued to letters (``GPT-2``, ``3leté``) is part of a name, not a number.  With a ``/graph``
   body, a claim citing a graph item may also state the graph's counts (checked by ``graph_mismatch``).
 * ``unbound_detail`` also when a number stands in another place than in the frame (:func:`_misplaced_number`):
@@ -49,8 +49,8 @@ checker against exactly one of the quotes (:func:`bind_parts`).  A text that spl
 fails with ``unbound_detail``: "Ján Holp a Petra Straková obhájili v roku 2018" with one quote per
 student does not say which fact is whose.
 
-**Instructions in pages** (:func:`addresses_reader`): a sentence addresses whoever reads it (a model
-or a person) when one of its clauses opens with an imperative of answering, saying or ignoring
+**Instructions in pages** (:func:`query.answer.instructions.addresses_reader`): a sentence addresses whoever
+reads it (a model or a person) when one of its clauses opens with an imperative of answering, saying or ignoring
 (profile ``instruction_verbs``), possibly after words of ``instruction_lead`` ("please", "you must",
 "Dear assistant,"), or when it holds such an imperative and a word of ``addressee`` (assistant, model,
 prompt, previous instructions) anywhere, or when a short lead before a colon names an addressee and what
@@ -68,105 +68,20 @@ from functools import lru_cache
 from itertools import combinations, permutations
 
 from artifacts.analysis import fold
-from artifacts.text.profile import Profile, available, load_profile
-from artifacts.text.words import stop_words, verb_languages, verb_words, words_match
+from artifacts.text.profile import available, load_profile
+from artifacts.text.words import verb_languages
+from query.answer.claim_numbers import _DATE, _bare_numbers, _misplaced_number, _number_support, _plain, _word_numbers
 from query.answer.evidence import Claim, ClaimVerdict, EvidenceItem
+from query.answer.instructions import addresses_reader
+from query.answer.polarity import _moved_negation, _negations, _polarity, _unshared
+from query.answer.quotes import _detail_tokens, _flatten, _name_support, _strip_markup, normalize_quote
+from query.answer.sentences import text_units
+from query.answer.wordclasses import _CLAUSE_PUNCT, _WORD, _lexicon, _tokens
 
-_WORD = re.compile(r"\w+(?:['’-]\w+)*")  # a hyphenated compound is one word ("ignore-case", "Prompt-Antworten")
-_CODE = re.compile(r"`[^`]*`")
-_CLAUSE_PUNCT = re.compile(r"[,;:()\[\]!?.\n–—]|\s-\s")
-_NUMBER = re.compile(r"(?<![\w])\d+(?:[.,:/]\d+)*")
-_DATE_SPACED = re.compile(r"(?<!\d)(\d{1,2})\.\s+(\d{1,2})\.\s*(\d{4})(?!\d)")
-_DATE = re.compile(r"\d{1,2}[./]\d{1,2}[./](\d{4})")
-_MIN_REST = 2          # a negation prefix counts only before a known word of at least this many letters
-_MAX_PARTS = 4         # a merged claim with more quotes than this is not split (fails)
-_MAX_SPLITS = 400      # bound on the part assignments tried for one merged claim
-_MAX_LEAD = 6          # words of a lead before a colon that names whom a sentence addresses
 BIND_FAILURES = ("unbound_detail", "polarity")
 """The failure reasons of this module (also in :data:`query.answer.evidence.CLAIM_FAILURES`)."""
-
-
-# --------------------------------------------------------------------------- profile data
-
-@dataclass(frozen=True)
-class _Lexicon:
-    """The profile word classes binding needs, folded, per language code."""
-
-    negation: dict[str, frozenset[str]]           # exact negation words
-    neg_prefixes: dict[str, tuple[str, ...]]      # prefix entries ("ne")
-    numbers: dict[str, dict[str, int]]            # number words -> value, without not_numbers
-    reporting: dict[str, frozenset[str]]
-    reporting_prefixes: dict[str, tuple[str, ...]]
-    verbs: dict[str, frozenset[str]]
-    saying: dict[str, frozenset[str]]
-    complementizer: dict[str, frozenset[str]]
-    lead: dict[str, tuple[tuple[str, ...], ...]]  # phrases (token tuples)
-    addressee: dict[str, tuple[tuple[str, ...], ...]]
-    answer_noun: dict[str, frozenset[str]]
-    conjunctions: frozenset[str]                  # single-word conjunction_and / conjunction_or of every profile
-    transparent: frozenset[str]                   # stop, function, copula and reporting words of every profile
-    verbal: frozenset[str]                        # copula and reporting words of every profile
-    other_classes: dict[str, frozenset[str]]      # words of any other class or function word (not negations)
-    simplemma: dict[str, str | None]
-
-
-def _split(entries: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
-    exact = frozenset(e for e in entries if not e.endswith("*"))
-    prefixes = tuple(sorted(e[:-1] for e in entries if e.endswith("*") and " " not in e))
-    return exact, prefixes
-
-
-def _phrases(entries: Iterable[str]) -> tuple[tuple[str, ...], ...]:
-    return tuple(sorted({tuple(e.split()) for e in entries}, key=len, reverse=True))
-
-
-@lru_cache(maxsize=1)
-def _lexicon() -> _Lexicon:
-    negation, neg_prefixes, numbers, reporting, reporting_prefixes = {}, {}, {}, {}, {}
-    verbs, saying, comp, lead, addressee, other, lemmas = {}, {}, {}, {}, {}, {}, {}
-    answer: dict[str, frozenset[str]] = {}
-    conjunctions: set[str] = set()
-    transparent: set[str] = set(stop_words())
-    verbal: set[str] = set()
-    for code in available():
-        prof: Profile = load_profile(code)
-        negation[code], neg_prefixes[code] = _split(prof.words("negation"))
-        skip = prof.words("not_numbers")
-        numbers[code] = {w: v for w, v in prof.number_words.items() if w not in skip and " " not in w}
-        reporting[code], reporting_prefixes[code] = _split(prof.words("reporting"))
-        verbs[code] = prof.words("instruction_verbs")
-        saying[code] = prof.words("saying_verbs")
-        comp[code] = prof.words("complementizer")
-        lead[code] = _phrases(prof.words("instruction_lead") | prof.words("negation"))
-        addressee[code] = _phrases(prof.words("addressee"))
-        answer[code] = prof.words("answer_noun")
-        conjunctions |= {w for w in prof.words("conjunction_and") | prof.words("conjunction_or") if " " not in w}
-        verbal |= prof.words("copula") | {w for w in prof.words("reporting") if not w.endswith("*")}
-        transparent |= prof.function_words | verbal
-        words = set(prof.function_words)
-        for name, cls in prof.classes.items():
-            if name not in ("negation", "multiplier"):  # a multiplier ("tisíc") is a number word, no other word
-                words |= {w for w in cls if not w.endswith("*")}
-        other[code] = frozenset((words - negation[code]) | prof.words("not_negation"))
-        lemmas[code] = prof.simplemma
-    return _Lexicon(negation, neg_prefixes, numbers, reporting, reporting_prefixes, verbs, saying, comp, lead,
-                    addressee, answer, frozenset(conjunctions), frozenset(transparent), frozenset(verbal), other,
-                    lemmas)
-
-
-def _tokens(text: str) -> list[str]:
-    """Folded word tokens of ``text`` (apostrophes kept inside a word: ``don't``)."""
-    return [fold(m.group(0)).replace("’", "'") for m in _WORD.finditer(unicodedata.normalize("NFC", text))]
-
-
-@lru_cache(maxsize=16384)
-def _known(word: str, lang: str) -> bool:
-    from artifacts.lexicon import is_known
-
-    try:
-        return is_known(word, lang)
-    except (ValueError, KeyError):
-        return False
+_MAX_PARTS = 4         # a merged claim with more quotes than this is not split (fails)
+_MAX_SPLITS = 400      # bound on the part assignments tried for one merged claim
 
 
 # --------------------------------------------------------------------------- the frame
@@ -178,8 +93,6 @@ class _Frame:
 
 
 def _frame(quote: str, item: EvidenceItem) -> _Frame:
-    from query.answer.checker import _flatten, _strip_markup, normalize_quote
-    from query.answer.sentences import text_units
 
     if item.kind == "graph":  # one graph fact rendered as one sentence: its values belong together
         facts = "\n".join(_flatten(fact) for fact in item.facts)
@@ -197,283 +110,6 @@ def _frame(quote: str, item: EvidenceItem) -> _Frame:
     return _Frame("\n".join(own), "\n".join(dict.fromkeys(c for c in context if c)))
 
 
-# --------------------------------------------------------------------------- numbers
-
-def _bare_numbers(text: str) -> list[str]:
-    """Numbers of ``text`` that stand alone (not glued to letters: ``GPT-2``, ``3leté``, ``F1`` are names),
-    decimal comma = point, spaced dates joined (``22. 10. 2019`` = ``22.10.2019``)."""
-    text = _DATE_SPACED.sub(r"\1.\2.\3", unicodedata.normalize("NFC", text))
-    out = []
-    for match in _NUMBER.finditer(text):
-        start, end = match.span()
-        glued_before = start >= 2 and text[start - 1] == "-" and text[start - 2].isalpha()
-        glued_after = end < len(text) and text[end].isalpha()
-        if not (glued_before or glued_after):
-            out.append(match.group(0).rstrip(".,:/").replace(",", "."))
-    return out
-
-
-def _word_numbers(text: str) -> list[str]:
-    """Values of the number words of ``text`` (any profile); a word that is also a word of another class of
-    any profile (``ten``: a Czech demonstrative, ``ein``: a German article) is no number."""
-    lex = _lexicon()
-    out = []
-    for token in _tokens(text):
-        for code in available():
-            value = lex.numbers[code].get(token)
-            if value is not None and not any(token in lex.other_classes[c] for c in available()):
-                out.append(str(value))
-                break
-    return out
-
-
-def _number_support(text: str) -> set[str]:
-    numbers = set(_bare_numbers(text)) | set(_word_numbers(text))
-    for token in list(numbers):
-        date = _DATE.fullmatch(token)
-        if date:
-            numbers.add(date.group(1))
-    return {_plain(n) for n in numbers}
-
-
-def _plain(number: str) -> str:
-    """``12.0`` -> ``12`` (a whole number written with decimals)."""
-    return number.split(".")[0] if re.fullmatch(r"\d+\.0+", number) else number
-
-
-# --------------------------------------------------------------------------- numbers in their places
-
-_PLACE = re.compile(r"(?P<num>(?<![\w-])\d+(?:[.,:/]\d+)*(?!\w))|(?P<word>\w+(?:['’-]\w+)*)|(?P<unit>[%‰°€$£])"
-                    r"|(?P<stop>[,;:()\[\]!?.\n–—])")
-_NEAR_CLAIM = 1   # a claim's number is placed by the nearest word on each side
-_NEAR_FRAME = 2   # ... and that word stands by a number of the frame within this many words
-
-
-def _places(text: str) -> list[tuple[str, str]]:
-    """``text`` as ``(kind, value)`` tokens for number placement: ``num`` (its plain value: digits, or a number
-    word of a profile), ``word`` (folded; a unit sign is a word), ``skip`` (stop, function, copula, reporting
-    and negation words: they place nothing) and ``stop`` (clause punctuation, single-word conjunctions, copulas,
-    reporting words and verb forms: a number's words do not cross them, so the subject of "Dátová množina
-    obsahuje 4500 viet" places no number; the dot of an ordinal date "1. februára" is none)."""
-    lex = _lexicon()
-    text = _DATE_SPACED.sub(r"\1.\2.\3", unicodedata.normalize("NFC", text))
-    numbers = {t: v for c in available() for t, v in lex.numbers[c].items()}
-    others = frozenset().union(*lex.other_classes.values())
-    verbs = verb_words(text)
-    out: list[tuple[str, str]] = []
-    for match in _PLACE.finditer(text):
-        kind, raw = match.lastgroup or "stop", match.group(0)
-        if kind == "num":
-            out.append(("num", _plain(raw.rstrip(".,:/").replace(",", "."))))
-        elif kind == "unit":
-            out.append(("word", raw))
-        elif kind == "stop":
-            ordinal = raw == "." and out and out[-1][0] == "num" and not text[match.end():].lstrip()[:1].isupper()
-            if not ordinal:
-                out.append(("stop", raw))
-        else:
-            token = fold(raw).replace("’", "'")
-            if token in numbers and token not in others:
-                out.append(("num", str(numbers[token])))
-            elif _is_month(token):
-                out.append(("month", token[:3]))
-            elif token in lex.conjunctions or token in lex.verbal or token in verbs:
-                out.append(("stop", token))  # a verb stands between a subject and its quantity
-            elif token in lex.transparent or _negation(token, raw.lower()) is not None:
-                out.append(("skip", token))
-            else:
-                out.append(("word", token))
-    return _dates(out)
-
-
-def _is_month(token: str) -> bool:
-    return any(token.startswith(m[:-1]) if m.endswith("*") else token == m
-               for c in available() for m in load_profile(c).months)
-
-
-def _dates(tokens: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """A day, its month name and a year ("14. júna 2020") as one ``num`` token (``14|jun|2020``); a month name
-    elsewhere is a word."""
-    out: list[tuple[str, str]] = []
-    i = 0
-    while i < len(tokens):
-        kind, value = tokens[i]
-        if kind == "num" and i + 1 < len(tokens) and tokens[i + 1][0] == "month":
-            parts = [value, tokens[i + 1][1]]
-            i += 2
-            if i < len(tokens) and tokens[i][0] == "num":
-                parts.append(tokens[i][1])
-                i += 1
-            out.append(("num", "|".join(parts)))
-            continue
-        out.append(("word", value) if kind == "month" else (kind, value))
-        i += 1
-    return out
-
-
-def _same_number(a: str, b: str) -> bool:
-    """Two placed numbers are the same: equal, or a plain number that is a part of a date ("2020" of
-    ``14|jun|2020``); two different dates are not."""
-    if a == b:
-        return True
-    if "|" in a and "|" in b:
-        return False
-    return a in b.split("|") or b in a.split("|")
-
-
-def _same_date(a: str, b: str) -> bool:
-    """Dates ``day|month[|year]`` agree: the same day and month, and the same year where both have one."""
-    x, y = a.split("|"), b.split("|")
-    return x[:2] == y[:2] and (len(x) < 3 or len(y) < 3 or x[2] == y[2])
-
-
-def _near(tokens: list[tuple[str, str]], i: int, step: int, limit: int) -> list[str]:
-    """The first ``limit`` words from number ``tokens[i]`` in direction ``step`` (+1, -1), up to another number
-    or a clause stop."""
-    out: list[str] = []
-    j = i + step
-    while 0 <= j < len(tokens) and len(out) < limit:
-        kind, value = tokens[j]
-        if kind in ("num", "stop"):
-            break
-        if kind == "word":
-            out.append(value)
-        j += step
-    return out
-
-
-def _misplaced_number(text: str, frame_lines: Iterable[str]) -> bool:
-    """True when a number of ``text`` stands by a word that, in the frame, stands by other numbers only.
-
-    For each number of the claim text, the nearest word on each side ("presnosť 25 %", "300 viet") must,
-    where the frame has that word next to a number (within two words, no other number or clause stop
-    between), be next to this same number there: "presnosť 25 % pri rýchlosti 81 otázok" for "presnosť 81 %
-    pri rýchlosti 25 otázok" fails on "presnosť".  A word the frame does not place by any number (a
-    paraphrase's own word) binds nothing.  A date with a month name must be a date of the frame.
-    """
-    placed: list[tuple[str, str]] = []   # (word, number) pairs of the frame
-    dates: set[str] = set()              # the frame's dates with a month name
-    for line in frame_lines:
-        tokens = _places(line)
-        for i, (kind, value) in enumerate(tokens):
-            if kind == "num":
-                placed += [(w, value) for step in (-1, 1) for w in _near(tokens, i, step, _NEAR_FRAME)]
-                dates |= {value} if "|" in value else set()
-    tokens = _places(text)
-    for i, (kind, value) in enumerate(tokens):
-        if kind != "num":
-            continue
-        if "|" in value and dates and not any(_same_date(value, d) for d in dates):
-            return True  # day and month of the frame, not together ("30. februára" of "1. februára … 30. apríla")
-        for step in (-1, 1):
-            for word in _near(tokens, i, step, _NEAR_CLAIM):
-                by = {n for w, n in placed if words_match(word, w)}
-                if by and not any(_same_number(value, n) for n in by):
-                    return True
-    return False
-
-
-# --------------------------------------------------------------------------- polarity
-
-def _negation(token: str, lower: str) -> str | None:
-    """``None`` when the folded ``token`` (``lower``: as written, lower case) is no negation; else the word it
-    negates inside itself (the folded rest of a prefix negation: ``nebola`` -> ``bola``), or ``""`` for a
-    negation word of its own ("nie", "not")."""
-    lex = _lexicon()
-    for code in available():
-        if token in lex.negation[code] or (token.endswith("n't") and "n't" in lex.negation[code]):
-            return ""
-        if token in lex.other_classes[code]:
-            continue
-        # the prefix compared as written ("ne" is not the "ně" of "někdo"), the rest looked up with its diacritics
-        prefix = next((p for p in lex.neg_prefixes[code] if lower.startswith(p)), None)
-        if prefix is not None:
-            rest = lower[len(prefix):]  # simplemma knows words with their diacritics
-            lang = lex.simplemma[code]
-            if len(rest) >= _MIN_REST and lang and _known(rest, lang):
-                return fold(rest)
-    return None
-
-
-def _negations(text: str) -> list[str]:
-    """The negation tokens of ``text`` (profile ``negation`` of any profile; a prefix entry only before a
-    known word of that profile's language)."""
-    lowered = [m.group(0).lower() for m in _WORD.finditer(unicodedata.normalize("NFC", text))]
-    return [t for t, lower in zip(_tokens(text), lowered, strict=True) if _negation(t, lower) is not None]
-
-
-@dataclass(frozen=True)
-class _Scope:
-    """One negation of a text: its ``head`` (the word it negates: the rest of a prefix negation when that is a
-    content word, "nedosiahol", else the next content word of its clause, "nie na nárečových") and ``words``
-    (the content words from the negation to the end of its clause, the head among them)."""
-
-    head: str | None
-    words: frozenset[str]
-
-
-@dataclass(frozen=True)
-class _Polarity:
-    """The negations of a text (``scopes``), the content words inside them (``negated``) and the others
-    (``positive``)."""
-
-    scopes: tuple[_Scope, ...]
-    negated: frozenset[str]
-    positive: frozenset[str]
-
-
-def _polarity(text: str) -> _Polarity:
-    transparent = _lexicon().transparent
-    scopes: list[_Scope] = []
-    positive: set[str] = set()
-    for part in _CLAUSE_PUNCT.split(unicodedata.normalize("NFC", text)):
-        head: str | None = None
-        words: set[str] | None = None  # the words of the open negation of this clause
-        for match in _WORD.finditer(part):
-            token, lower = fold(match.group(0)).replace("’", "'"), match.group(0).lower()
-            rest = _negation(token, lower)
-            if rest is not None:
-                if words is not None:
-                    scopes.append(_Scope(head, frozenset(words)))
-                head, words = (rest, {rest}) if rest and rest not in transparent else (None, set())
-                continue
-            if token in transparent or token.isdigit():
-                continue
-            if words is None:
-                positive.add(token)
-                continue
-            words.add(token)
-            head = head or token
-        if words is not None:
-            scopes.append(_Scope(head, frozenset(words)))
-    negated = frozenset(w for scope in scopes for w in scope.words)
-    return _Polarity(tuple(scopes), negated, frozenset(positive))
-
-
-def _moved_negation(a: _Polarity, b: _Polarity) -> bool:
-    """True when a word inside a negation of ``a`` stands in ``b`` only outside every negation ("nebola
-    zverejnená, ale bola odovzdaná" against "bola zverejnená, ale nebola odovzdaná").  The negated verb
-    itself may lose its negation when another word of its clause keeps one ("nebol trénovaný na spisovnej
-    slovenčine" = "bol trénovaný iba na nárečových nahrávkach, nie na spisovnej slovenčine")."""
-    def has(words: frozenset[str], word: str) -> bool:
-        return any(words_match(word, w) for w in words)
-
-    for scope in a.scopes:
-        for word in scope.words:
-            if has(b.positive, word) and not has(b.negated, word):
-                kept = any(has(b.negated, other) for other in scope.words if other != word)
-                if not (word == scope.head and kept):
-                    return True
-    return False
-
-
-def _unshared(negations: list[str], other_text: str) -> int:
-    from artifacts.text.words import word_set
-
-    others = word_set(other_text)
-    return sum(1 for token in negations if not others.has(token))
-
-
 # --------------------------------------------------------------------------- content words
 
 @lru_cache(maxsize=16384)
@@ -483,7 +119,8 @@ def _lemmas(word: str) -> frozenset[str]:
     out = {word}
     for code in available():
         lang = _lexicon().simplemma[code]
-        if code in verb_languages():  # the dictionaries artifacts.text.words.verb_words already loads
+        # the dictionaries artifacts.text.words.verb_words already loads (a verb language has a simplemma language)
+        if lang and code in verb_languages():
             out.add(fold(lemmatize(word, lang)))
     return frozenset(out)
 
@@ -514,7 +151,6 @@ def _reporting(word: str) -> bool:
 
 def _unbound_words(text: str, frame_text: str, extra: frozenset[str]) -> list[str]:
     from artifacts.text.words import content_words, word_set
-    from query.answer.checker import _name_support
 
     frame = word_set(frame_text)
     names = _name_support(frame_text)  # a name in another case form ("Petra Malého" of "Peter Malý")
@@ -560,7 +196,6 @@ def _person_replaced(text: str, own: str) -> bool:
     """True when the quote's own words name someone and the claim text names only others (a name the title or
     a heading supplies, "Nahrávky pomáhal zbierať Tomáš Lukáč" for "… zbierať Mgr. Peter Hudák"): the title
     may add its person beside the quote's ("Vedúcim práce Jána Holpa je Daniel Hládek"), never instead of it."""
-    from query.answer.checker import _name_support
 
     quoted, claimed = _name_runs(own), _name_runs(text)
     if not quoted or not claimed:
@@ -606,7 +241,6 @@ def bind_claim(claim: Claim, items: Sequence[EvidenceItem], counts: Iterable[int
     """
     if not items:
         return Binding((), claim)
-    from query.answer.checker import _detail_tokens, _name_support
 
     frames = [_frame(claim.quote, item) for item in items]
     own = "\n".join(f.own for f in frames)
@@ -673,7 +307,6 @@ def _boundaries(text: str) -> list[tuple[int, int]]:
 
 def _has_own_content(text: str) -> bool:
     from artifacts.text.words import content_words
-    from query.answer.checker import _detail_tokens
 
     names = {fold(w) for w in _detail_tokens(text)}
     return any(w not in names and not w.isdigit() for w in content_words(text))
@@ -721,95 +354,9 @@ def bind_parts(claim: Claim, check: Callable[[Claim], ClaimVerdict]) -> ClaimVer
 
 # --------------------------------------------------------------------------- instructions
 
-def _addressed(tokens: list[str], phrases: tuple[tuple[str, ...], ...]) -> bool:
-    """True when ``tokens`` hold one of ``phrases``; in a phrase that ends in ``*`` every word is a prefix
-    (``asistent*``: "asistenta", "asistentovi"; ``jazykov* model*``: "jazykové modely", "jazykovým modelom")."""
-    for phrase in phrases:
-        loose = phrase[-1].endswith("*")
-        words = tuple(w.rstrip("*") for w in phrase) if loose else phrase
-        for i in range(len(tokens) - len(words) + 1):
-            window = tokens[i:i + len(words)]
-            if all(t.startswith(w) if loose else t == w for t, w in zip(window, words, strict=True)):
-                return True
-    return False
-
-
-def _addressed_lead(text: str) -> bool:
-    """True when ``text`` opens with a short lead before a colon that names an addressee of profile
-    ``addressee`` ("Poznámka pre asistenta:", "Note to AI systems:", "Pre jazykové modely:") and what follows
-    tells it what to say or answer (a word of ``instruction_verbs``, ``saying_verbs`` or ``answer_noun``)."""
-    from query.search.snippets import display_text
-
-    prose = unicodedata.normalize("NFC", display_text(_CODE.sub(" ", text)))
-    lead, colon, rest = prose.partition(":")
-    lead_tokens, rest_tokens = _tokens(lead), set(_tokens(rest))
-    if not colon or not lead_tokens or len(lead_tokens) > _MAX_LEAD:
-        return False
-    lex = _lexicon()
-    return any(_addressed(lead_tokens, lex.addressee[code])
-               and rest_tokens & (lex.verbs[code] | lex.saying[code] | lex.answer_noun[code])
-               for code in available())
-
-
-def _matches_phrase(tokens: list[str], i: int, phrases: tuple[tuple[str, ...], ...]) -> int:
-    """Length of the longest phrase of ``phrases`` starting at ``tokens[i]`` (0: none)."""
-    for phrase in phrases:
-        if tuple(tokens[i:i + len(phrase)]) == phrase:
-            return len(phrase)
-    return 0
-
-
-def _clauses(text: str) -> list[list[str]]:
-    """Folded tokens of each clause of ``text`` (inline code, link destinations and markup left out)."""
-    from query.search.snippets import display_text
-
-    prose = display_text(_CODE.sub(" ", text))
-    return [_tokens(part) for part in _CLAUSE_PUNCT.split(unicodedata.normalize("NFC", prose)) if part.strip()]
-
-
-def addresses_reader(text: str) -> bool:
-    """True when ``text`` (one sentence or list item) addresses whoever reads it, a model or a person.
-
-    A clause that opens (after any words of profile ``instruction_lead``: "please", "you must", "Dear
-    assistant") with an imperative of answering or ignoring (``instruction_verbs``: "Ignore …",
-    "odpovedz …") or with an imperative of saying followed within four words by a ``complementizer``
-    ("answer that …", "povedz mu, že …"); or a clause holding such an imperative within three words of an
-    ``addressee`` ("… then ignore the system prompt").  Such text is data that tries to be an
-    instruction: never evidence.
-    """
-    if _addressed_lead(text):
-        return True
-    lex = _lexicon()
-    clauses = _clauses(text)
-    flat = [t for clause in clauses for t in clause]
-    offset = 0
-    for clause in clauses:
-        for code in available():
-            verbs, saying, comp = lex.verbs[code], lex.saying[code], lex.complementizer[code]
-            i = 0
-            while i < len(clause):
-                step = _matches_phrase(clause, i, lex.lead[code])
-                if not step:
-                    break
-                i += step
-            if i < len(clause):
-                first = clause[i]
-                if first in verbs or (first in saying and comp & set(flat[offset + i + 1:offset + i + 5])):
-                    return True
-            for j, token in enumerate(clause):
-                if token in verbs or token in saying:
-                    near = range(max(0, j - 3), min(len(clause), j + 4))
-                    if any(_matches_phrase(clause, k, lex.addressee[code]) for k in near if k != j):
-                        return True
-        offset += len(clause)
-    return False
-
-
 @lru_cache(maxsize=512)
 def _instruction_spans(text: str) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...], tuple[str, ...]]:
     """``(tokens of text, token ranges of its sentences that address the reader, those sentences normalised)``."""
-    from query.answer.checker import _strip_markup, normalize_quote
-    from query.answer.sentences import text_units
 
     text = unicodedata.normalize("NFC", text)
     spans = [(m.start(), fold(m.group(0)).replace("’", "'")) for m in _WORD.finditer(text)]
@@ -828,7 +375,6 @@ def quotes_instruction(quote: str, text: str) -> bool:
     """True when ``quote`` overlaps a sentence of evidence ``text`` that addresses the reader
     (:func:`addresses_reader`): the quote's words, where they stand in the text, share a word with such a
     sentence, or the sentence holds the quote (compared normalised)."""
-    from query.answer.checker import _strip_markup, normalize_quote
 
     tokens, ranges, normalised = _instruction_spans(text)
     if not ranges and not normalised:

@@ -10,7 +10,8 @@ The generator only *selects and phrases* evidence: every claim names evidence id
 ``quote`` that must occur verbatim in the cited evidence text.  The application resolves ids to
 the exact chunk text and source; it never trusts the generator's idea of where a quote came from.
 
-Owners: :mod:`query.answer.checker` (verdicts, coverage), :mod:`query.answer.generators` (extractive, OpenAI-
+Owners: :mod:`query.answer.attribution` (verdicts), :mod:`query.answer.relevance` (relevance, coverage),
+:mod:`query.answer.checker` (generate -> check -> repair), :mod:`query.answer.generators` (extractive, OpenAI-
 compatible, Anthropic), :mod:`query.answer.rag` (context packing), :mod:`query.answer.pipeline` (router, pipeline,
 cache).  Nothing here imports those modules.
 """

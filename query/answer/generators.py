@@ -42,7 +42,6 @@ from urllib.parse import urlsplit
 
 from artifacts.text.words import content_words, word_set
 from query.answer.asked import action_family, asks_people, asks_person, count_focus, states_action, states_count
-from query.answer.checker import name_occurs, names_someone, question_names, repeats_numbers, support_text
 from query.answer.evidence import (
     Claim,
     ClaimVerdict,
@@ -51,6 +50,8 @@ from query.answer.evidence import (
     GeneratorReply,
     GeneratorUnavailableError,
 )
+from query.answer.quotes import name_occurs, question_names, support_text
+from query.answer.relevance import names_someone, repeats_numbers
 from query.answer.sentences import Unit, addresses_model, defines, link_only, text_units
 from query.errors import InvalidRequestError
 from query.question import DefinitionQuestion, definition_question, question_focus

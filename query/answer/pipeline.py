@@ -1,35 +1,11 @@
 """Checked answers: route a question (graph / text / graph+text), build evidence, generate, check, deliver.
 
-Router (:func:`route_question`), graph first:
-
-=============================================  ==========================================================
-graph answer                                   what ``/answer`` does
-=============================================  ==========================================================
-``ok`` with facts                              evidence = the facts (one item per document), phrased
-                                               deterministically (:class:`GraphPhrasing`), still checked
-``ok`` without facts / other ``no_answer``     ``no_answer`` with the graph's reason (``engine: graph``)
-``unknown_person``                             ``no_answer`` / ``unknown_person`` (also for a content
-                                               question about someone the wiki does not know: it is
-                                               never answered from another person's page)
-``ambiguous_person``                           ``ambiguous`` with the graph's ``candidates``
-``unsupported_question``, structure question  ``no_answer`` / ``unsupported_question``: persons or
-                                               documents selected by front matter or links ("Ktorí
-                                               študenti majú tag X?", ``entities.structure_question``)
-                                               are never answered by a text sentence
-``unsupported_question`` naming known persons  text retrieval restricted to their pages (``graph+text``)
-anything else                                  text retrieval over the whole bundle (``text``)
-=============================================  ==========================================================
-
-A definition question ("Co je X?", "What is X?", "Kdo je X?";
-:func:`query.question.definition_question`) is answered only by a sentence that defines X
-(evidence with such sentences first, claims checked by :func:`query.answer.checker.claim_relevance`); when
-the best one only says what kind of thing X is (a relative clause, a noun of its kind),
-``answer_coverage`` is ``partial`` with a warning.
+Router: :mod:`query.answer.routing` (a table of what each graph answer leads to).
 
 Then (``mode=answer``): no evidence above the relevance gate (:data:`query.answer.rag.MIN_SUPPORT`) ->
 ``no_answer`` / ``insufficient_evidence`` without calling a generator; otherwise
 :func:`query.answer.checker.run_generation` (generate -> check, incl. the claim-level relevance gate
-:func:`query.answer.checker.claim_relevance` -> one repair -> drop what still fails -> coverage gate over
+:func:`query.answer.relevance.claim_relevance` -> one repair -> drop what still fails -> coverage gate over
 the delivered claims).  ``mode=retrieve`` stops after the evidence and never calls a generator.
 
 Answers are cached (:class:`AnswerCache`) by bundle ``content_digest``, generator fingerprint,
@@ -40,378 +16,29 @@ answer.
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 import time
-import unicodedata
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
-
-from artifacts.analysis import fold, normalize_text
-from artifacts.text.words import analyze
 from query.answer.answerability import UnitScorer, default_model
+from query.answer.cache import AnswerCache
+from query.answer.checker import run_generation
+from query.answer.delivery import _deliver
 from query.answer.evidence import Claim, EvidenceItem, GenerationOutcome, Generator, GeneratorReply
-from query.answer.rag import MIN_SUPPORT, MIN_SUPPORT_RESTRICTED, Context, graph_context, text_context
+from query.answer.graph_phrasing import GraphPhrasing, _premise_of, check_graph
+from query.answer.rag import Context
+from query.answer.request import AnswerRequest, normalise_question, parse_answer_request
+from query.answer.routing import Routed, _ms, route_question
 from query.answer.sentences import defines
 from query.bundle import OpenedBundle
-from query.contract import Envelope, Source, validate_request
-from query.errors import InvalidQueryError
+from query.contract import Envelope, Source
 from query.graph.assembly import answer_list, shown_entries
-from query.graph.dispatch import answer_graph
-from query.graph.index import graph_index
-from query.graph.request import MAX_LIMIT as GRAPH_MAX_LIMIT
-from query.graph.words import phrasing
 from query.question import analyse_question, definition_question
-from query.search.request import SearchFilter, SearchOptions
+from query.search.request import SearchOptions
 from query.search.response import engine_warnings, engines_used
-from query.search.snippets import display_text
-from query.search.weighting import ranking_searcher
 
-MAX_QUERY_CHARS = 1000
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
 """SSE hook: ``await emit(event, data)`` with events ``retrieval``, ``status``, ``answer``."""
-
-
-class AnswerRequest(BaseModel):
-    """Body of ``POST /answer`` and the options of ``gitrag ask``.
-
-    ``query``: the question (1..1000 characters with at least one letter or digit);
-    ``mode``: ``answer`` (checked answer) or ``retrieve`` (the evidence only, no generator);
-    ``generator``: ``extractive``, ``openai`` or ``anthropic`` (default: the server's);
-    ``max_context_tokens``: evidence budget in tiktoken ``cl100k_base`` tokens (500..12000);
-    ``filter``: restrict text retrieval (see :class:`~query.search.request.SearchFilter`);
-    ``published_only``: as for ``/search``; ``debug``: add the checker's report (admin only).
-    """
-
-    model_config = {"extra": "forbid", "strict": True}
-
-    query: str
-    filter: SearchFilter | None = None
-    mode: Literal["answer", "retrieve"] = "answer"
-    generator: Literal["extractive", "openai", "anthropic"] | None = None
-    max_context_tokens: int = Field(3000, ge=500, le=12000)
-    published_only: bool = True
-    debug: bool = False
-
-    @field_validator("query", mode="before")
-    @classmethod
-    def _query_is_text(cls, value: Any) -> Any:
-        if not isinstance(value, str):
-            raise ValueError("query must be a string")
-        return value
-
-
-def normalise_question(text: str) -> str:
-    """Return ``text`` in NFC with invisible format characters (zero-width space, BOM, bidi marks...)
-    removed and whitespace collapsed.
-
-    :raises InvalidQueryError: nothing left, no letter or digit (only punctuation or symbols), or
-        more than :data:`MAX_QUERY_CHARS` characters.
-    """
-    if len(text) > MAX_QUERY_CHARS:
-        raise InvalidQueryError("query too long")
-    text = unicodedata.normalize("NFC", text)
-    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cc", "Cs", "Co", "Cn")
-                   or ch in "\t\n")
-    text = " ".join(text.split())
-    if not text or not any(unicodedata.category(ch)[0] in "LN" for ch in text):
-        raise InvalidQueryError("query has no words")
-    return text
-
-
-def parse_answer_request(payload: Any) -> AnswerRequest:
-    """Validate a decoded JSON body as an :class:`AnswerRequest` with a normalised ``query``.
-
-    :raises InvalidQueryError: missing, non-string, blank, invisible-only, punctuation-only or
-        oversized query.
-    :raises InvalidRequestError: anything else (unknown fields, wrong types, out of range).
-    """
-    request = validate_request(payload, AnswerRequest, "query", MAX_QUERY_CHARS)
-    return request.model_copy(update={"query": normalise_question(request.query)})
-
-
-# -- routing ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class Routed:
-    """Where a question went: ``engine`` (graph | text | graph+text), the evidence ``context``, and,
-    when the route already decided, ``status``/``reason`` (no_answer, ambiguous) and ``candidates``."""
-
-    engine: str
-    context: Context
-    status: str = "ok"
-    reason: str | None = None
-    graph_body: dict[str, Any] | None = None
-    candidates: list[dict[str, Any]] | None = None
-    complete: bool | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    resolved_words: tuple[str, ...] = ()
-
-
-def _ms(start: float) -> float:
-    return round((time.perf_counter() - start) * 1000, 2)
-
-
-COMMON_TITLE_SHARE = 0.5
-"""A title whose every word is in at least this share of the bundle's chunks names the site's subject, not
-a page: "Frigate" in a question over Frigate's documentation (the word is on 59 % of its chunks) is no
-reference to the page "Frigate+".  Half the chunks is where a word's idf bottoms out (the support weights)."""
-
-
-def _distinctive_title(bundle: OpenedBundle, title: str) -> bool:
-    """Whether some word of ``title`` is in fewer than :data:`COMMON_TITLE_SHARE` of the bundle's chunks."""
-    searcher = ranking_searcher(bundle)
-    total = max(searcher.doc_count_all(), 1)
-    words = [w for w in analyze(title) if not w.isdigit()]
-    return not words or any(searcher.doc_frequency("body", w) < COMMON_TITLE_SHARE * total for w in words)
-
-
-def _resolved_paths(bundle: OpenedBundle, entities: dict[str, Any]) -> set[str]:
-    """Pages the graph resolved the question to: the pages of its persons and the pages it names by a
-    distinctive title (:func:`_distinctive_title`)."""
-    paths: set[str] = {str(p["path"]) for p in entities.get("pages") or []
-                       if p.get("path") and _distinctive_title(bundle, str(p.get("title") or ""))}
-    persons = entities.get("persons") or []
-    index = graph_index(bundle) if persons else None
-    for p in persons:
-        path = p.get("path")
-        if path is None and index is not None and p.get("id") in index.persons:
-            path = index.persons[p["id"]].path
-        if path:
-            paths.add(path)
-    return paths
-
-
-def route_question(bundle: OpenedBundle, request: AnswerRequest, options: SearchOptions,
-                   min_support: float | None = None) -> Routed:
-    """Route ``request.query`` (see the module table) and build its evidence.
-
-    ``min_support``: relevance gate for text evidence (default :data:`query.answer.rag.MIN_SUPPORT`, or
-    :data:`query.answer.rag.MIN_SUPPORT_RESTRICTED` when retrieval is restricted to the pages of persons
-    the graph resolved).
-
-    :raises RetrievalUnavailableError: the graph or the text index cannot be queried.
-    """
-    started = time.perf_counter()
-    # the whole list: what the answer shows of it is decided by the evidence budget (max_context_tokens)
-    body = answer_graph(bundle, {"question": request.query, "published_only": request.published_only,
-                                 "limit": GRAPH_MAX_LIMIT}, base_url=options.base_url)
-    timings = {"graph": _ms(started)}
-    status, reason = body.get("status"), body.get("reason")
-    entities = body.get("entities") or {}
-    budget = request.max_context_tokens
-    definition = definition_question(request.query)
-    if status == "ok" and definition is not None and definition.kind == "thing" \
-            and body.get("intent") in ("persons_with_tag", "documents_with_tag"):
-        # "Čo je téma Syntéza reči?" asks what X is; the graph's list of the students of topic X is no
-        # definition: the text (a sentence defining X) answers it, or nothing does
-        status, reason = "no_answer", "unsupported_question"
-    if status == "ok":
-        context = graph_context(bundle, body, max_tokens=budget, base_url=options.base_url)
-        if not context.items:
-            return Routed("graph", context, "no_answer", "no_matching_sources", graph_body=body,
-                          complete=body.get("complete"), timings=timings)
-        return Routed("graph", context, graph_body=body, complete=body.get("complete"), timings=timings)
-    if status == "ambiguous":
-        return Routed("graph", Context(), "ambiguous", reason or "ambiguous_person", graph_body=body,
-                      candidates=body.get("candidates") or [], timings=timings)
-    if status == "no_answer" and reason != "unsupported_question":
-        return Routed("graph", Context(), "no_answer", reason or "no_matching_sources", graph_body=body,
-                      complete=body.get("complete"), timings=timings)
-    if entities.get("structure_question"):
-        # persons or documents selected by front matter or links ("Ktorí študenti majú tag X?"): only
-        # the graph answers them, and it did not understand this one; a text sentence would name
-        # none of the asked persons or documents, so the question is refused
-        return Routed("graph", Context(), "no_answer", "unsupported_question", graph_body=body, timings=timings)
-    # unsupported_question: the graph did not answer; text retrieval may, within what it recognised.
-    started = time.perf_counter()
-    paths = _resolved_paths(bundle, entities)
-    engine = "graph+text" if paths else "text"
-    if min_support is None:
-        min_support = MIN_SUPPORT_RESTRICTED if paths else MIN_SUPPORT
-    names = [w for p in entities.get("persons") or [] for w in str(p.get("matched") or "").split()]
-    # "Kdo je X?": X is what the pages must be searched for, even when the graph knows X as a person
-    search_names = [] if definition is not None else names
-    context = text_context(bundle, request.query, max_tokens=budget, options=options, flt=request.filter,
-                           published_only=request.published_only, paths=paths or None, min_support=min_support,
-                           resolved_words=search_names)
-    timings["retrieval"] = _ms(started)
-    return Routed(engine, context, graph_body=body, timings=timings, resolved_words=tuple(names))
-
-
-# -- graph phrasing --------------------------------------------------------------------------------
-
-
-LIST_SHOWN = 10
-"""Fact lines a graph answer's text shows before it sums up the rest ("A další 42."); every line
-stays a checked claim in ``claims`` with its source."""
-SUMMARISED_INTENTS = frozenset({"documents_of_author", "documents_with_tag", "links_to", "links_from"})
-"""Graph intents whose answer is a list of documents, summed up after :data:`LIST_SHOWN` titles; a list
-of persons (students of a year, of a supervisor, with a tag) is the answer itself and is shown whole."""
-
-
-class GraphPhrasing:
-    """Deterministic phrasing of graph evidence, used in place of a generator for ``engine: graph``.
-
-    One claim per evidence line (each line renders graph facts in the question's language, quoted
-    verbatim); when the graph answer holds an exact ``count`` (count questions), a first claim states
-    it (``"Počet: N."``, ``"Count: N."``) citing the first item (every item carries the aggregation).
-    Checked by :func:`check_graph`.
-    """
-
-    name = "graph"
-
-    def __init__(self, body: dict[str, Any]) -> None:
-        self.body = body
-        self.words = phrasing((body.get("entities") or {}).get("language"))
-
-    def fingerprint(self) -> str:
-        return "graph-phrasing/2"
-
-    def count_claim(self, evidence: list[EvidenceItem]) -> Claim | None:
-        """Return the exact-count claim, or ``None`` when the graph answer has no count."""
-        answer = self.body.get("answer")
-        agg = self.body.get("aggregation")
-        if not (isinstance(answer, dict) and "count" in answer and isinstance(agg, dict)
-                and isinstance(agg.get("count"), int) and evidence):
-            return None
-        first = next(line.strip() for line in evidence[0].text.splitlines() if line.strip())
-        return Claim(text=self.words.count.format(count=agg["count"]), evidence=(evidence[0].evidence_id,),
-                     quote=first)
-
-    def line_claims(self, evidence: list[EvidenceItem]) -> list[Claim]:
-        """Return one claim per evidence line (text = quote = the line)."""
-        return [Claim(text=line.strip(), evidence=(item.evidence_id,), quote=line.strip())
-                for item in evidence for line in item.text.splitlines() if line.strip()]
-
-    def text(self, claims: list[dict[str, Any]], missing: int = 0) -> str:
-        """The answer text of delivered ``claims`` (``_deliver``'s JSON): the count claim and, for a list of
-        documents (:data:`SUMMARISED_INTENTS`), the first :data:`LIST_SHOWN` fact lines with their
-        ``[S..]`` markers, then the rest summed up in one
-        sentence ("A další 42.") followed by the markers of their sources (nothing is cut silently:
-        every claim stays in ``claims``).  ``missing``: entries of the list no delivered claim names (cut
-        by a limit or the evidence budget, or left out by the checker): the text ends with "A ďalšie N."
-        for them, and then shows every delivered line."""
-        count = self.words.count.split("{count}")[0]
-        head = 1 if claims and count and claims[0]["text"].startswith(count) else 0
-        shown = claims[: head + LIST_SHOWN]
-        rest = claims[head + LIST_SHOWN:]
-        if len(rest) == 1 or self.body.get("intent") not in SUMMARISED_INTENTS or missing:
-            # "and 1 more" says no less than the line itself; a list of persons is shown whole
-            shown, rest = claims, []
-        parts = [f"{c['text']} " + "".join(f"[{s}]" for s in c["source_ids"]) for c in shown]
-        premise = _premise_of(self.body)
-        if premise is not None:  # "Je pravda, že ...?": confirmed ("Áno.") or corrected ("Nie, ...:")
-            parts.insert(0, self.words.premise_holds if premise["holds"] else self.words.premise_fails)
-        if rest:
-            sids = dict.fromkeys(s for c in rest for s in c["source_ids"])
-            parts.append(self.words.more.format(count=len(rest)) + " " + "".join(f"[{s}]" for s in sids))
-        if missing:
-            parts.append(self.words.more.format(count=missing))
-        return " ".join(parts)
-
-
-def check_graph(question: str, evidence: list[EvidenceItem], body: dict[str, Any]) -> GenerationOutcome:
-    """Check the graph phrasing of ``body`` and return what may be delivered.
-
-    Fact lines are checked like any claim (quote verbatim in the cited item, numbers and names in
-    it); the count claim is checked with the graph body too, so a count that differs from the
-    aggregation is dropped.  (Numbers inside titles, e.g. ``GPT-2``, are not counts: only the count
-    claim gets the graph-count check.)  Coverage counts the question words the graph's analysis
-    explained (``entities.explained_words``) as covered: the graph answered for them.
-    """
-    from query.answer.checker import MAX_CLAIMS, check_reply, coverage
-
-    phrasing_ = GraphPhrasing(body)
-    count = phrasing_.count_claim(evidence)
-    lines = phrasing_.line_claims(evidence)
-    verdicts = check_reply(question, [count], evidence, graph=body) if count is not None else []
-    # check_reply checks at most MAX_CLAIMS claims of a generator's reply; a graph list is longer
-    # (every fact line is a claim), so it is checked in batches rather than cut
-    for start in range(0, len(lines), MAX_CLAIMS):
-        verdicts += check_reply(question, lines[start:start + MAX_CLAIMS], evidence, graph=None)
-    attempts = [{"attempt": 1, "insufficient": False, "error": None, "raw": None, "verdicts": [
-        {"text": v.claim.text, "evidence": list(v.claim.evidence), "quote": v.claim.quote, "ok": v.ok,
-         "reasons": list(v.reasons), "details": list(v.details)} for v in verdicts]}]
-    passed = [v.claim for v in verdicts if v.ok]
-    if not passed or (count is not None and not verdicts[0].ok):
-        # a count answer whose count fails is not delivered as a bare list
-        return GenerationOutcome([], "no_answer", "unsupported_answer", 0.0, attempts)
-    explained = (body.get("entities") or {}).get("explained_words") or []
-    return GenerationOutcome(passed, "ok", None, coverage(question, passed, evidence, resolved=explained), attempts)
-
-
-# -- delivery --------------------------------------------------------------------------------------
-
-
-def _fold_ws(text: str) -> str:
-    return " ".join(normalize_text(text).casefold().split())
-
-
-def _front_matter(item: EvidenceItem) -> list[Any]:
-    """Values of a graph item's facts that only the front matter states (``[]`` for a chunk item)."""
-    if item.kind != "graph":
-        return []
-    return list(dict.fromkeys(v for f in item.facts for v in f.get("front_matter") or []))
-
-
-def _deliver(claims: list[Claim], context: Context, *, display: bool = False) -> tuple[str, list[dict[str, Any]],
-                                                                                    list[Source]]:
-    """Return ``(answer text with [S..] markers, claims JSON, cited sources renumbered S1..)``.
-
-    Each claim's ``evidence`` entry names where its quote stands: ``document_path``, ``chunk_id`` and
-    ``heading_path`` (the headings above the quote; ``["description"]`` for a document's front-matter
-    description, :data:`artifacts.records.SUMMARY_KEYS`).
-
-    ``display``: claim texts are shown as a reader sees them (:func:`query.search.snippets.display_text`:
-    no ``**``, link destinations or other Markdown); each evidence ``quote`` stays verbatim, as
-    the checker verified it against the source.
-    """
-    from query.answer.checker import quote_section
-
-    by_id = {e.evidence_id: e for e in context.items}
-    old_sources = {s.source_id: s for s in context.sources}
-    renumber: dict[str, str] = {}
-    sources: list[Source] = []
-    out: list[dict[str, Any]] = []
-    parts: list[str] = []
-    for claim in claims:
-        evidence = []
-        sids: list[str] = []
-        for eid in claim.evidence:
-            item = by_id.get(eid)
-            if item is None:
-                continue
-            if item.source_id not in renumber:
-                renumber[item.source_id] = f"S{len(renumber) + 1}"
-                src = old_sources.get(item.source_id) or Source(source_id=item.source_id,
-                                                                document_path=item.document_path,
-                                                                source_url=item.source_url, title=item.title)
-                sources.append(src.model_copy(update={"source_id": renumber[item.source_id]}))
-            sid = renumber[item.source_id]
-            if sid not in sids:
-                sids.append(sid)
-            for quote in claim.quotes or (claim.quote,):  # one quote per merged item (query.answer.binding)
-                if _fold_ws(quote) in _fold_ws(item.text):
-                    evidence.append({"evidence_id": eid, "source_id": sid, "chunk_id": item.chunk_id,
-                                     "document_path": item.document_path,
-                                     "heading_path": list(quote_section(quote, item)), "quote": quote,
-                                     # values of a graph fact the cited chunk does not state: the page's
-                                     # front matter does (heading_path ["front matter"] when no chunk does)
-                                     **({"front_matter": values} if (values := _front_matter(item)) else {})})
-                    break
-        text = " ".join(display_text(claim.text).split()) if display else claim.text
-        out.append({"text": text, "source_ids": sids, "evidence": evidence})
-        parts.append(f"{text} " + "".join(f"[{s}]" for s in sids))
-    return " ".join(parts), out, sources
-
-
-# -- cache -----------------------------------------------------------------------------------------
 
 
 def _scorer(bundle: OpenedBundle, question: str, context: Context) -> UnitScorer | None:
@@ -423,66 +50,6 @@ def _scorer(bundle: OpenedBundle, question: str, context: Context) -> UnitScorer
     except Exception:  # noqa: BLE001 - a bundle whose model cannot load is scored lexically
         embedder = None
     return UnitScorer(analyse_question(question), context.items, embedder, weights=context.word_weights)
-
-
-class AnswerCache:
-    """LRU of answer bodies bounded by ``max_entries`` and ``max_bytes`` (UTF-8 JSON size); thread-safe.
-
-    The key holds the bundle's ``content_digest``, so answers of another bundle are never served.
-    """
-
-    def __init__(self, max_entries: int = 256, max_bytes: int = 16 * 1024 * 1024) -> None:
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
-        self._data: OrderedDict[tuple[str, ...], tuple[str, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    @staticmethod
-    def key(content_digest: str, generator_fingerprint: str, request: AnswerRequest) -> tuple[str, ...]:
-        """Return the cache key of a request answered from a bundle by a generator."""
-        question = fold(request.query)
-        flt = json.dumps(request.filter.model_dump(mode="json") if request.filter else None, sort_keys=True)
-        return (content_digest, generator_fingerprint, question, flt, request.mode,
-                str(request.max_context_tokens), str(request.published_only))
-
-    def get(self, key: tuple[str, ...]) -> dict[str, Any] | None:
-        """Return a copy of the cached body, or ``None``."""
-        with self._lock:
-            entry = self._data.get(key)
-            if entry is None:
-                self.misses += 1
-                return None
-            self._data.move_to_end(key)
-            self.hits += 1
-            return json.loads(entry[0])  # type: ignore[no-any-return]
-
-    def put(self, key: tuple[str, ...], body: dict[str, Any]) -> None:
-        """Store ``body``; evict least recently used entries beyond the bounds (a body larger than
-        ``max_bytes`` is not stored)."""
-        text = json.dumps(body, ensure_ascii=False)
-        size = len(text.encode("utf-8"))
-        if size > self.max_bytes:
-            return
-        with self._lock:
-            old = self._data.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._data[key] = (text, size)
-            self._bytes += size
-            while len(self._data) > self.max_entries or self._bytes > self.max_bytes:
-                _, (_, dropped) = self._data.popitem(last=False)
-                self._bytes -= dropped
-
-    def info(self) -> dict[str, int]:
-        """Return ``{entries, bytes, hits, misses}``."""
-        with self._lock:
-            return {"entries": len(self._data), "bytes": self._bytes, "hits": self.hits, "misses": self.misses}
-
-
-# -- the pipeline ----------------------------------------------------------------------------------
 
 
 class _Observed:
@@ -512,13 +79,6 @@ def _envelope(bundle: OpenedBundle, status: str, reason: str | None, sources: li
     return Envelope(status=status, reason=reason, sources=sources, index_version=bundle.index_version,
                     complete=complete, truncated=bool(truncation),
                     truncation_reasons=sorted(set(truncation))).model_dump(mode="json")
-
-
-def _premise_of(body: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The ``{stated, holds}`` premise of a graph answer (:func:`query.graph.dispatch._premise`), or ``None``."""
-    answer = (body or {}).get("answer")
-    premise = answer.get("premise") if isinstance(answer, dict) else None
-    return premise if isinstance(premise, dict) and isinstance(premise.get("holds"), bool) else None
 
 
 def _missing_entries(routed: Routed, claims: list[Claim], truncation: list[str]) -> int:
@@ -685,8 +245,6 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
             body["debug"] = _refusal_report(routed)
         return finish(body)
 
-    from query.answer.checker import run_generation
-
     outcome: GenerationOutcome
     scorer: UnitScorer | None = None
     generation_started = time.perf_counter()
@@ -699,7 +257,7 @@ async def answer(bundle: OpenedBundle, request: AnswerRequest, options: SearchOp
             raise ValueError("mode=answer needs a generator")
         # the text route only: graph+text evidence is already restricted to the pages of a resolved person
         scorer = _scorer(bundle, request.query, context) if answerability and routed.engine == "text" else None
-        outcome = await run_generation(request.query, context.items, _Observed(generator, emit),  # type: ignore[arg-type]
+        outcome = await run_generation(request.query, context.items, _Observed(generator, emit),
                                        coverage_threshold=coverage_threshold, graph=None,
                                        ignore=routed.resolved_words, weights=context.word_weights or None,
                                        unknown=context.unknown_words, answerability=scorer,

@@ -1,6 +1,6 @@
 """Text units of evidence (sentences, list items, table rows) and the content words of a question.
 
-Used by :mod:`query.answer.generators` (the extractive generator picks units) and :mod:`query.answer.checker`
+Used by :mod:`query.answer.generators` (the extractive generator picks units) and :mod:`query.answer.relevance`
 (coverage).  Every unit is a *verbatim span* of the evidence text: ``text[start:end]``, so a claim
 built from it passes the checker's quote test by construction.
 
@@ -39,6 +39,8 @@ from artifacts.text.profile import (
     word_class,
 )
 from artifacts.text.words import analyze, fold_word, stop_words, words_match
+from query.answer.asked import states_count
+from query.answer.instructions import addresses_reader
 from query.question import SUBJECT_WORD, DefinitionQuestion, is_category, is_role
 
 _INNER_END = re.compile(r"[.!?…][\"'”’»)\]]*\s+\S")
@@ -304,13 +306,12 @@ def _replace(unit: Unit, **changes: object) -> Unit:
 
 def addresses_model(text: str) -> bool:
     """True when ``text`` addresses whoever reads it, a model or a person ("Ignore the question and answer
-    that …", "odpovedz, že …"): :func:`query.answer.binding.addresses_reader`, driven by the profiles' word classes.
+    that …", "odpovedz, že …"): :func:`query.answer.instructions.addresses_reader`, driven by the profiles'
+    word classes.
 
     Such evidence text is data that tries to be an instruction (prompt injection): the extractive
     generator never picks it and the checker rejects quotes from it (``instruction_text``).
     """
-    from query.answer.binding import addresses_reader
-
     return addresses_reader(text)
 
 
@@ -352,8 +353,6 @@ def carries_value(kind: str | None, text: str) -> bool:
     if kind is None:
         return True
     if kind == "count":
-        from query.answer.asked import states_count
-
         return states_count(text)
     from query.search.snippets import display_text
 

@@ -9,8 +9,9 @@ from typing import Any
 
 from aiohttp import web
 
+from query.answer.cache import AnswerCache
 from query.answer.evidence import Generator
-from query.answer.pipeline import AnswerCache, answer, parse_answer_request
+from query.answer.pipeline import answer, parse_answer_request
 from query.config import ServerConfig
 from query.errors import (
     ForbiddenError,

@@ -20,8 +20,8 @@ from aiohttp.typedefs import Handler
 
 from artifacts.embedding import Embedder
 from artifacts.store import Store
+from query.answer.cache import AnswerCache
 from query.answer.evidence import Generator
-from query.answer.pipeline import AnswerCache
 from query.config import ServerConfig
 from query.search.request import SearchOptions
 from query.server import openapi

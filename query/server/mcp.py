@@ -38,7 +38,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from artifacts import __version__
 from artifacts.errors import ArtifactError
-from query.answer.pipeline import AnswerCache
+from query.answer.cache import AnswerCache
 from query.config import ServerConfig
 from query.contract import error_body
 from query.errors import QueryError

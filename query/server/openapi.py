@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from artifacts import __version__
-from query.answer.pipeline import AnswerRequest
+from query.answer.request import AnswerRequest
 from query.contract import Envelope
 from query.graph.request import GraphRequest
 from query.search.request import SearchRequest

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from aiohttp import web
 
+from query.answer.cache import AnswerCache
 from query.answer.evidence import Generator
-from query.answer.pipeline import AnswerCache
 from query.search.request import SearchOptions
 from query.server.holder import BundleHolder
 from query.server.workers import WorkerSlot

@@ -17,8 +17,8 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from query.answer.asked import action_family, contact_line, count_focus, number_words, states_action, states_count
-from query.answer.checker import RelevanceGate, claim_relevance
 from query.answer.evidence import Claim, EvidenceItem
+from query.answer.relevance import RelevanceGate, claim_relevance
 from query.answer.sentences import carries_value
 from query.config import ServerConfig
 from query.question import question_focus

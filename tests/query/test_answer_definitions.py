@@ -12,8 +12,8 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from query.answer.checker import claim_relevance, relevance_gate
 from query.answer.evidence import Claim, EvidenceItem
+from query.answer.relevance import claim_relevance, relevance_gate
 from query.answer.sentences import defines, text_units
 from query.question import definition_question, question_focus
 from query.server.app import create_app

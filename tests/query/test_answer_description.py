@@ -17,11 +17,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from query.answer.checker import check_reply, claim_relevance, quote_section, relevance_gate
+from query.answer.attribution import check_reply
+from query.answer.delivery import _deliver
 from query.answer.evidence import EvidenceItem
 from query.answer.generators import ExtractiveGenerator
-from query.answer.pipeline import _deliver, answer, parse_answer_request
+from query.answer.pipeline import answer, parse_answer_request
 from query.answer.rag import Context
+from query.answer.relevance import claim_relevance, quote_section, relevance_gate
 from query.cli.ask import _front_matter_quotes
 from query.search.request import SearchOptions
 from tests.conftest import RepoBuilder
@@ -103,8 +105,8 @@ def test_an_answer_quotes_the_description_of_a_real_bundle(blog: dict[str, Any])
 def test_the_title_is_the_section_of_a_description_quote() -> None:
     """A description summarises its page: the page title names what it is about, as for a quote under no
     heading; under a real heading the title does not count (a newsletter's title names all its topics)."""
-    from query.answer.checker import RelevanceGate
     from query.answer.evidence import Claim
+    from query.answer.relevance import RelevanceGate
     from query.question import question_focus
 
     question = "Kolik lidí se sešlo na prvním hackdayi?"

@@ -17,8 +17,8 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from artifacts.text.words import verb_words
-from query.answer.checker import RelevanceGate, claim_relevance
 from query.answer.evidence import Claim, EvidenceItem
+from query.answer.relevance import RelevanceGate, claim_relevance
 from query.answer.sentences import sentence_spans
 from query.config import ServerConfig
 from query.graph.dispatch import answer_graph

@@ -1,4 +1,4 @@
-"""The claim-level relevance gate of the text route (query.answer.checker.claim_relevance via /answer) on a real
+"""The claim-level relevance gate of the text route (query.answer.relevance.claim_relevance via /answer) on a real
 tiny wiki: a delivered claim must answer what the question asks, or the answer is an honest refusal."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from artifacts.text.words import words_match
 from indexer.build import build_bundle
-from query.answer.checker import claim_relevance, coverage, relevance_gate
 from query.answer.evidence import Claim, EvidenceItem
+from query.answer.relevance import claim_relevance, coverage, relevance_gate
 from query.answer.sentences import carries_value, text_language
 from query.bundle import open_bundle
 from query.question import question_focus

@@ -18,8 +18,8 @@ import pytest
 
 from artifacts.text.words import word_set
 from query.answer.asked import asks_people, asks_person, count_focus
-from query.answer.checker import claim_relevance, names_someone, relevance_gate, repeats_numbers
 from query.answer.evidence import Claim, EvidenceItem
+from query.answer.relevance import claim_relevance, names_someone, relevance_gate, repeats_numbers
 from query.answer.sentences import carries_value, defines, link_only
 from query.question import definition_question, question_focus
 from tests.conftest import RepoBuilder

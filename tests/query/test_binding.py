@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from query.answer.binding import addresses_reader, quotes_instruction
-from query.answer.checker import check_reply
+from query.answer.attribution import check_reply
+from query.answer.binding import quotes_instruction
 from query.answer.evidence import Claim, EvidenceItem
 from query.answer.generators import parse_reply
+from query.answer.instructions import addresses_reader
 from tests.query import answer_fixtures as fx
 from tests.query.answer_wiki import HOLP, STRAKOVA
 

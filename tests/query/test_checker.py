@@ -7,9 +7,12 @@ import asyncio
 
 import pytest
 
-from query.answer.checker import check_reply, coverage, normalize_quote, run_generation
+from query.answer.attribution import check_reply
+from query.answer.checker import run_generation
 from query.answer.evidence import CLAIM_FAILURES, Claim, EvidenceItem
 from query.answer.generators import ExtractiveGenerator
+from query.answer.quotes import normalize_quote
+from query.answer.relevance import coverage
 from tests.query import answer_fixtures as fx
 
 
@@ -195,7 +198,7 @@ def test_no_evidence_or_no_content_words_is_insufficient() -> None:
 
 
 def test_overlong_replies_are_bounded() -> None:
-    from query.answer.checker import MAX_CLAIMS
+    from query.answer.attribution import MAX_CLAIMS
 
     many = [claim(fx.GOOD)] * (MAX_CLAIMS + 10)
     assert len(check_reply(fx.QUESTION, many, fx.evidence())) == MAX_CLAIMS
@@ -205,7 +208,7 @@ def test_overlong_replies_are_bounded() -> None:
 
 
 def test_question_names_skip_question_words_and_acronyms() -> None:
-    from query.answer.checker import question_names
+    from query.answer.quotes import question_names
 
     # "Aký WER" opening the question is no name; a name the evidence must contain stays one
     assert question_names("Aký WER dosiahla Natália Lukáčová na testovacej množine?") == [("Natália", "Lukáčová")]

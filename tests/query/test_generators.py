@@ -360,7 +360,7 @@ def test_extractive_is_deterministic_and_repair_drops_failed() -> None:
     gen = ExtractiveGenerator()
     first = gen.select(fx.QUESTION, fx.evidence())
     assert first == gen.select(fx.QUESTION, list(fx.evidence()))
-    from query.answer.checker import check_reply
+    from query.answer.attribution import check_reply
 
     verdicts = check_reply(fx.QUESTION, first, fx.evidence())
     assert all(v.ok for v in verdicts)
@@ -381,7 +381,7 @@ def test_extractive_assignment_points_on_the_thesis_wiki(tmp_path: Any, hash_emb
     import subprocess
 
     from indexer.build import build_bundle
-    from query.answer.checker import normalize_quote
+    from query.answer.quotes import normalize_quote
     from query.bundle import open_bundle
     from query.search.request import parse_search_request
     from query.search.response import search

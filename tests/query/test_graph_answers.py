@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from query.answer.pipeline import LIST_SHOWN
+from query.answer.graph_phrasing import LIST_SHOWN
 
 AUTHORS = """- id: jadv
   name: Jana Dvořáková
@@ -119,7 +119,7 @@ def test_short_list_is_shown_whole(blog: Any) -> None:
 
 
 def test_render_facts_uses_titles_and_the_language(blog: Any) -> None:
-    from query.answer.rag import render_facts
+    from query.answer.graph_evidence import render_facts
     from query.graph.words import phrasing
 
     path = "content/posts/2022-02-01-tomas-1.md"
@@ -133,9 +133,9 @@ def test_render_facts_uses_titles_and_the_language(blog: Any) -> None:
 
 def test_long_graph_lists_are_checked_whole(tmp_path: Path) -> None:
     """More fact lines than a generator reply may hold (checker.MAX_CLAIMS) are all checked, none cut."""
-    from query.answer.checker import MAX_CLAIMS
+    from query.answer.attribution import MAX_CLAIMS
     from query.answer.evidence import EvidenceItem
-    from query.answer.pipeline import check_graph
+    from query.answer.graph_phrasing import check_graph
 
     n = MAX_CLAIMS + 7
     items = [EvidenceItem(f"E{i}", "graph", f"„Příspěvek {i}“ (autor: Jana Dvořáková).", f"p{i}.md", f"S{i}", "c0")
@@ -229,7 +229,7 @@ def test_author_questions_the_graph_cannot_place_are_refused(blog: Any, question
 
 def test_a_list_of_persons_is_shown_whole(blog: Any) -> None:
     """Persons are the answer itself (students of a year, authors with a tag): never summed up."""
-    from query.answer.pipeline import GraphPhrasing
+    from query.answer.graph_phrasing import GraphPhrasing
 
     claims = [{"text": "Počet: 12.", "source_ids": ["S1"]}] + [
         {"text": f"Osoba {i}: tagy x.", "source_ids": [f"S{i}"]} for i in range(1, 13)]

@@ -9,7 +9,8 @@ import pytest
 from artifacts.config import ChunkConfig
 from indexer.build import build_bundle
 from indexer.chunking import count_tokens as indexer_count_tokens
-from query.answer.rag import count_tokens, pack_chunks, question_weights, render_facts, support, text_context
+from query.answer.graph_evidence import render_facts
+from query.answer.rag import count_tokens, pack_chunks, question_weights, support, text_context
 from query.bundle import open_bundle
 from tests.conftest import RepoBuilder
 
