@@ -176,6 +176,7 @@ class Bm25s:
         self.model = bm25s.BM25()
         self.model.index(bm25s.tokenize([t.lower() for t in texts], stopwords=None, show_progress=False),
                          show_progress=False)
+        self.k = min(10, len(texts))  # bm25s refuses a k above the corpus size
 
     def ask(self, query: str) -> dict:
         started, cpu = time.perf_counter(), time.process_time()
@@ -184,7 +185,7 @@ class Bm25s:
         if tokens.vocab:
             # n_threads=0: scored inline.  n_threads=1 starts a thread pool per call, whose start-up and
             # hand-off made bm25s look ~80x slower than its CPU time under load (issue 26.7).
-            docs, _scores = self.model.retrieve(tokens, k=10, show_progress=False, n_threads=0)
+            docs, _scores = self.model.retrieve(tokens, k=self.k, show_progress=False, n_threads=0)
             top = [int(d) for d in docs[0]]
         return {"ms": (time.perf_counter() - started) * 1000, "cpu_ms": (time.process_time() - cpu) * 1000,
                 "top": top}

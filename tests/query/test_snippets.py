@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from artifacts.cli import main
 from indexer.build import build_bundle
 from query.bundle import open_bundle
 from query.search.request import SearchOptions, parse_search_request
 from query.search.response import search, snippet_terms
-from query.search.snippets import display_text, make_snippet
+from query.search.snippets import _candidates, display_text, make_snippet
 from tests.conftest import RepoBuilder
 
 FILLER = " ".join(f"Úvodná veta číslo {i} hovorí o počasí a o ničom inom." for i in range(12))
@@ -336,3 +339,13 @@ def test_results_say_which_arm_found_them_and_vector_only_hits_show_related_pass
     lines = {line.split()[1]: line for line in out.output.splitlines() if line[:3].strip().rstrip(".").isdigit()}
     assert lines["kody.md"].endswith("(matched by meaning)")
     assert "matched by meaning" not in lines["krizovy-web.md"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="abcé .'’-\n", max_size=60),
+       starts=st.lists(st.text(alphabet="abcé.'", min_size=1, max_size=4), min_size=1, max_size=5))
+def test_candidate_runs_are_the_matches_of_the_alternation_pattern(text: str, starts: list[str]) -> None:
+    """_candidates finds, without compiling a pattern per query, what the alternation regex it replaced found."""
+    alternatives = "|".join(re.escape(w) for w in sorted(set(starts), key=len, reverse=True))
+    pattern = re.compile(rf"(?:{alternatives})\w*(?:[.'’]\w+)*")
+    assert _candidates(text, tuple(starts)) == [m.span() for m in pattern.finditer(text)]
