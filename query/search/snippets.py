@@ -141,19 +141,20 @@ _TOKEN_REST = re.compile(r"\w*(?:[.'’]\w+)*")
 """The rest of a token after its first characters (word characters, joined by ``.``, ``'`` or ``’``)."""
 
 
-def _candidates(folded_text: str, starts: tuple[str, ...]) -> list[tuple[int, int]]:
-    r"""Return ``(start, end)`` of the runs of ``folded_text`` that start with one of ``starts`` and go on to
-    the end of their token, left to right, not overlapping.
+def _token_runs(folded_text: str, starts: tuple[str, ...]) -> list[tuple[int, int]]:
+    r"""Return ``(start, end)`` of the tokens of ``folded_text`` that start with one of ``starts`` (each a
+    folded token or a prefix of one: it begins and ends with a word character), left to right.
 
-    The matches of ``re.finditer(rf"(?:{'|'.join(starts longest first)})\w*(?:[.'’]\w+)*")``, found
-    without compiling a pattern per query (a compile cost about 1 ms, a tenth of a search): each
-    start is found by ``str.find`` (a C scan), the longest start at a position wins as the
-    alternation's first alternative would, and a run that begins inside the previous one is skipped
-    as ``finditer`` resumes at a match's end.  Whether a run starts a token is checked by
-    :func:`_scan_tokens` (a run inside a token ends where the token ends, so it never hides the start
-    of the next one).
+    The matches of ``re.finditer(rf"(?:{'|'.join(starts longest first)})\w*(?:[.'’]\w+)*")`` that start
+    a token, found without compiling a pattern per query (a compile cost about 1 ms, a tenth of a
+    search): each start is found by ``str.find`` (a C scan) and kept only where a token starts (after
+    a character that is no word character and no joiner following one: Whoosh's tokeniser joins
+    "x.y" into one token, as ``TOKEN_PATTERN`` does), the longest start at a position wins as the
+    alternation's first alternative would, and the run goes on to the end of the token.  Dropping
+    the pattern's matches inside a token changes nothing else: such a match ends where its token
+    ends, so it never covers the start of another token.
     """
-    at: dict[int, int] = {}  # position -> length of the longest start found there
+    at: dict[int, int] = {}  # token start -> length of the longest start found there
     find = folded_text.find
     for word in starts:
         if not word:
@@ -161,7 +162,13 @@ def _candidates(folded_text: str, starts: tuple[str, ...]) -> list[tuple[int, in
         size = len(word)
         i = find(word)
         while i >= 0:
-            if at.get(i, 0) < size:
+            if i:  # a word character (str.isalnum or "_", as re's \w) or a joiner after one: inside a token
+                before = folded_text[i - 1]
+                inside = before.isalnum() or before == "_" or (
+                    before in _JOINERS and i > 1 and (folded_text[i - 2].isalnum() or folded_text[i - 2] == "_"))
+            else:
+                inside = False
+            if not inside and at.get(i, 0) < size:
                 at[i] = size
             i = find(word, i + 1)
     runs: list[tuple[int, int]] = []
@@ -176,7 +183,6 @@ def _candidates(folded_text: str, starts: tuple[str, ...]) -> list[tuple[int, in
     return runs
 
 
-_WORD_CHAR = re.compile(r"\w")
 _JOINERS = ".'’"
 
 
@@ -184,7 +190,7 @@ def _matched_tokens(text: str, words: dict[str, float], prefixes: dict[str, floa
     """Return the tokens of ``text`` that match (folded text in ``words`` or starting with a prefix), in order.
 
     With an aligned fold (:func:`artifacts.analysis.fold_aligned`) one scan of the folded text per
-    word finds them (:func:`_candidates`); otherwise every token is folded and looked up.
+    word finds them (:func:`_token_runs`); otherwise every token is folded and looked up.
     """
     prefix_items = tuple(prefixes.items())
 
@@ -205,7 +211,7 @@ def _scan_tokens(text: str, starts: tuple[str, ...],
     """Return ``(start, end, word, weight)`` of the tokens of ``text`` that ``judge`` accepts, in order.
 
     ``judge(folded token)`` gives ``(word, weight)`` or ``None``; only tokens whose folded text
-    starts with one of ``starts`` are judged (found by :func:`_candidates` in the aligned
+    starts with one of ``starts`` are judged (found by :func:`_token_runs` in the aligned
     fold of ``text``; without one every token is folded and judged, so ``starts`` must cover every
     token ``judge`` accepts).
     """
@@ -213,13 +219,7 @@ def _scan_tokens(text: str, starts: tuple[str, ...],
     if folded_text is None:
         return [(start, end, *hit) for folded, start, end in folded_spans(text) if (hit := judge(folded)) is not None]
     found: list[_Match] = []
-    word_char = _WORD_CHAR.match
-    for start, end in _candidates(folded_text, starts):
-        # A token starts after a character that is no word character and no joiner following one
-        # (Whoosh's tokeniser joins "x.y" into one token, as TOKEN_PATTERN does).
-        if start and (word_char(folded_text, start - 1) or (
-                start > 1 and folded_text[start - 1] in _JOINERS and word_char(folded_text, start - 2))):
-            continue
+    for start, end in _token_runs(folded_text, starts):
         hit = judge(folded_text[start:end])
         if hit is not None:
             found.append((start, end, *hit))
