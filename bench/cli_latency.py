@@ -12,7 +12,7 @@ command (``same_output``), so a speed-up that changed an answer shows.
 
     PYTHONPATH=. .venv/bin/python bench/cli_latency.py --store STORE --tree before=/path/to/old/checkout \\
         --tree after=. [--reps 7] [--warm] [--ask "Kto napísal prácu o znalostných grafoch?"] \\
-        [--search "diplomová práca o vyhľadávaní v slovenských textoch"] [--json-out FILE]
+        [--search "diplomová práca o vyhľadávaní v slovenských textoch"] [--only search] [--json-out FILE]
 
 ``--warm`` adds a third command: a server's warm-up probes (``query.server.warm.make_probe``) of the
 store's CURRENT bundle in a new process, with the seconds of each probe.
@@ -94,6 +94,8 @@ def main() -> None:
     parser.add_argument("--warm", action="store_true",
                         help="also time a server's warm-up probes of the store's CURRENT bundle in a new process "
                              "(opened without verifying; probe seconds in the JSON)")
+    parser.add_argument("--only", default="ask,search",
+                        help="comma-separated commands to time (ask, search; --warm adds warm)")
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args()
     trees = {name: Path(path).resolve() for name, path in (t.split("=", 1) for t in args.tree)}
@@ -102,6 +104,7 @@ def main() -> None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
     commands = {"ask": ["ask", args.ask, "--store", args.store],
                 "search": ["search", args.search, "--store", args.store, "--limit", "5"]}
+    commands = {name: argv for name, argv in commands.items() if name in args.only.split(",")}
     if args.warm:
         commands["warm"] = ["warm", args.store]
     result: dict[str, object] = {"store": args.store, "trees": {k: str(v) for k, v in trees.items()},

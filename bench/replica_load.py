@@ -194,7 +194,8 @@ def main() -> None:
             cache = work / f"cache{n}"
             shutil.rmtree(cache, ignore_errors=True)  # an empty cache: every bundle is downloaded
             procs.append(subprocess.Popen(
-                [sys.executable, "-c", "from query.cli.main import serve_command; serve_command()", "--from", remote.url,
+                [sys.executable, "-c", "from query.cli.main import serve_command; serve_command()",
+                 "--from", remote.url, "--workers", "1",  # one process per replica, as measured before the default
                  "--cache", str(cache), "--endpoint-url", endpoint, "--port", str(port),
                  "--remote-poll-interval", str(args.poll)], env=env, stdout=log, stderr=log))
             bases.append(f"http://127.0.0.1:{port}")

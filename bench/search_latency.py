@@ -17,7 +17,10 @@ filter.
 
 Queries (deterministic for a seed): half are document titles, half 2-5 consecutive words of a chunk;
 ``--typos N`` misspells one word (a letter replaced) in N of them, and every engine's CPU time
-(``time.process_time``, not wall) is given for the normal and the misspelt queries apart;
+(``time.process_time``, not wall) is given for the normal and the misspelt queries apart, with the
+ratios of gitrag's CPU p50/p99 to FTS5's (``cpu_ratios_to_fts5``); ``query_embedding`` is the share of
+gitrag's search CPU spent embedding the query, over the searches that embedded theirs (later rounds
+find the vector in the bundle's query-vector cache: ``--rounds 1`` embeds every query);
 ``--long N`` replaces N of them with description-style queries of 7-20 consecutive words of a chunk
 (more than ``MAX_PREFIX_QUERY_TERMS`` words: the ``any_term`` stem prefixes of long queries), and
 p50/p95/p99 are also given for the queries of more than that many distinct words alone.
@@ -74,9 +77,21 @@ def worker(bundle_dir: str) -> None:
     if warm_up is not None:  # as the server does after opening a bundle
         warm_up(bundle)
     search(bundle, parse_search_request({"query": "warm up"}), options)
+    embed_cpu = [0.0]  # CPU seconds of the query embeddings of the current search
+    if bundle.embedder is not None:  # time the model's part of a search (a query found in the vector cache: 0)
+        embed_query = bundle.embedder.embed_query
+
+        def timed_embed_query(text: str):  # type: ignore[no-untyped-def]
+            cpu = time.process_time()
+            try:
+                return embed_query(text)
+            finally:
+                embed_cpu[0] += time.process_time() - cpu
+        bundle.embedder.embed_query = timed_embed_query
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         payload = json.loads(line)["payload"]
+        embed_cpu[0] = 0.0
         started, cpu = time.perf_counter(), time.process_time()
         try:
             body = search(bundle, parse_search_request(payload), options)
@@ -84,7 +99,8 @@ def worker(bundle_dir: str) -> None:
         except QueryError as exc:
             status, top = f"rejected:{exc.reason}", []
         took, cpu = (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
-        print(json.dumps({"ms": took, "cpu_ms": cpu, "status": status, "top": top}), flush=True)
+        print(json.dumps({"ms": took, "cpu_ms": cpu, "embed_cpu_ms": embed_cpu[0] * 1000, "status": status,
+                          "top": top}), flush=True)
 
 
 class Worker:
@@ -160,6 +176,7 @@ class Bm25s:
         self.model = bm25s.BM25()
         self.model.index(bm25s.tokenize([t.lower() for t in texts], stopwords=None, show_progress=False),
                          show_progress=False)
+        self.k = min(10, len(texts))  # bm25s refuses a k above the corpus size
 
     def ask(self, query: str) -> dict:
         started, cpu = time.perf_counter(), time.process_time()
@@ -168,7 +185,7 @@ class Bm25s:
         if tokens.vocab:
             # n_threads=0: scored inline.  n_threads=1 starts a thread pool per call, whose start-up and
             # hand-off made bm25s look ~80x slower than its CPU time under load (issue 26.7).
-            docs, _scores = self.model.retrieve(tokens, k=10, show_progress=False, n_threads=0)
+            docs, _scores = self.model.retrieve(tokens, k=self.k, show_progress=False, n_threads=0)
             top = [int(d) for d in docs[0]]
         return {"ms": (time.perf_counter() - started) * 1000, "cpu_ms": (time.process_time() - cpu) * 1000,
                 "top": top}
@@ -359,6 +376,7 @@ def main() -> int:
     long_times: dict[str, list[float]] = {e.name: [] for e in engines}
     cpu: dict[str, dict[str, list[float]]] = {kind: {e.name: [] for e in engines} for kind in ("normal", "typo")}
     tops: dict[str, list] = {e.name: [None] * len(queries) for e in engines}
+    embedded: dict[str, list[tuple[float, float]]] = {e.name: [] for e in engines if isinstance(e, Worker)}
     for _round in range(args.rounds):
         for i, query in enumerate(queries):
             k = i % len(engines)
@@ -369,6 +387,8 @@ def main() -> int:
                 if i in long_ids:
                     long_times[engine.name].append(answer["ms"])
                 tops[engine.name][i] = answer["top"]
+                if answer.get("embed_cpu_ms"):  # the query was embedded (not found in the query-vector cache)
+                    embedded[engine.name].append((answer["embed_cpu_ms"], answer["cpu_ms"]))
 
     rows = {name: percentiles(values) for name, values in times.items()}
     result: dict = {"bundle": bundle.name, "chunks": len(chunks), "queries": len(queries), "rounds": args.rounds,
@@ -376,6 +396,19 @@ def main() -> int:
     result["cpu"] = {kind: {name: percentiles(values) for name, values in by.items() if len(values) >= 2}
                      for kind, by in cpu.items()}
     result["typo_queries"] = len(typo_ids)
+    if "fts5" in result["cpu"]["normal"]:  # CPU time, not wall: the figures load does not distort
+        result["cpu_ratios_to_fts5"] = {
+            kind: {name: {k: round(v[k] / max(by["fts5"][k], 1e-9), 2) for k in ("p50_ms", "p99_ms")}
+                   for name, v in by.items() if name != "fts5"}
+            for kind, by in result["cpu"].items() if "fts5" in by}
+    # The query embedding's share of a search's CPU, over the searches that embedded their query (with
+    # --rounds > 1 the later rounds find the vectors in the bundle's query-vector cache).
+    result["query_embedding"] = {
+        name: {"searches": len(pairs), "share_of_cpu": round(sum(e for e, _ in pairs) / sum(c for _, c in pairs), 3),
+               "embed_cpu_p50_ms": round(statistics.median(e for e, _ in pairs), 2),
+               "search_cpu_p50_ms": round(statistics.median(c for _, c in pairs), 2),
+               "share_p50": round(statistics.median(e / c for e, c in pairs if c > 0), 3)}
+        for name, pairs in embedded.items() if len(pairs) >= 2}
     if len(long_ids) >= 2:
         result["engines_long_queries"] = {name: percentiles(values) for name, values in long_times.items()}
     if "fts5" in rows:
@@ -411,6 +444,12 @@ def main() -> int:
             for name, row in by.items():
                 print(f"  {name:15s} CPU p50 {row['p50_ms']:7.2f}  p95 {row['p95_ms']:7.2f}  "
                       f"p99 {row['p99_ms']:7.2f} ms   ({kind} queries)")
+        for kind, by in result.get("cpu_ratios_to_fts5", {}).items():
+            for name, ratio in by.items():
+                print(f"  {name:15s} CPU x FTS5: p50 {ratio['p50_ms']}  p99 {ratio['p99_ms']}   ({kind} queries)")
+        for name, row in result["query_embedding"].items():
+            print(f"  {name:15s} query embedding: {row['share_of_cpu']:.1%} of the CPU of {row['searches']} searches "
+                  f"that embedded (p50 {row['embed_cpu_p50_ms']} of {row['search_cpu_p50_ms']} ms)")
         if "top10_differs" in result:
             print(f"  queries whose gitrag top 10 differs from gitrag-compare: {result['top10_differs']}")
         for name, row in hostile.items():

@@ -7,7 +7,8 @@ level: requests, errors, requests/s, latency p50/p95/p99/max (ms), server RSS (M
 ``--workers 1,2`` starts one server per worker count (``gitrag serve --workers N``) and runs every
 level on each, alternating, so the rows compare side by side under the same machine load; each
 server's lines are named ``gitrag-w<N>`` and a final ``summary`` line per server gives the req/s
-at each level relative to concurrency 1.
+at each level relative to concurrency 1.  ``default`` in the list is ``gitrag serve`` without
+``--workers`` (``gitrag-default``; its summary names the worker count it chose, from ``/health``).
 
 ``--compare-tree DIR`` starts a second server importing gitrag from another checkout (e.g. the code
 before a change) on the same store, and runs every level on both, alternating, ``--rounds`` times.
@@ -251,7 +252,7 @@ async def _swap_run(server: Server, bundles: list[str], concurrency: int, before
 class Server:
     """A ``gitrag serve`` process importing gitrag from ``tree`` (``None``: as installed / ``PYTHONPATH``)."""
 
-    def __init__(self, name: str, store: str, tree: str | None, workers: int = 1) -> None:
+    def __init__(self, name: str, store: str, tree: str | None, workers: int | None = 1) -> None:
         self.name = name
         self.workers = workers
         port = _free_port()
@@ -266,10 +267,10 @@ class Server:
             env["PYTHONPATH"] = str(Path(tree).resolve())
         self.started = time.monotonic()
         argv = [gitrag, "serve", "--store", store, "--port", str(port), "--config", str(config)]
-        if workers > 1:
+        if workers is not None:  # None: gitrag serve's own default
             argv += ["--workers", str(workers)]
         self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.ready_s = float("nan")
+        self.ready_s = self.all_ready_s = float("nan")
 
     async def wait_ready(self) -> None:
         async with aiohttp.ClientSession() as http:
@@ -282,9 +283,32 @@ class Server:
                     pass
                 await asyncio.sleep(0.05)
             self.ready_s = round(time.monotonic() - self.started, 2)
+        # Every worker listening (worker 0 starts alone, the others after it): the levels need all of them.
+        # Without --workers, this is also how the bench learns the count gitrag serve chose.
+        count = await self._listening_workers()
+        self.all_ready_s = round(time.monotonic() - self.started, 2)
+        if self.workers is None:
+            self.workers = count
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
             for query in QUERIES[:4 * self.workers]:  # warm-up on new connections: every worker gets some
                 await (await http.post(self.base + "/search", json={"query": query})).read()
+
+    async def _listening_workers(self) -> int:
+        """Wait until every worker answers ``/health`` on fresh connections (the first starts alone); their count."""
+        seen: set[int] = set()
+        count = 1
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as http:
+            for _ in range(2000):
+                async with http.get(self.base + "/health") as resp:
+                    worker = (await resp.json()).get("worker")
+                if worker is None:  # one process
+                    return 1
+                count = int(worker["count"])
+                seen.add(int(worker["index"]))
+                if len(seen) == count:
+                    break
+                await asyncio.sleep(0.02)
+        return count
 
     def rss_mb(self) -> float:
         """Resident memory of the server and its worker processes (MB)."""
@@ -323,7 +347,8 @@ def main() -> int:
     parser.add_argument("--compare-tree", default=None, help="also serve gitrag from this checkout (gitrag-compare)")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--hostile", action="store_true", help="also run each level beside a hostile client")
-    parser.add_argument("--workers", default="1", help="comma-separated worker counts, one server each (1,2)")
+    parser.add_argument("--workers", default="1",
+                        help="comma-separated worker counts, one server each (1,2; default: no --workers)")
     parser.add_argument("--swap", default=None, help="A,B: measure swaps between these two bundles under load")
     parser.add_argument("--swaps", type=int, default=10)
     parser.add_argument("--swap-every", type=float, default=8.0, help="seconds from one swap's start to the next")
@@ -332,9 +357,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.swap:
         return _main_swap(args)
-    counts = [int(w) for w in args.workers.split(",")]
-    specs: list[tuple[str, str | None, int]] = [("gitrag" if counts == [1] else f"gitrag-w{w}", None, w)
-                                                for w in counts]
+    counts: list[int | None] = [None if w == "default" else int(w) for w in args.workers.split(",")]
+    specs: list[tuple[str, str | None, int | None]] = [
+        ("gitrag" if counts == [1] else "gitrag-default" if w is None else f"gitrag-w{w}", None, w) for w in counts]
     if args.compare_tree:
         specs.append(("gitrag-compare", args.compare_tree, 1))
     servers: list[Server] = []
@@ -345,7 +370,8 @@ def main() -> int:
                 server = Server(name, args.store, tree, workers)
                 servers.append(server)
                 await server.wait_ready()
-                print(json.dumps({"server": server.name, "workers": workers, "ready_s": server.ready_s,
+                print(json.dumps({"server": server.name, "workers": server.workers, "ready_s": server.ready_s,
+                                  "all_workers_ready_s": server.all_ready_s,
                                   "load_avg_1m": round(os.getloadavg()[0], 1)}), flush=True)
             modes = [False, True] if args.hostile else [False]
             rps: dict[tuple[str, int], list[float]] = {}
@@ -365,6 +391,7 @@ def main() -> int:
                           for (name, level), v in sorted(rps.items(), key=lambda kv: kv[0][1])
                           if name == server.name and level != 1}
                 print(json.dumps({"summary": server.name, "workers": server.workers, "ready_s": server.ready_s,
+                                  "all_workers_ready_s": server.all_ready_s,
                                   "rps_c1": round(base, 3), **ratios}), flush=True)
 
         asyncio.run(run())

@@ -153,28 +153,30 @@ def _emphasise(snippet: str, color: bool) -> str:
 @click.option("--log-level", default=None, envvar="GITRAG_LOG_LEVEL",
               type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
               help="Log level of the JSON log lines on stderr (default info; env GITRAG_LOG_LEVEL).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), envvar="GITRAG_WORKERS",
+@click.option("--workers", default=None, type=click.IntRange(1, 64), envvar="GITRAG_WORKERS",
               help="Server processes sharing the port (SO_REUSEPORT, Linux); each opens the bundle "
-                   "(memory x N) and searches on its own core.")
+                   "(memory x N) and searches on its own core.  Default: the usable cores, capped by "
+                   "the available memory (see docs/server.md).")
 @click.option("--fallback-verified", is_flag=True, default=None,
               help="If CURRENT fails verification, serve the newest older bundle that verifies (TOML: "
                    "fallback_verified); /health says which and why.")
 def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str | None, cache_max_gb: float,
                   endpoint_url: str | None, remote_poll_interval: float, host: str, port: int, base_url: str | None,
-                  config_file: str | None, poll_interval: float | None, log_level: str | None, workers: int,
+                  config_file: str | None, poll_interval: float | None, log_level: str | None, workers: int | None,
                   fallback_verified: bool | None) -> None:
     """Serve the HTTP API (see /openapi.json) over the store's CURRENT bundle, swapping when it changes.
 
     Logs one JSON line per request (route, status, duration_ms, bundle_id), one per bundle swap
     (the served commit and bundle, also at start) and one per failed reload, on stderr.
     With --workers N, N processes serve (one search uses about one core); each follows CURRENT,
-    rate limits are split between them, and /metrics sums their request counters.
+    rate limits are split between them, and /metrics sums their request counters.  Without it, one
+    process per usable core, as many as the available memory holds (each opens the bundle).
     With --from s3://BUCKET/PREFIX --cache DIR the server is a replica: it polls the remote CURRENT,
     downloads and verifies each new bundle into DIR and swaps by the same rule (see docs/deploy.md).
     """
     from artifacts.logs import configure_logging
     from query.config import load_config
-    from query.server.workers import WorkerSlot, run_workers
+    from query.server.workers import WorkerSlot, default_worker_count, run_workers
 
     try:
         configure_logging(log_level)
@@ -189,8 +191,12 @@ def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str 
             config.fallback_verified = True
         config.check(host)
         slot = WorkerSlot.from_env()
-        if slot is None and workers > 1:
-            click.echo(f"gitrag serving {what} on http://{host}:{port} with {workers} workers", err=True)
+        auto = ""
+        if slot is None and workers is None:
+            count = default_worker_count(_current_bundle_dir(store_dir))
+            workers, auto = count.count, f" (default: {count.describe()})"
+        if slot is None and workers is not None and workers > 1:
+            click.echo(f"gitrag serving {what} on http://{host}:{port} with {workers} workers{auto}", err=True)
             argv = [*_gitrag_argv(), "serve", *replica_argv, "--host", host, "--port", str(port)]
             for flag, value in (("--base-url", base_url), ("--config", config_file),
                                 ("--poll-interval", poll_interval), ("--log-level", log_level)):
@@ -211,6 +217,17 @@ def serve_command(store_dir: str | None, remote_url: str | None, cache_dir: str 
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or 'address unavailable'}") from exc
+
+
+def _current_bundle_dir(store_dir: str) -> str | None:
+    """The directory of the store's ``CURRENT`` bundle, or ``None`` (no store, no ``CURRENT`` yet)."""
+    from artifacts.store import Store
+
+    try:
+        path = Store(store_dir).current_path()
+    except (ArtifactError, OSError):
+        return None
+    return str(path) if path.is_dir() else None
 
 
 def _replica_args(store_dir: str | None, remote_url: str | None, cache_dir: str | None, cache_max_gb: float,

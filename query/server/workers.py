@@ -6,8 +6,12 @@ kernel spreads incoming connections over them.  Each worker is a complete server
 ``CURRENT`` bundle, polls ``CURRENT`` and swaps by the same rule as a single server (see
 :mod:`query.server.holder`), so the zero-failed-request swap guarantee holds per process.
 
+Without ``--workers``, ``gitrag serve`` starts :func:`default_worker_count` workers: the usable
+cores, capped by the memory the machine has available for one opened bundle per worker.
+
 The supervisor (this module, in the ``gitrag serve`` process itself) starts the workers as child
-processes (``gitrag serve`` with :data:`WORKER_ENV` set) and then only:
+processes (``gitrag serve`` with :data:`WORKER_ENV` set), worker 0 first and the others once it
+listens, and then only:
 
 * forwards ``SIGHUP`` to every worker and ``SIGTERM``/``SIGINT`` as ``SIGTERM`` (graceful stop);
 * relays a reload: a worker that answered ``POST /admin/reload`` or ``POST /admin/use`` writes
@@ -48,6 +52,97 @@ MAX_RESTARTS = 5
 """Workers restarted within a minute before the supervisor gives up and stops (exit status 1)."""
 STOP_TIMEOUT = 30.0
 """Seconds a worker gets to finish its requests after ``SIGTERM`` before it is killed."""
+WORKER_BASE_BYTES = 400 * 2**20
+"""Memory counted per worker before its bundle (bytes): interpreter, aiohttp, numpy, hnswlib, the query
+model (measured: docs/benchmarks.md, "Server")."""
+WORKER_BUNDLE_FACTOR = 2.0
+"""Memory counted per worker per byte of the served bundle's files (the opened indexes, records and caches;
+measured: docs/benchmarks.md, "Server")."""
+
+
+@dataclass(frozen=True)
+class WorkerCount:
+    """The worker count ``gitrag serve`` uses without ``--workers``, and why (:func:`default_worker_count`).
+
+    ``cores``: usable cores (the process's CPU affinity); ``available``: the machine's available
+    memory (bytes, ``MemAvailable``; ``None`` when unknown); ``per_worker``: the memory counted per
+    worker (bytes).
+    """
+
+    count: int
+    cores: int
+    available: int | None
+    per_worker: int
+
+    def describe(self) -> str:
+        """One line for the start-up message, e.g. ``2 cores, 20.1 GB available, ~0.9 GB per worker``."""
+        memory = f"{self.available / 1e9:.1f} GB available" if self.available is not None else "memory unknown"
+        return f"{self.cores} cores, {memory}, ~{self.per_worker / 1e9:.1f} GB per worker"
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the system has one), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def available_memory(meminfo: str = "/proc/meminfo") -> int | None:
+    """The machine's available memory in bytes (Linux ``MemAvailable``), or ``None`` when unknown."""
+    try:
+        with open(meminfo, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def bundle_bytes(bundle_dir: str | os.PathLike[str] | None) -> int:
+    """Bytes of the files under ``bundle_dir`` (0 when it is ``None`` or unreadable)."""
+    if bundle_dir is None:
+        return 0
+    total = 0
+    stack = [os.fspath(bundle_dir)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_size
+    return total
+
+
+def worker_count(cores: int, available: int | None, served_bytes: int) -> WorkerCount:
+    """The worker count for ``cores`` usable cores, ``available`` bytes of memory (``None``: unknown, no
+    cap) and a bundle of ``served_bytes`` bytes (see :func:`default_worker_count`)."""
+    cores = max(1, cores)
+    per_worker = int(WORKER_BASE_BYTES + WORKER_BUNDLE_FACTOR * max(0, served_bytes))
+    count = cores if available is None else max(1, min(cores, available // per_worker))
+    if not hasattr(socket, "SO_REUSEPORT") or os.uname().sysname != "Linux":
+        count = 1
+    return WorkerCount(count, cores, available, per_worker)
+
+
+def default_worker_count(bundle_dir: str | os.PathLike[str] | None) -> WorkerCount:
+    """How many worker processes ``gitrag serve`` starts without ``--workers``.
+
+    The usable cores (:func:`usable_cores`), capped by memory: each worker opens the bundle itself,
+    so each is counted at :data:`WORKER_BASE_BYTES` + :data:`WORKER_BUNDLE_FACTOR` x the bundle's
+    bytes, and no more workers are started than the machine's available memory
+    (:func:`available_memory`) holds.  At least 1; 1 where ``SO_REUSEPORT`` does not spread
+    connections (other systems than Linux).
+
+    :param bundle_dir: the bundle the server will serve first (the store's ``CURRENT``), or ``None``.
+    """
+    return worker_count(usable_cores(), available_memory(), bundle_bytes(bundle_dir))
 
 
 @dataclass(frozen=True)
@@ -110,7 +205,8 @@ class Supervisor:
     """Start ``count`` worker processes running ``argv`` and keep them running (see the module docstring).
 
     :param argv: the worker command line (``gitrag serve ...`` without ``--workers``).
-    :param count: number of workers, at least 2.
+    :param count: number of workers, at least 2.  Worker 0 starts first; the others start once it
+        listens, so the server answers as soon as one process could.
     """
 
     def __init__(self, argv: list[str], count: int) -> None:
@@ -123,6 +219,10 @@ class Supervisor:
         self.status = 0
         self._selector = selectors.DefaultSelector()
         self._signal_r, self._signal_w = os.pipe()
+        # Worker 0 starts alone and the others once it listens: started together they share the cores
+        # while each imports and opens the bundle, and the first answer comes later (2 cores: 2.15 s
+        # instead of 1.34 s, docs/benchmarks.md "Server").
+        self._waiting = list(range(1, count))
 
     def _spawn(self, index: int) -> None:
         read_end, write_end = os.pipe()
@@ -195,6 +295,10 @@ class Supervisor:
             worker.ready = True
             log.info("worker %d listening (pid %d)", worker.index, worker.proc.pid,
                      extra={"event": "worker_ready", "worker": worker.index})
+            if self._waiting and not self.stopping:
+                for index in self._waiting:
+                    self._spawn(index)
+                self._waiting = []
         if b"H" in data and not self.stopping:
             self._signal(signal.SIGHUP, exclude=worker.index)
 
@@ -214,8 +318,7 @@ class Supervisor:
         handlers = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)}
         self._selector.register(self._signal_r, selectors.EVENT_READ, None)
         try:
-            for index in range(self.count):
-                self._spawn(index)
+            self._spawn(0)  # the others when it listens (_on_message)
             stop_deadline: float | None = None
             while self.workers:
                 if self.stopping and stop_deadline is None:
@@ -257,4 +360,5 @@ def run_workers(argv: list[str], count: int, host: str, port: int) -> int:
     return Supervisor(argv, count).run()
 
 
-__all__ = ["MULTIPROC_ENV", "Supervisor", "WORKER_ENV", "WorkerSlot", "check_port_free", "run_workers"]
+__all__ = ["MULTIPROC_ENV", "Supervisor", "WORKER_ENV", "WorkerCount", "WorkerSlot", "available_memory", "bundle_bytes",
+           "check_port_free", "default_worker_count", "run_workers", "usable_cores", "worker_count"]

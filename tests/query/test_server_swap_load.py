@@ -65,7 +65,8 @@ def test_zero_failures_and_no_mixed_responses_during_swaps(repo: RepoBuilder, tm
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITRAG_") or k == "GITRAG_EMBEDDER"}
     log_path = tmp_path / "serve.log"  # a file, not a pipe nobody reads: the server logs every request
     log_file = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-    server = subprocess.Popen([GITRAG, "serve", "--store", str(store.root), "--port", str(port),
+    # One process (--workers 1): the test reads its RSS and counts the swaps of one holder.
+    server = subprocess.Popen([GITRAG, "serve", "--store", str(store.root), "--port", str(port), "--workers", "1",
                                "--poll-interval", "3600"], env=env, stdout=subprocess.DEVNULL, stderr=log_file)
 
     async def scenario() -> dict[str, float]:

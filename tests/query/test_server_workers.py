@@ -30,6 +30,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from artifacts.jobs import JobQueue
 from artifacts.store import Store
 from indexer.build import build_bundle
+from query.server.workers import (
+    WORKER_BASE_BYTES,
+    WORKER_BUNDLE_FACTOR,
+    available_memory,
+    bundle_bytes,
+    default_worker_count,
+    usable_cores,
+    worker_count,
+)
 from tests.conftest import RepoBuilder
 
 pytestmark = pytest.mark.e2e
@@ -63,14 +72,15 @@ def _two_bundles(repo: RepoBuilder, store: Store, embedder: Any) -> tuple[dict[s
 
 
 class Serve:
-    """``gitrag serve --workers N`` as a child process, its JSON log in a file."""
+    """``gitrag serve --workers N`` (``None``: no ``--workers``) as a child process, its JSON log in a file."""
 
-    def __init__(self, store: Store, tmp_path: Path, workers: int = 2, *args: str, config: str | None = None) -> None:
+    def __init__(self, store: Store, tmp_path: Path, workers: int | None = 2, *args: str,
+                 config: str | None = None) -> None:
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp_path / f"serve-{self.port}.log"
-        argv = [GITRAG, "serve", "--store", str(store.root), "--port", str(self.port), "--workers", str(workers),
-                *args]
+        argv = [GITRAG, "serve", "--store", str(store.root), "--port", str(self.port),
+                *(["--workers", str(workers)] if workers is not None else []), *args]
         if config is not None:
             path = tmp_path / f"server-{self.port}.toml"
             path.write_text(config, encoding="utf-8")
@@ -365,3 +375,55 @@ def _children(pid: int) -> list[int]:
             if int(fields[1]) == pid and fields[0] != "Z":
                 found.append(int(entry.name))
     return sorted(found)
+
+
+def test_default_worker_count_is_the_usable_cores_capped_by_memory() -> None:
+    """One worker per usable core while the available memory holds one opened bundle per worker; at least 1."""
+    gib = 2**30
+    base = WORKER_BASE_BYTES
+    assert worker_count(2, 24 * gib, 300 * 2**20).count == 2
+    assert worker_count(8, None, 10 * gib).count == 8  # memory unknown: no cap
+    per_worker = int(base + WORKER_BUNDLE_FACTOR * gib)
+    assert worker_count(8, 3 * per_worker + 1, gib).count == 3  # memory for three
+    assert worker_count(4, per_worker // 2, gib).count == 1  # never below one
+    assert worker_count(0, 24 * gib, 0).count == 1
+    assert worker_count(2, 24 * gib, gib).per_worker == per_worker
+
+
+def test_available_memory_and_bundle_bytes_read_the_system(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nMemFree:         1000 kB\nMemAvailable:   20000000 kB\n",
+                       encoding="ascii")
+    assert available_memory(str(meminfo)) == 20000000 * 1024
+    assert available_memory(str(tmp_path / "missing")) is None
+    (tmp_path / "bundle" / "text").mkdir(parents=True)
+    (tmp_path / "bundle" / "manifest.json").write_bytes(b"x" * 10)
+    (tmp_path / "bundle" / "text" / "seg").write_bytes(b"y" * 32)
+    assert bundle_bytes(tmp_path / "bundle") == 42
+    assert bundle_bytes(None) == 0 and bundle_bytes(tmp_path / "missing") == 0
+    assert usable_cores() == len(os.sched_getaffinity(0))
+
+
+def test_serve_without_workers_starts_one_per_core_the_first_alone(repo: RepoBuilder, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                    hash_embedder) -> None:
+    """``gitrag serve`` with no ``--workers`` runs :func:`default_worker_count` processes; worker 0 listens
+    before any other worker starts (so the first answer is not delayed by the others' start-up)."""
+    store = Store(tmp_path / "store")
+    ids, _docs = _two_bundles(repo, store, hash_embedder)
+    expected = default_worker_count(store.current_path()).count
+    if expected < 2:
+        pytest.skip("one usable core (or too little memory): the default is a single process")
+    serve = Serve(store, tmp_path, None)
+    serve.wait_listening(expected)
+
+    async def scenario() -> None:
+        status, body = await _fresh("GET", serve.base + "/health")
+        assert status == 200 and body["worker"]["count"] == expected
+        assert set(await _workers_serving(serve.base)) == set(range(expected))
+
+    _run(serve, scenario)
+    lines = serve.log_lines()
+    first_listening = next(i for i, line in enumerate(lines)
+                           if line.get("event") == "listening" and line.get("worker") == 0)
+    first_other = next(i for i, line in enumerate(lines) if line.get("worker", 0) != 0)
+    assert first_listening < first_other

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from artifacts.cli import main
 from indexer.build import build_bundle
 from query.bundle import open_bundle
 from query.search.request import SearchOptions, parse_search_request
 from query.search.response import search, snippet_terms
-from query.search.snippets import display_text, make_snippet
+from query.search.snippets import _token_runs, display_text, make_snippet
 from tests.conftest import RepoBuilder
 
 FILLER = " ".join(f"Úvodná veta číslo {i} hovorí o počasí a o ničom inom." for i in range(12))
@@ -336,3 +339,21 @@ def test_results_say_which_arm_found_them_and_vector_only_hits_show_related_pass
     lines = {line.split()[1]: line for line in out.output.splitlines() if line[:3].strip().rstrip(".").isdigit()}
     assert lines["kody.md"].endswith("(matched by meaning)")
     assert "matched by meaning" not in lines["krizovy-web.md"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet="abcé _.'’-\n", max_size=60),
+       starts=st.lists(st.from_regex(r"\A[abcé](?:[abcé]|[.'’][abcé])*\Z").filter(lambda w: len(w) <= 5),
+                       min_size=1, max_size=5))
+def test_token_runs_are_the_token_starting_matches_of_the_alternation_pattern(text: str, starts: list[str]) -> None:
+    """_token_runs finds, without compiling a pattern per query, the matches of the alternation regex it
+    replaced that start a token (the ones the snippet code judged)."""
+    alternatives = "|".join(re.escape(w) for w in sorted(set(starts), key=len, reverse=True))
+    pattern = re.compile(rf"(?:{alternatives})\w*(?:[.'’]\w+)*")
+
+    def starts_token(i: int) -> bool:
+        return not i or not (re.match(r"\w", text[i - 1]) or (
+            i > 1 and text[i - 1] in ".'’" and re.match(r"\w", text[i - 2])))
+
+    expected = [m.span() for m in pattern.finditer(text) if starts_token(m.start())]
+    assert _token_runs(text, tuple(starts)) == expected
