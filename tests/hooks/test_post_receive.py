@@ -105,8 +105,10 @@ def test_push_builds_and_the_server_serves_the_new_commit(repo: RepoBuilder, tmp
 
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([GITRAG, "serve", "--store", str(store), "--port", str(port), "--poll-interval", "0.2"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # One process: this test follows one server's swaps request by request (with the default of one worker
+    # per core, each worker swaps at its own poll; tests/query/test_server_workers.py covers that).
+    server = subprocess.Popen([GITRAG, "serve", "--store", str(store), "--port", str(port), "--poll-interval", "0.2",
+                               "--workers", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_for(lambda: _get(base + "/health")[0] in (200, 503), timeout=90)
 
