@@ -59,7 +59,6 @@ from query.answer.quotes import (
 from query.graph.names import capital_runs, tokenize
 
 _YEAR = re.compile(r"(?:1[5-9]|20)\d{2}")
-_PIECE_SPLIT = re.compile(r"\s*(?:\.\.\.|…|[.;:!?,–—])\s+|\s+[-–—]\s+")
 _MIN_PIECE_WORDS = 3
 _MAX_PIECE_SEARCH_WORDS = 150  # longer non-verbatim quotes are simply "fabricated" (bounds the search)
 MAX_CLAIMS = 50
